@@ -1,0 +1,66 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { DomainError } from '../domain/errors.js'
+import type { AccountService, Principal } from '../services/AccountService.js'
+
+/**
+ * Who may call a route. `read` allows ALL and READ_ONLY keys, `write` only ALL keys, `admin` only admin
+ * keys, `public` anyone. RESTRICTED keys are refused unless the route says how they may use it.
+ */
+export type Access = 'public' | 'read' | 'write' | 'admin'
+
+/**
+ * How a RESTRICTED key (limited to some endpoints) may use a route: `any` (e.g. the catalog), `endpoint`
+ * (allowed when the `id`/`endpointId` path parameter is one of its endpoints), `list` (the service filters).
+ */
+export type RestrictedUse = 'any' | 'endpoint' | 'list'
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    access?: Access
+    restricted?: RestrictedUse
+  }
+  interface FastifyRequest {
+    principal: Principal
+  }
+}
+
+/** Authenticates every non-public route and applies its access rule; 401 and 403 are problems. */
+export function registerAuth(app: FastifyInstance, accounts: AccountService): void {
+  app.decorateRequest('principal', null as unknown as Principal)
+  app.addHook('onRequest', async (req) => {
+    const config = req.routeOptions.config
+    // Unmatched routes reach the not-found handler, which answers 404/405 without asking for a key.
+    if (!req.routeOptions.url) return
+    const access = config.access ?? (req.method === 'GET' || req.method === 'HEAD' ? 'read' : 'write')
+    if (access === 'public') return
+    req.principal = await accounts.authenticate(bearer(req))
+    authorize(req, access, config.restricted)
+  })
+}
+
+function bearer(req: FastifyRequest): string | undefined {
+  const header = req.headers.authorization
+  if (header === undefined || header === '') return undefined
+  const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header)
+  if (!m) throw new DomainError('unauthorized', 'malformed Authorization header: expected "Bearer <key>"')
+  return m[1]
+}
+
+function authorize(req: FastifyRequest, access: Access, restricted: RestrictedUse | undefined): void {
+  const p = req.principal
+  if (access === 'admin') {
+    if (!p.admin) throw new DomainError('forbidden', 'this route needs an admin key')
+    return
+  }
+  if (p.permission === 'RESTRICTED') {
+    const what = `${req.method} ${req.routeOptions.url}`
+    if (access === 'write' || !restricted) throw new DomainError('forbidden', `a RESTRICTED key cannot use ${what}; it may only read and run jobs on endpoints ${p.endpointIds.join(', ')}`)
+    if (restricted === 'endpoint') {
+      const params = req.params as { id?: string; endpointId?: string }
+      const id = params.endpointId ?? params.id ?? ''
+      if (!p.endpointIds.includes(id)) throw new DomainError('forbidden', `this key is restricted to endpoints ${p.endpointIds.join(', ')}, not ${JSON.stringify(id)}`)
+    }
+    return
+  }
+  if (access === 'write' && p.permission !== 'ALL') throw new DomainError('forbidden', `a ${p.permission} key cannot use ${req.method} ${req.routeOptions.url}`)
+}

@@ -1,0 +1,69 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { STATUS_CODES } from 'node:http'
+import type { Problem } from '../contract/problem.js'
+import { DomainError, type ErrorKind } from '../domain/errors.js'
+import { formatValidationErrors } from './validation.js'
+
+const STATUS: Record<ErrorKind, number> = {
+  bad_request: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  payload_too_large: 413,
+  unprocessable: 422,
+  too_many_requests: 429,
+  unavailable: 503,
+}
+
+/** Sends an RFC 9457 problem. */
+export function sendProblem(reply: FastifyReply, status: number, detail: string, errors?: string[]): FastifyReply {
+  const body: Problem = { title: STATUS_CODES[status] ?? 'Error', status, detail }
+  if (errors?.length) body.errors = errors
+  return reply.code(status).type('application/problem+json').send(body)
+}
+
+/** Maps every error to `application/problem+json` in one place; a 500 says only the request id. */
+export function registerProblemHandling(app: FastifyInstance, methodsFor: (url: string) => string[]): void {
+  app.setErrorHandler((err: FastifyError | DomainError | Error, req: FastifyRequest, reply: FastifyReply) => {
+    if (err instanceof DomainError) {
+      if (err.headers) reply.headers(err.headers)
+      return sendProblem(reply, STATUS[err.kind], err.detail, err.errors)
+    }
+    const fe = err as FastifyError
+    if (fe.validation) {
+      const errors = formatValidationErrors(fe.validation as never, fe.validationContext)
+      return sendProblem(reply, 422, errors.length === 1 ? errors[0] : `${errors.length} validation failures, listed in errors`, errors)
+    }
+    switch (fe.code) {
+      case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+        return sendProblem(reply, 400, `malformed JSON body: ${fe.message}`)
+      case 'FST_ERR_CTP_BODY_TOO_LARGE':
+        return sendProblem(reply, 413, `request body is larger than the ${reqLimit(req)} limit`)
+      case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+        return sendProblem(reply, 415, `unsupported content type ${JSON.stringify(req.headers['content-type'] ?? '')}: send application/json`)
+    }
+    if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) {
+      if (err instanceof SyntaxError) return sendProblem(reply, 400, `malformed JSON body: ${err.message}`)
+      return sendProblem(reply, fe.statusCode, fe.message)
+    }
+    req.log.error({ err, reqId: req.id }, 'unhandled error')
+    return sendProblem(reply, 500, `internal error; the server log has the details under request id ${req.id}`)
+  })
+
+  app.setNotFoundHandler((req, reply) => {
+    const path = req.url.split('?')[0]
+    const allowed = methodsFor(path)
+    if (allowed.length > 0) {
+      reply.header('allow', allowed.join(', '))
+      return sendProblem(reply, 405, `method ${req.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`)
+    }
+    return sendProblem(reply, 404, `no route ${req.method} ${path}`)
+  })
+}
+
+function reqLimit(req: FastifyRequest): string {
+  const limit = req.routeOptions.bodyLimit
+  return limit ? `${limit}-byte` : 'configured'
+}

@@ -1,0 +1,192 @@
+import type { Availability } from '../contract/catalog.js'
+import { compareCuda } from '../domain/cuda.js'
+
+/** One GPU model on a host; `indices` are device numbers for CUDA_VISIBLE_DEVICES. */
+export interface HostGpus {
+  typeId: string
+  cudaVersion: string | null
+  virtual: boolean
+  indices: number[]
+}
+
+/** A machine work can be placed on. */
+export interface Host {
+  id: string
+  dataCenterId: string
+  vcpus: number
+  memoryGb: number
+  gpus: HostGpus[]
+}
+
+/** What one worker needs; options are tried in order, the first that fits wins. */
+export interface PlacementRequest {
+  /** Acceptable data centers; empty means any. */
+  dataCenterIds: string[]
+  gpu?: {
+    /** Candidate GPU types in preference order (pools expanded, exclusions removed). */
+    typeIds: string[]
+    count: number
+    allowedCudaVersions: string[]
+    minCudaVersion: string | null
+  }
+  /** CPU options in preference order. */
+  cpu?: Array<{ flavorId: string; vcpus: number; memoryGb: number }>
+}
+
+/** Capacity taken by one placed worker (or pod); give it back with `Fleet.release`. */
+export interface Allocation {
+  id: string
+  hostId: string
+  dataCenterId: string
+  gpuTypeId: string | null
+  gpuIndices: number[]
+  cudaVersion: string | null
+  virtual: boolean
+  cpuFlavorId: string | null
+  vcpus: number
+  memoryGb: number
+}
+
+/** Why nothing fits, for users wondering why a job waits. */
+export interface PlacementFailure {
+  reason: string
+}
+
+/**
+ * The capacity ledger: the hosts Hangar may place work on and what is taken. It is the single place the
+ * catalog's stock is read from, so stock shrinks as soon as work is placed.
+ */
+export class Fleet {
+  private readonly allocations = new Map<string, Allocation>()
+  private readonly usedGpu = new Map<string, Set<number>>() // `${hostId}\0${typeId}` -> busy indices
+  private readonly usedCpu = new Map<string, { vcpus: number; memoryGb: number }>()
+
+  constructor(readonly hosts: readonly Host[]) {}
+
+  /** Free and total GPUs of a type, optionally in some data centers and on hosts matching a CUDA filter. */
+  gpuStock(typeId: string, filter: { dataCenterIds?: string[]; cuda?: (v: string | null) => boolean } = {}): { total: number; free: number; perHostFree: number[] } {
+    let total = 0
+    let free = 0
+    const perHostFree: number[] = []
+    for (const host of this.hostsIn(filter.dataCenterIds)) {
+      for (const g of host.gpus) {
+        if (g.typeId !== typeId || (filter.cuda && !filter.cuda(g.cudaVersion))) continue
+        const busy = this.usedGpu.get(key(host.id, typeId))?.size ?? 0
+        total += g.indices.length
+        free += g.indices.length - busy
+        perHostFree.push(g.indices.length - busy)
+      }
+    }
+    return { total, free, perHostFree }
+  }
+
+  /** Free and total vCPUs, and how many workers of `vcpus` x `ramGbPerVcpu` would still fit. */
+  cpuStock(vcpus: number, ramGbPerVcpu: number, dataCenterIds?: string[]): { totalVcpu: number; freeVcpu: number; fits: number } {
+    let totalVcpu = 0
+    let freeVcpu = 0
+    let fits = 0
+    for (const host of this.hostsIn(dataCenterIds)) {
+      const used = this.usedCpu.get(host.id) ?? { vcpus: 0, memoryGb: 0 }
+      const fv = host.vcpus - used.vcpus
+      const fm = host.memoryGb - used.memoryGb
+      totalVcpu += host.vcpus
+      freeVcpu += fv
+      fits += Math.max(0, Math.min(Math.floor(fv / vcpus), Math.floor(fm / (vcpus * ramGbPerVcpu))))
+    }
+    return { totalVcpu, freeVcpu, fits }
+  }
+
+  /** Data centers that have at least one host. */
+  dataCenterIds(): string[] {
+    return [...new Set(this.hosts.map((h) => h.dataCenterId))]
+  }
+
+  /** CUDA versions reported by hosts carrying a GPU type. */
+  cudaVersionsOf(typeId: string): string[] {
+    const versions = new Set<string>()
+    for (const h of this.hosts) for (const g of h.gpus) if (g.typeId === typeId && g.cudaVersion) versions.add(g.cudaVersion)
+    return [...versions].sort(compareCuda)
+  }
+
+  /** Takes capacity for one worker, trying each option in order; a failure says why nothing fits. */
+  reserve(id: string, req: PlacementRequest): Allocation | PlacementFailure {
+    const hosts = [...this.hostsIn(req.dataCenterIds)]
+    if (hosts.length === 0) return { reason: `no host in data centers ${req.dataCenterIds.join(', ')}` }
+    if (req.gpu) {
+      const { typeIds, count, allowedCudaVersions, minCudaVersion } = req.gpu
+      const cudaOk = cudaFilter(allowedCudaVersions, minCudaVersion)
+      let sawType = false
+      let sawCuda = false
+      for (const typeId of typeIds) {
+        for (const host of hosts) {
+          for (const g of host.gpus) {
+            if (g.typeId !== typeId) continue
+            sawType = true
+            if (!cudaOk(g.cudaVersion)) continue
+            sawCuda = true
+            const busy = this.usedGpu.get(key(host.id, typeId)) ?? new Set<number>()
+            const freeIdx = g.indices.filter((i) => !busy.has(i))
+            if (freeIdx.length < count) continue
+            const taken = freeIdx.slice(0, count)
+            for (const i of taken) busy.add(i)
+            this.usedGpu.set(key(host.id, typeId), busy)
+            return this.remember({ id, hostId: host.id, dataCenterId: host.dataCenterId, gpuTypeId: typeId, gpuIndices: taken, cudaVersion: g.cudaVersion, virtual: g.virtual, cpuFlavorId: null, vcpus: 0, memoryGb: 0 })
+          }
+        }
+      }
+      if (!sawType) return { reason: `no host has any of the selected GPU types (${typeIds.join(', ')})` }
+      if (!sawCuda) return { reason: 'no host with the selected GPU types satisfies the CUDA constraints' }
+      return { reason: `all ${count > 1 ? `sets of ${count} ` : ''}GPUs of the selected types are in use` }
+    }
+    for (const opt of req.cpu ?? []) {
+      for (const host of hosts) {
+        const used = this.usedCpu.get(host.id) ?? { vcpus: 0, memoryGb: 0 }
+        if (host.vcpus - used.vcpus < opt.vcpus || host.memoryGb - used.memoryGb < opt.memoryGb) continue
+        this.usedCpu.set(host.id, { vcpus: used.vcpus + opt.vcpus, memoryGb: used.memoryGb + opt.memoryGb })
+        return this.remember({ id, hostId: host.id, dataCenterId: host.dataCenterId, gpuTypeId: null, gpuIndices: [], cudaVersion: null, virtual: false, cpuFlavorId: opt.flavorId, vcpus: opt.vcpus, memoryGb: opt.memoryGb })
+      }
+    }
+    return { reason: 'no host has enough free vCPUs and memory for any of the CPU configurations' }
+  }
+
+  /** Gives capacity back; unknown ids are ignored so release is idempotent. */
+  release(id: string): void {
+    const a = this.allocations.get(id)
+    if (!a) return
+    this.allocations.delete(id)
+    if (a.gpuTypeId) {
+      const busy = this.usedGpu.get(key(a.hostId, a.gpuTypeId))
+      for (const i of a.gpuIndices) busy?.delete(i)
+    }
+    if (a.vcpus || a.memoryGb) {
+      const used = this.usedCpu.get(a.hostId)
+      if (used) this.usedCpu.set(a.hostId, { vcpus: used.vcpus - a.vcpus, memoryGb: used.memoryGb - a.memoryGb })
+    }
+  }
+
+  private remember(a: Allocation): Allocation {
+    this.allocations.set(a.id, a)
+    return a
+  }
+
+  private *hostsIn(dataCenterIds?: string[]): Iterable<Host> {
+    for (const h of this.hosts) if (!dataCenterIds?.length || dataCenterIds.includes(h.dataCenterId)) yield h
+  }
+}
+
+/** A predicate for host CUDA versions: exact list match, or a numeric floor, or anything. */
+export function cudaFilter(allowed: string[], min: string | null): (v: string | null) => boolean {
+  if (allowed.length > 0) return (v) => v !== null && allowed.includes(v)
+  if (min) return (v) => v !== null && compareCuda(v, min) >= 0
+  return () => true
+}
+
+/** Maps how many more units fit to the catalog's coarse availability levels. */
+export function availabilityLevel(fits: number): Availability {
+  if (fits <= 0) return 'NONE'
+  if (fits <= 2) return 'LOW'
+  if (fits <= 7) return 'MEDIUM'
+  return 'HIGH'
+}
+
+const key = (hostId: string, typeId: string) => `${hostId}\0${typeId}`

@@ -1,0 +1,106 @@
+import { readFileSync } from 'node:fs'
+import { resolve } from 'node:path'
+import { Type, type Static } from 'typebox'
+import { Value } from 'typebox/value'
+import { CatalogConfig, FleetConfig } from './catalog/config.js'
+
+/**
+ * Everything Hangar can be configured with. Sources, later wins: defaults, the JSON config file,
+ * environment variables, command-line flags. This is the only module that reads process.env.
+ */
+export const Config = Type.Object(
+  {
+    host: Type.String({ default: '127.0.0.1' }),
+    port: Type.Integer({ minimum: 0, maximum: 65535, default: 8080 }),
+    dataDir: Type.String({ default: './.hangar' }),
+    /** Externally visible base URL, used to build `requestUrls`; derived from host/port when unset. */
+    publicUrl: Type.Optional(Type.String({ pattern: '^https?://' })),
+    /** Sets the admin key on first start instead of generating one. */
+    adminApiKey: Type.Optional(Type.String({ minLength: 16 })),
+    logLevel: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
+      { default: 'info' },
+    ),
+    /** Largest management request body, bytes. */
+    bodyLimit: Type.Integer({ minimum: 1024, default: 1024 * 1024 }),
+    catalog: CatalogConfig,
+    fleet: FleetConfig,
+  },
+  { additionalProperties: false },
+)
+export type Config = Static<typeof Config>
+
+/** Overrides from the command line; undefined fields are left to the other sources. */
+export interface ConfigFlags {
+  host?: string
+  port?: number
+  dataDir?: string
+  configFile?: string
+}
+
+const ENV: Record<string, keyof Config> = {
+  HANGAR_HOST: 'host',
+  HANGAR_PORT: 'port',
+  HANGAR_DATA_DIR: 'dataDir',
+  HANGAR_PUBLIC_URL: 'publicUrl',
+  HANGAR_ADMIN_API_KEY: 'adminApiKey',
+  HANGAR_LOG_LEVEL: 'logLevel',
+}
+
+/** Parses and validates the configuration once; throws with every problem listed. */
+export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
+  const raw: Record<string, unknown> = {}
+  const file = flags.configFile ?? env.HANGAR_CONFIG
+  if (file) {
+    try {
+      Object.assign(raw, JSON.parse(readFileSync(file, 'utf8')))
+    } catch (err) {
+      throw new Error(`config file ${file}: ${(err as Error).message}`)
+    }
+  }
+  for (const [name, key] of Object.entries(ENV)) {
+    const v = env[name]
+    if (v !== undefined && v !== '') raw[key] = key === 'port' ? Number(v) : v
+  }
+  if (flags.host !== undefined) raw.host = flags.host
+  if (flags.port !== undefined) raw.port = flags.port
+  if (flags.dataDir !== undefined) raw.dataDir = flags.dataDir
+  Object.assign(raw, overrides)
+  return parseConfig(raw)
+}
+
+/** Validates a raw configuration object and fills in defaults. */
+export function parseConfig(raw: unknown): Config {
+  const withDefaults = Value.Default(Config, structuredClone(raw ?? {}))
+  if (!Value.Check(Config, withDefaults)) {
+    const problems = [...Value.Errors(Config, withDefaults)].map((e) => `${e.instancePath || '/'}: ${e.message}`)
+    throw new Error(`invalid configuration:\n  ${problems.join('\n  ')}`)
+  }
+  const config = withDefaults as Config
+  config.dataDir = resolve(config.dataDir)
+  return config
+}
+
+/** The base URL clients should use, from `publicUrl` or the address the server listens on. */
+export function publicBaseUrl(config: Config, boundPort: number): string {
+  if (config.publicUrl) return config.publicUrl.replace(/\/+$/, '')
+  const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host
+  return `http://${host.includes(':') ? `[${host}]` : host}:${boundPort}`
+}
+
+/** Where CLI commands other than `serve` send their requests, and with which key. */
+export interface ClientConfig {
+  url: string
+  apiKey?: string
+  dataDir: string
+}
+
+/** Reads the CLI client settings: flags win over HANGAR_URL / HANGAR_API_KEY / HANGAR_DATA_DIR. */
+export function loadClientConfig(flags: { url?: string; apiKey?: string; dataDir?: string }, env: NodeJS.ProcessEnv = process.env): ClientConfig {
+  const port = env.HANGAR_PORT ?? '8080'
+  const host = env.HANGAR_HOST ?? '127.0.0.1'
+  return {
+    url: (flags.url ?? env.HANGAR_URL ?? env.HANGAR_PUBLIC_URL ?? `http://${host}:${port}`).replace(/\/+$/, ''),
+    apiKey: flags.apiKey ?? env.HANGAR_API_KEY ?? env.HANGAR_ADMIN_API_KEY,
+    dataDir: resolve(flags.dataDir ?? env.HANGAR_DATA_DIR ?? './.hangar'),
+  }
+}

@@ -1,0 +1,28 @@
+import { Type } from 'typebox'
+
+/** `<port>/<protocol>`, e.g. `8888/http`. */
+export const PortSpec = Type.String({ pattern: '^\\d{1,5}/(http|tcp|udp)$' })
+
+/** Container settings shared by templates, pods and endpoints (request side; every field optional). */
+export const ContainerSettingsInput = {
+  image: Type.Optional(Type.String({ minLength: 1 })),
+  args: Type.Optional(Type.String({ description: 'the container command as one raw string: a shell string (CMD) or a JSON object string {"entrypoint": [...], "cmd": [...]}; "" clears' })),
+  cmd: Type.Optional(Type.Array(Type.String(), { description: 'CMD in exec form; [] clears' })),
+  entrypoint: Type.Optional(Type.Array(Type.String(), { description: 'ENTRYPOINT in exec form; [] clears' })),
+  disk: Type.Optional(Type.Integer({ minimum: 1, description: 'container disk, GB' })),
+  env: Type.Optional(Type.Record(Type.String(), Type.String())),
+  ports: Type.Optional(Type.Array(PortSpec)),
+  registry: Type.Optional(Type.Union([Type.String({ minLength: 1 }), Type.Null()], { description: 'container registry credential id' })),
+}
+
+/** Container settings as returned: every key present. */
+export const ContainerSettings = {
+  image: Type.String(),
+  args: Type.String({ description: 'as stored; "" when unset' }),
+  cmd: Type.Array(Type.String()),
+  entrypoint: Type.Array(Type.String()),
+  disk: Type.Integer(),
+  env: Type.Record(Type.String(), Type.String()),
+  ports: Type.Array(Type.String()),
+  registry: Type.Union([Type.String(), Type.Null()]),
+}

@@ -1,0 +1,148 @@
+import { Type, type Static } from 'typebox'
+import { Closed, CudaVersion, DateTime, Id } from './common.js'
+import { ContainerSettings, ContainerSettingsInput } from './container.js'
+
+export const EndpointType = Type.Enum(['QUEUE', 'LOAD_BALANCER'])
+export type EndpointType = Static<typeof EndpointType>
+
+export const Flashboot = Type.Enum(['OFF', 'FLASHBOOT', 'PRIORITY_FLASHBOOT'])
+export type Flashboot = Static<typeof Flashboot>
+
+const QueueDelayScaling = Closed({ type: Type.Literal('QUEUE_DELAY'), queueDelay: Type.Number({ minimum: 0.5, description: 'seconds a job may wait before workers are added' }) })
+const RequestCountScaling = Closed({ type: Type.Literal('REQUEST_COUNT'), requestCount: Type.Integer({ minimum: 1, description: 'in-flight requests per worker' }) })
+
+/** The scaler, discriminated on `type`; Ajv validates only the branch `type` names, so errors stay precise. */
+export const Scaling = Type.Unsafe<Static<typeof QueueDelayScaling> | Static<typeof RequestCountScaling>>({
+  type: 'object',
+  oneOf: [QueueDelayScaling, RequestCountScaling],
+  discriminator: { propertyName: 'type' },
+  required: ['type'],
+})
+export type Scaling = Static<typeof Scaling>
+
+/** Response form of `gpu`: every constraint present, `[]`/null meaning "no limit". */
+export const GpuConfig = Type.Object({
+  pools: Type.Array(Type.String()),
+  count: Type.Integer(),
+  allowedCudaVersions: Type.Array(Type.String(), { description: '[] = any' }),
+  minCudaVersion: Type.Union([Type.String(), Type.Null()], { description: 'null = no floor' }),
+  excludedTypes: Type.Optional(Type.Array(Type.String())),
+})
+export type GpuConfig = Static<typeof GpuConfig>
+
+export const GpuCreate = Closed({
+  pools: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, description: 'serverless pool ids (the pool field of the GPU catalog)' }),
+  excludedTypes: Type.Optional(Type.Array(Type.String(), { uniqueItems: true, description: 'GPU type ids subtracted from the pools' })),
+  count: Type.Optional(Type.Integer({ minimum: 1, description: 'GPUs per worker, default 1' })),
+  allowedCudaVersions: Type.Optional(Type.Array(CudaVersion)),
+  minCudaVersion: Type.Optional(CudaVersion),
+})
+export type GpuCreate = Static<typeof GpuCreate>
+
+/** PATCH form: every field optional; `[]` / `""` clear the CUDA limits. */
+export const GpuUpdate = Closed({
+  pools: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { minItems: 1 })),
+  excludedTypes: Type.Optional(Type.Array(Type.String(), { uniqueItems: true })),
+  count: Type.Optional(Type.Integer({ minimum: 1 })),
+  allowedCudaVersions: Type.Optional(Type.Array(CudaVersion)),
+  minCudaVersion: Type.Optional(Type.Union([CudaVersion, Type.Literal('')])),
+})
+export type GpuUpdate = Static<typeof GpuUpdate>
+
+export const CpuCreate = Closed({
+  id: Type.String({ minLength: 1, description: 'CPU flavor id from the catalog' }),
+  vcpuCount: Type.Integer({ minimum: 2, description: 'a power of two valid for the flavor' }),
+})
+export type CpuCreate = Static<typeof CpuCreate>
+
+export const CpuConfig = Type.Object({ id: Type.String(), vcpuCount: Type.Integer(), memory: Type.Integer({ minimum: 1, description: 'GB, derived from the flavor' }) })
+export type CpuConfig = Static<typeof CpuConfig>
+
+export const WorkersInput = Closed({
+  min: Type.Optional(Type.Integer({ minimum: 0 })),
+  max: Type.Optional(Type.Integer({ minimum: 0 })),
+  idleTimeout: Type.Optional(Type.Integer({ minimum: 1, maximum: 3600, description: 'seconds' })),
+})
+
+export const Workers = Type.Object({ min: Type.Integer(), max: Type.Integer(), idleTimeout: Type.Optional(Type.Integer()) })
+export type Workers = Static<typeof Workers>
+
+export const QueueRequestUrls = Type.Object({
+  run: Type.String({ format: 'uri' }),
+  runSync: Type.String({ format: 'uri' }),
+  status: Type.String({ format: 'uri' }),
+  stream: Type.String({ format: 'uri' }),
+  cancel: Type.String({ format: 'uri' }),
+  retry: Type.String({ format: 'uri' }),
+  purgeQueue: Type.String({ format: 'uri' }),
+  health: Type.String({ format: 'uri' }),
+})
+export const LoadBalancerRequestUrls = Type.Object({ base: Type.String({ format: 'uri' }), health: Type.String({ format: 'uri' }) })
+
+const CreateCommon = {
+  name: Type.String({ minLength: 1 }),
+  templateId: Type.Optional(Type.String({ minLength: 1 })),
+  ...ContainerSettingsInput,
+  gpu: Type.Optional(GpuCreate),
+  cpu: Type.Optional(Type.Array(CpuCreate, { minItems: 1, uniqueItems: true })),
+  workers: Type.Optional(WorkersInput),
+  dataCenterIds: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { uniqueItems: true })),
+  networkVolumes: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { uniqueItems: true })),
+  flashboot: Type.Optional(Flashboot),
+  timeout: Type.Optional(Type.Integer({ minimum: 1000, maximum: 604_800_000, description: 'per-request execution timeout, ms; default 300000' })),
+}
+
+export const CreateEndpoint = Closed({
+  ...CreateCommon,
+  type: EndpointType,
+  scaling: Scaling,
+})
+export type CreateEndpoint = Static<typeof CreateEndpoint>
+
+export const UpdateEndpoint = Closed({
+  ...CreateCommon,
+  name: Type.Optional(Type.String({ minLength: 1 })),
+  gpu: Type.Optional(GpuUpdate),
+  scaling: Type.Optional(Scaling),
+})
+export type UpdateEndpoint = Static<typeof UpdateEndpoint>
+
+export const Endpoint = Type.Object({
+  id: Id,
+  name: Type.String(),
+  type: EndpointType,
+  requestUrls: Type.Union([QueueRequestUrls, LoadBalancerRequestUrls]),
+  ...ContainerSettings,
+  gpu: Type.Optional(Type.Union([GpuConfig, Type.Null()])),
+  cpu: Type.Optional(Type.Array(CpuConfig)),
+  workers: Workers,
+  scaling: Scaling,
+  dataCenterIds: Type.Array(Type.String()),
+  networkVolumes: Type.Array(Type.String()),
+  timeout: Type.Integer(),
+  flashboot: Flashboot,
+  createdAt: DateTime,
+})
+export type Endpoint = Static<typeof Endpoint>
+
+export const EndpointList = Type.Object({ endpoints: Type.Array(Endpoint) })
+
+export const ReleaseDiff = Type.Object({ field: Type.String({ description: 'dotted path, e.g. workers.max' }), old: Type.Unknown(), new: Type.Unknown() })
+
+export const Release = Type.Object({
+  id: Id,
+  version: Type.Union([Type.Integer(), Type.Null()]),
+  source: Type.Enum(['GIT_BUILD', 'MANUAL']),
+  buildId: Type.Union([Type.String(), Type.Null()]),
+  createdByUserId: Type.Union([Type.String(), Type.Null()]),
+  createdAt: DateTime,
+  workerCount: Type.Integer(),
+  diff: Type.Array(ReleaseDiff),
+})
+export type Release = Static<typeof Release>
+
+export const ReleaseList = Type.Object({
+  endpointVersion: Type.Union([Type.Integer(), Type.Null()]),
+  rollout: Type.Object({ inProgress: Type.Boolean(), workersOnLatest: Type.Integer(), workersTotal: Type.Integer(), percentOnLatest: Type.Number({ minimum: 0, maximum: 100 }) }),
+  releases: Type.Array(Release),
+})

@@ -1,0 +1,66 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { parseConfig, type Config } from '../../src/config.js'
+import type { Clock } from '../../src/domain/clock.js'
+import { startHangar, type Hangar } from '../../src/main.js'
+
+export interface ApiResponse<T = any> {
+  status: number
+  headers: Headers
+  body: T
+}
+
+export interface TestServer {
+  hangar: Hangar
+  url: string
+  adminKey: string
+  dataDir: string
+  /** Calls the API with `key` (the admin key by default; null sends no Authorization header). */
+  api<T = any>(method: string, path: string, body?: unknown, key?: string | null): Promise<ApiResponse<T>>
+  /** Creates an account and one key for it; returns the key. */
+  accountKey(name: string, permission?: 'ALL' | 'READ_ONLY' | 'RESTRICTED', endpointIds?: string[]): Promise<string>
+  stop(): Promise<void>
+}
+
+/** Starts a real Hangar on an ephemeral port with a fresh temporary data dir. */
+export async function startTestServer(overrides: Partial<Config> & Record<string, unknown> = {}, opts: { clock?: Clock; dataDir?: string } = {}): Promise<TestServer> {
+  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'hangar-test-'))
+  const config = parseConfig({ host: '127.0.0.1', port: 0, logLevel: 'silent', dataDir, fleet: { detectGpus: false }, ...overrides })
+  const hangar = await startHangar(config, { clock: opts.clock, logger: false })
+  const adminKey = hangar.adminKey ?? (await import('node:fs')).readFileSync(join(dataDir, 'admin-key'), 'utf8').trim()
+
+  const api = async <T>(method: string, path: string, body?: unknown, key: string | null = adminKey): Promise<ApiResponse<T>> => {
+    const headers: Record<string, string> = {}
+    if (key !== null) headers.authorization = `Bearer ${key}`
+    if (body !== undefined) headers['content-type'] = 'application/json'
+    const res = await fetch(hangar.url + path, { method, headers, body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body) })
+    const text = await res.text()
+    let parsed: unknown = text
+    try {
+      parsed = text ? JSON.parse(text) : undefined
+    } catch {
+      // not JSON: keep the text
+    }
+    return { status: res.status, headers: res.headers, body: parsed as T }
+  }
+
+  return {
+    hangar,
+    url: hangar.url,
+    adminKey,
+    dataDir,
+    api,
+    async accountKey(name, permission = 'ALL', endpointIds) {
+      const acc = await api('POST', '/v2/admin/accounts', { name })
+      if (acc.status !== 201 && acc.status !== 409) throw new Error(`account ${name}: ${acc.status} ${JSON.stringify(acc.body)}`)
+      const key = await api('POST', '/v2/admin/keys', { account: name, permission, ...(endpointIds ? { endpointIds } : {}) })
+      if (key.status !== 201) throw new Error(`key for ${name}: ${key.status} ${JSON.stringify(key.body)}`)
+      return key.body.key as string
+    },
+    async stop() {
+      await hangar.stop()
+      if (!opts.dataDir) rmSync(dataDir, { recursive: true, force: true })
+    },
+  }
+}
