@@ -5,11 +5,19 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import FindMyWay from 'find-my-way'
 import type { CatalogService } from '../catalog/CatalogService.js'
 import type { AccountService } from '../services/AccountService.js'
+import { Problem } from '../contract/problem.js'
 import { registerAuth } from './auth.js'
 import { registerProblemHandling } from './problem.js'
 import { adminRoutes } from './routes/admin.js'
 import { catalogRoutes } from './routes/catalog.js'
 import { validatorCompiler } from './validation.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Every route registered, for the OpenAPI completeness test and 405 answers. */
+    hangarRoutes: ReadonlyArray<{ method: string; url: string }>
+  }
+}
 
 /** Everything the HTTP layer needs; built by main.ts (or a test) and handed in. */
 export interface AppDeps {
@@ -38,10 +46,21 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.setValidatorCompiler(validatorCompiler())
+  // The management API speaks JSON only; any other body is a 415 rather than a string that fails validation.
+  app.removeContentTypeParser('text/plain')
 
   // Every route pattern by method, to tell "wrong method" (405) from "no such path" (404).
   const shapes = FindMyWay({ ignoreTrailingSlash: true })
+  const routes: Array<{ method: string; url: string }> = []
+  app.decorate('hangarRoutes', routes)
   app.addHook('onRoute', (route) => {
+    for (const m of [route.method].flat()) if (m !== 'HEAD') routes.push({ method: m, url: route.url })
+    // Every route can fail with a problem; declaring it once here keeps the OpenAPI honest without
+    // repeating it in each route.
+    if (route.url.startsWith('/v2/') && route.schema && !route.schema.hide) {
+      const problem = { description: 'RFC 9457 problem', content: { 'application/problem+json': { schema: Problem } } }
+      route.schema.response = { ...(route.schema.response as object), '4XX': problem, '5XX': problem }
+    }
     for (const m of [route.method].flat()) {
       if ((METHODS as readonly string[]).includes(m) && !shapes.find(m as never, route.url)) shapes.on(m as never, route.url, () => {})
     }

@@ -1,0 +1,36 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+
+const BIN = fileURLToPath(new URL('../../bin/hangar.js', import.meta.url))
+
+export interface ServeProcess {
+  child: ChildProcess
+  url: string
+  output: () => string
+  /** Resolves with the exit code once the process ends. */
+  exited: Promise<number | null>
+}
+
+/** Starts `hangar serve` (the built dist) as a child process on an ephemeral port. */
+export async function spawnServe(dataDir: string, env: Record<string, string> = {}): Promise<ServeProcess> {
+  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--data-dir', dataDir], {
+    env: { ...process.env, HANGAR_LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let out = ''
+  child.stdout!.on('data', (d) => (out += d))
+  child.stderr!.on('data', (d) => (out += d))
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+  const url = await new Promise<string>((resolve, reject) => {
+    const check = () => {
+      const m = /listening on (http:\/\/\S+)/.exec(out)
+      if (m) {
+        child.stdout!.off('data', check)
+        resolve(m[1])
+      }
+    }
+    child.stdout!.on('data', check)
+    void exited.then((code) => reject(new Error(`hangar serve exited with ${code} before listening:\n${out}`)))
+  })
+  return { child, url, output: () => out, exited }
+}
