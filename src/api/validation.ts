@@ -35,6 +35,13 @@ export function formatValidationErrors(errors: ErrorObject[], context?: string):
   for (const e of errors) {
     if (e.keyword !== 'anyOf' && anyOfPaths.some((a) => e.schemaPath.startsWith(a.schemaPath + '/') && e.instancePath.startsWith(a.instancePath))) continue
     if (e.keyword === 'if') continue
+    if (e.keyword === 'discriminator') {
+      // Ajv reports a missing or unknown tag of a discriminated union; say which values the tag takes.
+      const { tag, tagValue } = e.params as { tag: string; tagValue: unknown }
+      const values = ((e.parentSchema as { oneOf?: Array<{ properties?: Record<string, { const?: unknown }> }> })?.oneOf ?? []).map((b) => JSON.stringify(b.properties?.[tag]?.const))
+      out.push(`${path(prefix, e.instancePath, tag)}: ${tagValue === undefined ? 'is required' : `must be one of ${values.join(', ')}, got ${JSON.stringify(tagValue)}`}`)
+      continue
+    }
     out.push(`${path(prefix, e.instancePath, e.keyword === 'required' ? (e.params as { missingProperty: string }).missingProperty : undefined)}: ${message(e)}`)
   }
   return [...new Set(out)]

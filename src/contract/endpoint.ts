@@ -26,26 +26,33 @@ export const GpuConfig = Type.Object({
   count: Type.Integer(),
   allowedCudaVersions: Type.Array(Type.String(), { description: '[] = any' }),
   minCudaVersion: Type.Union([Type.String(), Type.Null()], { description: 'null = no floor' }),
-  excludedTypes: Type.Optional(Type.Array(Type.String())),
+  // Always returned (`[]` = the whole pools) so clients never have to tell "absent" from "none".
+  excludedTypes: Type.Array(Type.String(), { description: 'GPU type ids subtracted from the pools; [] = none' }),
 })
 export type GpuConfig = Static<typeof GpuConfig>
 
 export const GpuCreate = Closed({
   pools: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, description: 'serverless pool ids (the pool field of the GPU catalog)' }),
-  excludedTypes: Type.Optional(Type.Array(Type.String(), { uniqueItems: true, description: 'GPU type ids subtracted from the pools' })),
+  excludedTypes: Type.Optional(
+    Type.Array(Type.String(), { uniqueItems: true, description: 'GPU type ids subtracted from the pools; trimmed, non-empty, not starting with "-"' }),
+  ),
   count: Type.Optional(Type.Integer({ minimum: 1, description: 'GPUs per worker, default 1' })),
   allowedCudaVersions: Type.Optional(Type.Array(CudaVersion)),
   minCudaVersion: Type.Optional(CudaVersion),
 })
 export type GpuCreate = Static<typeof GpuCreate>
 
-/** PATCH form: every field optional; `[]` / `""` clear the CUDA limits. */
+/**
+ * PATCH form: every field optional; `[]` / `""` clear the CUDA limits. `pools` and `excludedTypes` are one
+ * selection: `pools` alone clears the exclusions, `excludedTypes` is accepted only together with `pools`.
+ */
 export const GpuUpdate = Closed({
   pools: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { minItems: 1 })),
-  excludedTypes: Type.Optional(Type.Array(Type.String(), { uniqueItems: true })),
+  excludedTypes: Type.Optional(Type.Array(Type.String(), { uniqueItems: true, description: 'only together with pools' })),
   count: Type.Optional(Type.Integer({ minimum: 1 })),
   allowedCudaVersions: Type.Optional(Type.Array(CudaVersion)),
-  minCudaVersion: Type.Optional(Type.Union([CudaVersion, Type.Literal('')])),
+  // One pattern rather than a union with '' so a malformed value gets one precise error line.
+  minCudaVersion: Type.Optional(Type.String({ pattern: '^(\\d+\\.\\d+)?$', description: '<major>.<minor>; "" clears the floor' })),
 })
 export type GpuUpdate = Static<typeof GpuUpdate>
 
@@ -64,19 +71,25 @@ export const WorkersInput = Closed({
   idleTimeout: Type.Optional(Type.Integer({ minimum: 1, maximum: 3600, description: 'seconds' })),
 })
 
+/** Response form; `idleTimeout` is omitted for a QUEUE endpoint scaling on REQUEST_COUNT. */
 export const Workers = Type.Object({ min: Type.Integer(), max: Type.Integer(), idleTimeout: Type.Optional(Type.Integer()) })
 export type Workers = Static<typeof Workers>
+
+// The job-id URLs carry a literal `{job_id}` placeholder, which makes them RFC 6570 URI templates rather
+// than URIs (a `uri` format would reject the braces).
+const JobUrl = (suffix: string) => Type.String({ format: 'uri-template', description: `ends with /${suffix}/{job_id}` })
 
 export const QueueRequestUrls = Type.Object({
   run: Type.String({ format: 'uri' }),
   runSync: Type.String({ format: 'uri' }),
-  status: Type.String({ format: 'uri' }),
-  stream: Type.String({ format: 'uri' }),
-  cancel: Type.String({ format: 'uri' }),
-  retry: Type.String({ format: 'uri' }),
+  status: JobUrl('status'),
+  stream: JobUrl('stream'),
+  cancel: JobUrl('cancel'),
+  retry: JobUrl('retry'),
   purgeQueue: Type.String({ format: 'uri' }),
   health: Type.String({ format: 'uri' }),
 })
+/** `base` is `{public url}/lb/{id}`; `health` is base + the endpoint's HEALTH_CHECK_PATH (default /ping). */
 export const LoadBalancerRequestUrls = Type.Object({ base: Type.String({ format: 'uri' }), health: Type.String({ format: 'uri' }) })
 
 const CreateCommon = {
@@ -113,8 +126,8 @@ export const Endpoint = Type.Object({
   type: EndpointType,
   requestUrls: Type.Union([QueueRequestUrls, LoadBalancerRequestUrls]),
   ...ContainerSettings,
-  gpu: Type.Optional(Type.Union([GpuConfig, Type.Null()])),
-  cpu: Type.Optional(Type.Array(CpuConfig)),
+  gpu: Type.Optional(Type.Union([GpuConfig, Type.Null()], { description: 'GPU endpoints; null for CPU endpoints' })),
+  cpu: Type.Optional(Type.Array(CpuConfig, { description: 'CPU endpoints only, in submitted order' })),
   workers: Workers,
   scaling: Scaling,
   dataCenterIds: Type.Array(Type.String()),
@@ -126,9 +139,12 @@ export const Endpoint = Type.Object({
 export type Endpoint = Static<typeof Endpoint>
 
 export const EndpointList = Type.Object({ endpoints: Type.Array(Endpoint) })
+export type EndpointList = Static<typeof EndpointList>
 
+/** One changed field of a release; `old` is null on the release a create makes. */
 export const ReleaseDiff = Type.Object({ field: Type.String({ description: 'dotted path, e.g. workers.max' }), old: Type.Unknown(), new: Type.Unknown() })
 
+/** A version of what an endpoint's workers run, made by the create and by each PATCH that changes it. */
 export const Release = Type.Object({
   id: Id,
   version: Type.Union([Type.Integer(), Type.Null()]),
@@ -141,8 +157,10 @@ export const Release = Type.Object({
 })
 export type Release = Static<typeof Release>
 
+/** Releases newest first, with how far the newest has rolled out to the workers. */
 export const ReleaseList = Type.Object({
   endpointVersion: Type.Union([Type.Integer(), Type.Null()]),
   rollout: Type.Object({ inProgress: Type.Boolean(), workersOnLatest: Type.Integer(), workersTotal: Type.Integer(), percentOnLatest: Type.Number({ minimum: 0, maximum: 100 }) }),
   releases: Type.Array(Release),
 })
+export type ReleaseList = Static<typeof ReleaseList>
