@@ -3,6 +3,8 @@ import { resolve } from 'node:path'
 import { Type, type Static } from 'typebox'
 import { Value } from 'typebox/value'
 import { CatalogConfig, FleetConfig } from './catalog/config.js'
+import { ImagesConfig } from './runtime/images.js'
+import { JobsConfig } from './services/jobsConfig.js'
 
 /**
  * Everything Hangar can be configured with. Sources, later wins: defaults, the JSON config file,
@@ -24,6 +26,34 @@ export const Config = Type.Object(
     bodyLimit: Type.Integer({ minimum: 1024, default: 1024 * 1024 }),
     catalog: CatalogConfig,
     fleet: FleetConfig,
+    /** Timings of jobs, workers and webhooks. */
+    jobs: JobsConfig,
+    /** Image reference -> local command, for running endpoints' images as local processes. */
+    images: ImagesConfig,
+    /** Redis for rate-limit counters shared by several control-plane replicas; in memory when unset. */
+    redisUrl: Type.Optional(Type.String({ pattern: '^rediss?://' })),
+    rateLimits: Type.Object(
+      {
+        /** Management API requests per account per window; admin keys and exempt accounts are not limited. */
+        management: Type.Object(
+          {
+            minute: Type.Integer({ minimum: 1, default: 600 }),
+            hour: Type.Integer({ minimum: 1, default: 18_000 }),
+            day: Type.Integer({ minimum: 1, default: 200_000 }),
+          },
+          { additionalProperties: false, default: {} },
+        ),
+        /**
+         * The spec's requests_per_worker: each running worker raises an endpoint's job-operation limits to at
+         * least this many requests per 10 s and this many concurrent requests.
+         */
+        perWorker: Type.Object(
+          { rate: Type.Integer({ minimum: 1, default: 500 }), concurrent: Type.Integer({ minimum: 1, default: 100 }) },
+          { additionalProperties: false, default: {} },
+        ),
+      },
+      { additionalProperties: false, default: {} },
+    ),
   },
   { additionalProperties: false },
 )
@@ -44,6 +74,7 @@ const ENV: Record<string, keyof Config> = {
   HANGAR_PUBLIC_URL: 'publicUrl',
   HANGAR_ADMIN_API_KEY: 'adminApiKey',
   HANGAR_LOG_LEVEL: 'logLevel',
+  HANGAR_REDIS_URL: 'redisUrl',
 }
 
 /** Parses and validates the configuration once; throws with every problem listed. */
@@ -103,4 +134,10 @@ export function loadClientConfig(flags: { url?: string; apiKey?: string; dataDir
     apiKey: flags.apiKey ?? env.HANGAR_API_KEY ?? env.HANGAR_ADMIN_API_KEY,
     dataDir: resolve(flags.dataDir ?? env.HANGAR_DATA_DIR ?? './.hangar'),
   }
+}
+
+/** What a local worker process inherits from this host: enough to find programs and speak UTF-8. */
+export function workerHostEnv(env: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  const keep = ['PATH', 'LANG', 'LC_ALL', 'TZ', 'TMPDIR', 'SYSTEMROOT']
+  return Object.fromEntries(keep.filter((k) => env[k] !== undefined).map((k) => [k, env[k]!]))
 }

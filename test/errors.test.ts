@@ -1,3 +1,4 @@
+import pino from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startTestServer, type TestServer } from './helpers/server.js'
 
@@ -72,37 +73,25 @@ describe('problem+json errors', () => {
 
 describe('internal errors', () => {
   it('answers 500 with only a request id, never the message or stack', async () => {
-    const { mkdtempSync } = await import('node:fs')
-    const { tmpdir } = await import('node:os')
-    const { join } = await import('node:path')
-    const { buildApp } = await import('../src/api/app.js')
-    const { SqliteStore } = await import('../src/store/sqlite/SqliteStore.js')
-    const { AccountService } = await import('../src/services/AccountService.js')
-    const { CatalogService } = await import('../src/catalog/CatalogService.js')
-    const { parseConfig } = await import('../src/config.js')
-    const config = parseConfig({})
-    const store = new SqliteStore(join(mkdtempSync(join(tmpdir(), 'hangar-500-')), 'h.db'))
-    const accounts = new AccountService({ store, clock: { now: () => Date.now() } })
-    const key = (await accounts.bootstrap())!
     const lines: string[] = []
-    const { default: pino } = await import('pino')
     const logger = pino({ level: 'error' }, { write: (l: string) => lines.push(l) })
-    const app = await buildApp({ logger, bodyLimit: 1024, accounts, catalog: new CatalogService(config.catalog, config.fleet, { cores: 2, memoryGb: 4, gpus: [] }), publicUrl: () => '' })
-    app.get('/v2/boom', async () => {
-      throw new Error('secret internal detail /etc/passwd')
+    const s = await startTestServer({}, {
+      logger,
+      configureApp: (app) => {
+        app.get('/v2/boom', async () => {
+          throw new Error('secret internal detail /etc/passwd')
+        })
+      },
     })
-    await app.listen({ port: 0, host: '127.0.0.1' })
     try {
-      const { port } = app.server.address() as { port: number }
-      const res = await fetch(`http://127.0.0.1:${port}/v2/boom`, { headers: { authorization: `Bearer ${key}`, 'x-request-id': 'req-42' } })
+      const res = await fetch(`${s.url}/v2/boom`, { headers: { authorization: `Bearer ${s.adminKey}`, 'x-request-id': 'req-42' } })
       expect(res.status).toBe(500)
       const text = await res.text()
       expect(text).not.toMatch(/secret|passwd|at .*\.ts/)
       expect(JSON.parse(text)).toEqual({ title: 'Internal Server Error', status: 500, detail: expect.stringContaining('req-42') })
       expect(lines.join('')).toContain('secret internal detail')
     } finally {
-      await app.close()
-      await store.close()
+      await s.stop()
     }
   })
 })

@@ -5,11 +5,29 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import FindMyWay from 'find-my-way'
 import type { CatalogService } from '../catalog/CatalogService.js'
 import type { AccountService } from '../services/AccountService.js'
+import type { EndpointService } from '../services/EndpointService.js'
+import type { JobService } from '../services/JobService.js'
+import type { WorkerJobService } from '../services/WorkerJobService.js'
+import type { WorkerService } from '../services/WorkerService.js'
+import type { NetworkVolumeService } from '../services/NetworkVolumeService.js'
+import type { RegistryService } from '../services/RegistryService.js'
+import type { SshKeyService } from '../services/SshKeyService.js'
+import type { TemplateService } from '../services/TemplateService.js'
 import { Problem } from '../contract/problem.js'
 import { registerAuth } from './auth.js'
+import type { RateLimiter } from '../ratelimit/RateLimiter.js'
 import { registerProblemHandling } from './problem.js'
+import { registerRateLimits } from './rateLimit.js'
 import { adminRoutes } from './routes/admin.js'
 import { catalogRoutes } from './routes/catalog.js'
+import { jobRoutes } from './routes/jobs.js'
+import { workerRoutes } from './routes/workers.js'
+import { workerProtocolRoutes } from './routes/workerProtocol.js'
+import { accountRoutes } from './routes/account.js'
+import { networkVolumeRoutes } from './routes/networkVolumes.js'
+import { registryRoutes } from './routes/registries.js'
+import { serverlessRoutes } from './routes/serverless.js'
+import { templateRoutes } from './routes/templates.js'
 import { validatorCompiler } from './validation.js'
 
 declare module 'fastify' {
@@ -25,6 +43,17 @@ export interface AppDeps {
   bodyLimit: number
   accounts: AccountService
   catalog: CatalogService
+  templates: TemplateService
+  endpoints: EndpointService
+  registries: RegistryService
+  networkVolumes: NetworkVolumeService
+  sshKeys: SshKeyService
+  rateLimiter: RateLimiter
+  /** Queue job operations (clients). */
+  jobs: JobService
+  /** The worker protocol (workers). */
+  workerJobs: WorkerJobService
+  workers: WorkerService
   /** Base URL clients use, for links in responses (e.g. endpoint requestUrls). */
   publicUrl: () => string
 }
@@ -86,9 +115,18 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { url: '/v2/openapi.json' } as never })
 
   registerAuth(app, deps.accounts)
+  registerRateLimits(app, deps.rateLimiter)
 
   app.get('/v2/openapi.json', { schema: { hide: true }, config: { access: 'public' } }, async () => app.swagger())
   await app.register(adminRoutes(deps))
   await app.register(catalogRoutes(deps))
+  await app.register(templateRoutes(deps))
+  await app.register(serverlessRoutes(deps))
+  await app.register(registryRoutes(deps))
+  await app.register(networkVolumeRoutes(deps))
+  await app.register(accountRoutes(deps))
+  await app.register(jobRoutes(deps))
+  await app.register(workerProtocolRoutes(deps))
+  await app.register(workerRoutes(deps))
   return app
 }

@@ -10,14 +10,19 @@ export type Access = 'public' | 'read' | 'write' | 'admin'
 
 /**
  * How a RESTRICTED key (limited to some endpoints) may use a route: `any` (e.g. the catalog), `endpoint`
- * (allowed when the `id`/`endpointId` path parameter is one of its endpoints), `list` (the service filters).
+ * (allowed when the `id`/`endpointId` path parameter is one of its endpoints), `list` (the service filters),
+ * `jobs` (job operations: reads and writes allowed on its endpoints).
  */
-export type RestrictedUse = 'any' | 'endpoint' | 'list'
+export type RestrictedUse = 'any' | 'endpoint' | 'list' | 'jobs'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
     access?: Access
     restricted?: RestrictedUse
+    /** Also accept the key bare in `authorization` (job operations: the spec's examples send it so). */
+    bareKey?: boolean
+    /** Status of a refusal for lack of permission: the spec answers job operations with 401, not 403. */
+    deniedAs?: 'forbidden' | 'unauthorized'
   }
   interface FastifyRequest {
     principal: Principal
@@ -33,20 +38,30 @@ export function registerAuth(app: FastifyInstance, accounts: AccountService): vo
     if (!req.routeOptions.url) return
     const access = config.access ?? (req.method === 'GET' || req.method === 'HEAD' ? 'read' : 'write')
     if (access === 'public') return
-    req.principal = await accounts.authenticate(bearer(req))
-    authorize(req, access, config.restricted)
+    req.principal = await accounts.authenticate(bearer(req, config.bareKey === true))
+    authorize(req, access, config.restricted, config.deniedAs ?? 'forbidden')
   })
 }
 
-function bearer(req: FastifyRequest): string | undefined {
+function bearer(req: FastifyRequest, bareKey: boolean): string | undefined {
   const header = req.headers.authorization
   if (header === undefined || header === '') return undefined
+  if (bareKey && !/^Bearer[ \t]/i.test(header)) return header.trim()
   const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header)
   if (!m) throw new DomainError('unauthorized', 'malformed Authorization header: expected "Bearer <key>"')
   return m[1]
 }
 
-function authorize(req: FastifyRequest, access: Access, restricted: RestrictedUse | undefined): void {
+function authorize(req: FastifyRequest, access: Access, restricted: RestrictedUse | undefined, deniedAs: 'forbidden' | 'unauthorized'): void {
+  try {
+    check(req, access, restricted)
+  } catch (err) {
+    if (err instanceof DomainError && err.kind === 'forbidden' && deniedAs !== 'forbidden') throw new DomainError(deniedAs, err.detail)
+    throw err
+  }
+}
+
+function check(req: FastifyRequest, access: Access, restricted: RestrictedUse | undefined): void {
   const p = req.principal
   if (access === 'admin') {
     if (!p.admin) throw new DomainError('forbidden', 'this route needs an admin key')
@@ -54,8 +69,8 @@ function authorize(req: FastifyRequest, access: Access, restricted: RestrictedUs
   }
   if (p.permission === 'RESTRICTED') {
     const what = `${req.method} ${req.routeOptions.url}`
-    if (access === 'write' || !restricted) throw new DomainError('forbidden', `a RESTRICTED key cannot use ${what}; it may only read and run jobs on endpoints ${p.endpointIds.join(', ')}`)
-    if (restricted === 'endpoint') {
+    if ((access === 'write' && restricted !== 'jobs') || !restricted) throw new DomainError('forbidden', `a RESTRICTED key cannot use ${what}; it may only read and run jobs on endpoints ${p.endpointIds.join(', ')}`)
+    if (restricted === 'endpoint' || restricted === 'jobs') {
       const params = req.params as { id?: string; endpointId?: string }
       const id = params.endpointId ?? params.id ?? ''
       if (!p.endpointIds.includes(id)) throw new DomainError('forbidden', `this key is restricted to endpoints ${p.endpointIds.join(', ')}, not ${JSON.stringify(id)}`)

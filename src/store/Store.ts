@@ -1,3 +1,7 @@
+import type { JobStore } from './JobStore.js'
+import type { WebhookStore } from './WebhookStore.js'
+import type { WorkerStore } from './WorkerStore.js'
+
 /**
  * The storage port. Services see only these interfaces and plain records; no driver type crosses it, so a
  * PostgreSQL adapter can stand beside the SQLite one. Every method is async for that reason.
@@ -10,6 +14,12 @@ export interface Store {
   readonly networkVolumes: DocumentStore<OwnedDocument>
   readonly endpoints: DocumentStore<OwnedDocument>
   readonly releases: DocumentStore<OwnedDocument & { endpointId: string }>
+  readonly jobs: JobStore
+  readonly workers: WorkerStore
+  readonly webhooks: WebhookStore
+  readonly delegations: DocumentStore<OwnedDocument>
+  /** One document per account, whose id is the account id: its registered SSH public keys. */
+  readonly sshKeys: DocumentStore<OwnedDocument>
   /** Runs `fn` so that either all its writes land or none. */
   transaction<T>(fn: () => Promise<T>): Promise<T>
   close(): Promise<void>

@@ -6,6 +6,10 @@ export class ManualClock implements Clock {
   now(): number {
     return this.t
   }
+  /** Moves to an absolute time, e.g. the start of a minute so rate windows don't roll over mid-test. */
+  set(ms: number): void {
+    this.t = ms
+  }
   advance(ms: number): void {
     this.t += ms
   }

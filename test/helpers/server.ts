@@ -1,9 +1,9 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { parseConfig, type Config } from '../../src/config.js'
+import { parseConfig } from '../../src/config.js'
 import type { Clock } from '../../src/domain/clock.js'
-import { startHangar, type Hangar } from '../../src/main.js'
+import { startHangar, type Hangar, type StartOptions } from '../../src/main.js'
 
 export interface ApiResponse<T = any> {
   status: number
@@ -24,13 +24,14 @@ export interface TestServer {
 }
 
 /** Starts a real Hangar on an ephemeral port with a fresh temporary data dir. */
-export async function startTestServer(overrides: Partial<Config> & Record<string, unknown> = {}, opts: { clock?: Clock; dataDir?: string } = {}): Promise<TestServer> {
+/** `overrides` is raw configuration (validated and defaulted like a config file). */
+export async function startTestServer(overrides: Record<string, unknown> = {}, opts: { clock?: Clock; dataDir?: string; configureApp?: StartOptions['configureApp']; logger?: StartOptions['logger'] } = {}): Promise<TestServer> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'hangar-test-'))
   const config = parseConfig({ host: '127.0.0.1', port: 0, logLevel: 'silent', dataDir, fleet: { detectGpus: false }, ...overrides })
-  const hangar = await startHangar(config, { clock: opts.clock, logger: false })
+  const hangar = await startHangar(config, { clock: opts.clock, logger: opts.logger ?? false, configureApp: opts.configureApp })
   const adminKey = hangar.adminKey ?? (await import('node:fs')).readFileSync(join(dataDir, 'admin-key'), 'utf8').trim()
 
-  const api = async <T>(method: string, path: string, body?: unknown, key: string | null = adminKey): Promise<ApiResponse<T>> => {
+  const api = async <T = any>(method: string, path: string, body?: unknown, key: string | null = adminKey): Promise<ApiResponse<T>> => {
     const headers: Record<string, string> = {}
     if (key !== null) headers.authorization = `Bearer ${key}`
     if (body !== undefined) headers['content-type'] = 'application/json'

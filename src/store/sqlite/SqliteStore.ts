@@ -3,6 +3,9 @@ import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import type { AccountRecord, AccountStore, ApiKeyRecord, ApiKeyStore, DocumentStore, OwnedDocument, Store } from '../Store.js'
 import { migrate } from './migrate.js'
+import { SqliteJobStore } from './SqliteJobStore.js'
+import { SqliteWebhookStore } from './SqliteWebhookStore.js'
+import { SqliteWorkerStore } from './SqliteWorkerStore.js'
 
 /** The embedded default store: one SQLite file in WAL mode. */
 export class SqliteStore implements Store {
@@ -13,6 +16,11 @@ export class SqliteStore implements Store {
   readonly networkVolumes: SqliteDocuments<OwnedDocument>
   readonly endpoints: SqliteDocuments<OwnedDocument>
   readonly releases: SqliteDocuments<OwnedDocument & { endpointId: string }>
+  readonly jobs: SqliteJobStore
+  readonly workers: SqliteWorkerStore
+  readonly webhooks: SqliteWebhookStore
+  readonly delegations: SqliteDocuments<OwnedDocument>
+  readonly sshKeys: SqliteDocuments<OwnedDocument>
   private readonly db: Database.Database
 
   /** Opens (creating if needed) the database file and brings its schema up to date. */
@@ -32,6 +40,11 @@ export class SqliteStore implements Store {
     this.networkVolumes = new SqliteDocuments(this.db, 'network_volume')
     this.endpoints = new SqliteDocuments(this.db, 'endpoint')
     this.releases = new SqliteDocuments(this.db, 'release', (d) => d.endpointId)
+    this.webhooks = new SqliteWebhookStore(this.db)
+    this.jobs = new SqliteJobStore(this.db, this.webhooks)
+    this.workers = new SqliteWorkerStore(this.db)
+    this.delegations = new SqliteDocuments(this.db, 'delegation')
+    this.sshKeys = new SqliteDocuments(this.db, 'ssh_keys')
   }
 
   async transaction<T>(fn: () => Promise<T>): Promise<T> {

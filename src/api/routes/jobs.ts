@@ -1,0 +1,74 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyContextConfig } from 'fastify'
+import { EndpointJobParams, Health, JobParams, JobRef, JobRequest, JobStatusView, PurgeResult, StatusQuery, StreamQuery, StreamView, WaitQuery } from '../../contract/job.js'
+import type { JobOperation } from '../../domain/rateLimits.js'
+import type { AppDeps } from '../app.js'
+
+const tags = ['jobs']
+const MB = 1024 * 1024
+
+/**
+ * Job operations take the key bare or as Bearer, answer 401 (not 403) to a key without permission on the
+ * endpoint, let RESTRICTED keys use their own endpoints, and are rate limited per endpoint.
+ */
+const jobConfig = (op?: JobOperation): FastifyContextConfig => ({ bareKey: true, deniedAs: 'unauthorized' as const, restricted: 'jobs' as const, ...(op ? { jobOperation: op } : { quota: false }) })
+
+/** The queue operations of the spec under /v2/{endpointId}; every success is HTTP 200 (runpod-sdk needs it). */
+export const jobRoutes =
+  ({ jobs }: AppDeps): FastifyPluginAsyncTypebox =>
+  async (app) => {
+    // While shutting down, long-polls answer at once; closing the connection keeps clients that poll
+    // again without pause (runpod-sdk's stream) from spinning against a server that is going away.
+    app.addHook('onSend', async (_req, reply) => {
+      if (jobs.closing) reply.header('connection', 'close')
+    })
+    app.post(
+      '/v2/:endpointId/run',
+      { bodyLimit: 10 * MB, config: jobConfig('run'), schema: { tags, summary: 'Submit a job (asynchronous)', params: EndpointJobParams, body: JobRequest, response: { 200: JobRef } } },
+      async (req) => jobs.submit(req.principal, req.params.endpointId, req.body, false),
+    )
+    app.post(
+      '/v2/:endpointId/runsync',
+      {
+        bodyLimit: 20 * MB,
+        config: jobConfig('runsync'),
+        schema: { tags, summary: 'Submit a job and wait for its result', params: EndpointJobParams, querystring: WaitQuery, body: JobRequest, response: { 200: JobStatusView } },
+      },
+      async (req) => jobs.submit(req.principal, req.params.endpointId, req.body, true, req.query.wait),
+    )
+    app.get(
+      '/v2/:endpointId/status/:jobId',
+      { config: jobConfig('status'), schema: { tags, summary: 'Status of a job', params: JobParams, querystring: StatusQuery, response: { 200: JobStatusView } } },
+      async (req) => jobs.status(req.principal, req.params.endpointId, req.params.jobId, req.query.ttl),
+    )
+    app.get(
+      '/v2/:endpointId/status-sync/:jobId',
+      { config: jobConfig('status'), schema: { tags, summary: 'Status of a job, waiting for a final state', params: JobParams, querystring: WaitQuery, response: { 200: JobStatusView } } },
+      async (req) => jobs.statusSync(req.principal, req.params.endpointId, req.params.jobId, req.query.wait),
+    )
+    app.get(
+      '/v2/:endpointId/stream/:jobId',
+      { config: jobConfig('stream'), schema: { tags, summary: 'Stream chunks not returned before', params: JobParams, querystring: StreamQuery, response: { 200: StreamView } } },
+      async (req) => jobs.stream(req.principal, req.params.endpointId, req.params.jobId, req.query.wait),
+    )
+    app.post(
+      '/v2/:endpointId/cancel/:jobId',
+      { config: jobConfig('cancel'), schema: { tags, summary: 'Cancel a job', params: JobParams, response: { 200: JobRef } } },
+      async (req) => jobs.cancel(req.principal, req.params.endpointId, req.params.jobId),
+    )
+    app.post(
+      '/v2/:endpointId/retry/:jobId',
+      { config: jobConfig(), schema: { tags, summary: 'Retry a FAILED or TIMED_OUT job', params: JobParams, response: { 200: JobRef } } },
+      async (req) => jobs.retry(req.principal, req.params.endpointId, req.params.jobId),
+    )
+    app.post(
+      '/v2/:endpointId/purge-queue',
+      { config: jobConfig('purge-queue'), schema: { tags, summary: 'Remove the waiting jobs', params: EndpointJobParams, response: { 200: PurgeResult } } },
+      async (req) => jobs.purgeQueue(req.principal, req.params.endpointId),
+    )
+    app.get(
+      '/v2/:endpointId/health',
+      { config: jobConfig(), schema: { tags, summary: 'Job and worker counters', params: EndpointJobParams, response: { 200: Health } } },
+      async (req) => jobs.health(req.principal, req.params.endpointId),
+    )
+  }

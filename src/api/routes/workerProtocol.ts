@@ -1,0 +1,101 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import { Type } from 'typebox'
+import { DomainError } from '../../domain/errors.js'
+import type { DoneBody } from '../../services/WorkerJobService.js'
+import type { AppDeps } from '../app.js'
+
+const WorkerParams = Type.Object({ endpointId: Type.String(), workerId: Type.String() })
+const WorkerJobParams = Type.Object({ endpointId: Type.String(), workerId: Type.String(), jobId: Type.String() })
+const BatchQuery = Type.Object({ batch_size: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })) })
+const DoneQuery = Type.Object({ isStream: Type.Optional(Type.String()) })
+/** Largest result a worker may post; anything larger fails the job with that reason. */
+const MAX_RESULT_BYTES = 64 * 1024 * 1024
+
+// The worker's own key is checked by this plugin's hook, not the account key hook.
+const config = { access: 'public' as const, quota: false }
+const tags = ['worker protocol']
+// Authenticated by the worker's own key (RUNPOD_AI_API_KEY), sent bare in `authorization`.
+const security: Array<Record<string, string[]>> = []
+
+/**
+ * The worker protocol the Python `runpod` SDK and Hangar's worker SDK speak (see the worker protocol
+ * reference). URLs carry the worker id; `$ID` became the job id; the SDK appends `&` parameters.
+ */
+export const workerProtocolRoutes =
+  ({ workerJobs, workers }: AppDeps): FastifyPluginAsyncTypebox =>
+  async (app) => {
+    // Results arrive as JSON text labelled application/x-www-form-urlencoded (or anything): read raw text.
+    app.removeAllContentTypeParsers()
+    app.addContentTypeParser('*', { parseAs: 'string', bodyLimit: MAX_RESULT_BYTES }, (_req, body, done) => done(null, body))
+
+    app.addHook('onRequest', async (req) => {
+      const { endpointId, workerId } = req.params as { endpointId: string; workerId: string }
+      const header = req.headers.authorization?.trim()
+      const token = header?.replace(/^Bearer[ \t]+/i, '')
+      if (!workers.authenticate(endpointId, workerId, token)) throw new DomainError('unauthorized', `not a live worker of endpoint ${JSON.stringify(endpointId)}, or the wrong worker key`)
+    })
+
+    // While shutting down, take answers 204 at once and the SDK polls again without pause: close the
+    // connection so it backs off instead of spinning.
+    app.addHook('onSend', async (_req, reply) => {
+      if (workerJobs.closing) reply.header('connection', 'close')
+    })
+
+    const gone = (req: FastifyRequest) => () => req.raw.destroyed || req.raw.socket?.destroyed === true
+
+    app.get('/v2/:endpointId/job-take/:workerId', { config, schema: { tags, security, summary: 'Take one job (long-poll; 204 when none)', params: WorkerParams } }, async (req, reply) => {
+      const [job] = await workerJobs.take(req.params.endpointId, req.params.workerId, 1, gone(req))
+      return job ? job : reply.code(204).send()
+    })
+    app.get('/v2/:endpointId/job-take-batch/:workerId', { config, schema: { tags, security, summary: 'Take up to batch_size jobs (long-poll; 204 when none)', params: WorkerParams, querystring: BatchQuery } }, async (req, reply) => {
+      const jobs = await workerJobs.take(req.params.endpointId, req.params.workerId, req.query.batch_size ?? 1, gone(req))
+      return jobs.length ? jobs : reply.code(204).send()
+    })
+    app.get('/v2/:endpointId/job-stop/:workerId', { config, schema: { tags, security, summary: 'Running jobs to stop (long-poll; 204 when none)', params: WorkerParams } }, async (req, reply) => {
+      const ids = await workerJobs.stops(req.params.workerId, gone(req))
+      return ids.length ? { jobsToStop: ids } : reply.code(204).send()
+    })
+    app.get('/v2/:endpointId/ping/:workerId', { config, schema: { tags, security, summary: 'Worker heartbeat', params: WorkerParams } }, async (req) => {
+      workerJobs.ping(req.params.workerId)
+      return {}
+    })
+
+    app.post(
+      '/v2/:endpointId/job-done/:workerId/:jobId',
+      {
+        config,
+        schema: { tags, security, summary: 'Post a result, an error or a progress update (JSON text, any content type)', params: WorkerJobParams, querystring: DoneQuery },
+        // A result too large to take fails the job with that reason instead of leaving it to time out.
+        errorHandler: async (err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
+          const { workerId, jobId } = req.params as { workerId: string; jobId: string }
+          if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') await workerJobs.rejectResult(workerId, jobId, `it is larger than ${MAX_RESULT_BYTES} bytes`)
+          throw err
+        },
+      },
+      async (req) => {
+        const { workerId, jobId } = req.params
+        const body = parseJson(req.body)
+        if (!body.ok || typeof body.value !== 'object' || body.value === null || Array.isArray(body.value)) {
+          const why = body.ok ? 'it is not a JSON object' : `it is not valid JSON (${body.error})`
+          await workerJobs.rejectResult(workerId, jobId, why)
+          throw new DomainError('bad_request', `job-done body: ${why}`)
+        }
+        return workerJobs.done(workerId, jobId, body.value as DoneBody, req.query.isStream === 'true')
+      },
+    )
+    app.post('/v2/:endpointId/job-stream/:workerId/:jobId', { config, schema: { tags, security, summary: 'Post a stream chunk {"output": chunk}', params: WorkerJobParams } }, async (req) => {
+      const body = parseJson(req.body)
+      if (!body.ok) throw new DomainError('bad_request', `job-stream body is not valid JSON (${body.error})`)
+      return workerJobs.streamChunk(req.params.workerId, req.params.jobId, body.value)
+    })
+  }
+
+function parseJson(text: unknown): { ok: true; value: unknown } | { ok: false; error: string } {
+  if (typeof text !== 'string' || text.trim() === '') return { ok: false, error: 'empty body' }
+  try {
+    return { ok: true, value: JSON.parse(text) }
+  } catch (err) {
+    return { ok: false, error: (err as Error).message }
+  }
+}

@@ -1,0 +1,105 @@
+import { Type, type Static } from 'typebox'
+import { Closed } from './common.js'
+
+export const JobStatus = Type.Enum(['IN_QUEUE', 'IN_PROGRESS', 'COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT'])
+export type JobStatus = Static<typeof JobStatus>
+
+/** The statuses after which nothing runs any more. */
+export const FINAL_STATUSES: readonly JobStatus[] = ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT']
+
+const SEVEN_DAYS_MS = 7 * 24 * 3_600_000
+
+export const ExecutionPolicy = Closed({
+  executionTimeout: Type.Optional(
+    Type.Integer({ minimum: 5_000, maximum: SEVEN_DAYS_MS, description: 'ms a job may run once a worker picks it up; default: the endpoint timeout (600000 when it has none)' }),
+  ),
+  lowPriority: Type.Optional(Type.Boolean({ description: 'when true the job does not trigger worker scaling' })),
+  ttl: Type.Optional(Type.Integer({ minimum: 10_000, maximum: SEVEN_DAYS_MS, description: 'total lifespan from submission, ms, a hard limit; default 86400000' })),
+})
+export type ExecutionPolicy = Static<typeof ExecutionPolicy>
+
+export const S3Config = Closed({
+  accessId: Type.String(),
+  accessSecret: Type.String(),
+  bucketName: Type.String(),
+  endpointUrl: Type.String(),
+  // runpod-sdk declares it in its S3Config type, so its users may send it.
+  objectPath: Type.Optional(Type.String()),
+})
+export type S3Config = Static<typeof S3Config>
+
+/** Body of `/run` and `/runsync`. */
+export const JobRequest = Closed({
+  input: Type.Record(Type.String(), Type.Unknown(), { description: "parameters for the worker's handler" }),
+  webhook: Type.Optional(Type.String({ format: 'uri', pattern: '^https?://', description: 'POSTed the status object when the job ends' })),
+  policy: Type.Optional(ExecutionPolicy),
+  s3Config: Type.Optional(S3Config),
+})
+export type JobRequest = Static<typeof JobRequest>
+
+export const EndpointJobParams = Type.Object({ endpointId: Type.String({ minLength: 1, maxLength: 128 }) })
+export const JobParams = Type.Object({ endpointId: Type.String({ minLength: 1, maxLength: 128 }), jobId: Type.String({ minLength: 1, maxLength: 128 }) })
+
+export const WaitQuery = Type.Object({
+  wait: Type.Optional(Type.Integer({ minimum: 1_000, maximum: 300_000, description: 'ms to wait for a final state' })),
+})
+export const StreamQuery = Type.Object({
+  wait: Type.Optional(Type.Integer({ minimum: 1_000, maximum: 300_000, description: 'ms to hold the request while no new chunk exists; default 10000' })),
+})
+export const StatusQuery = Type.Object({
+  ttl: Type.Optional(Type.Integer({ minimum: 10_000, maximum: SEVEN_DAYS_MS, description: "replaces the job's time-to-live, counted from submission, ms" })),
+})
+
+/** `/run`, `/cancel`, `/retry` replies. */
+export const JobRef = Type.Object({ id: Type.String(), status: JobStatus })
+export type JobRef = Static<typeof JobRef>
+
+/** `/runsync`, `/status`, `/status-sync` replies. */
+export const JobStatusView = Type.Object({
+  id: Type.String(),
+  status: JobStatus,
+  delayTime: Type.Optional(Type.Integer({ description: 'ms from submission to the start of execution' })),
+  executionTime: Type.Optional(Type.Integer({ description: 'ms of execution' })),
+  output: Type.Optional(Type.Unknown({ description: 'worker-defined result; while running, the last progress update' })),
+  error: Type.Optional(Type.String()),
+  retries: Type.Optional(Type.Integer({ description: 'times the job went back to the queue after losing its worker' })),
+  workerId: Type.Optional(Type.String()),
+})
+export type JobStatusView = Static<typeof JobStatusView>
+
+export const StreamChunk = Type.Object({ output: Type.Unknown(), metrics: Type.Optional(Type.Record(Type.String(), Type.Unknown())) })
+export type StreamChunk = Static<typeof StreamChunk>
+
+export const StreamView = Type.Object({
+  id: Type.String(),
+  status: JobStatus,
+  stream: Type.Array(StreamChunk, { description: 'chunks not returned by an earlier call' }),
+  error: Type.Optional(Type.String()),
+})
+export type StreamView = Static<typeof StreamView>
+
+export const PurgeResult = Type.Object({ removed: Type.Integer(), status: Type.String() })
+export type PurgeResult = Static<typeof PurgeResult>
+
+export const Health = Type.Object({
+  jobs: Type.Object({ completed: Type.Integer(), failed: Type.Integer(), inProgress: Type.Integer(), inQueue: Type.Integer(), retried: Type.Integer() }),
+  workers: Type.Object({
+    idle: Type.Integer(),
+    initializing: Type.Integer(),
+    ready: Type.Integer(),
+    running: Type.Integer(),
+    throttled: Type.Integer({ description: 'workers wanted but not placed: no capacity' }),
+    unhealthy: Type.Integer({ description: 'workers that crashed or failed to start recently' }),
+  }),
+})
+export type Health = Static<typeof Health>
+
+/** What a worker receives from job-take: the whole object is handed to its handler. */
+export const WorkerJob = Type.Object({
+  id: Type.String(),
+  input: Type.Unknown(),
+  webhook: Type.Optional(Type.String()),
+  policy: Type.Optional(Type.Unknown()),
+  s3Config: Type.Optional(Type.Unknown()),
+})
+export type WorkerJob = Static<typeof WorkerJob>

@@ -1,0 +1,31 @@
+import type { JobStatusView } from '../contract/job.js'
+
+/** The parts of a job its status object is made of. */
+export interface JobViewSource {
+  id: string
+  status: JobStatusView['status']
+  createdAt: number
+  startedAt: number | null
+  completedAt: number | null
+  output: unknown
+  progress: unknown
+  error: string | null
+  retries: number
+  workerId: string | null
+}
+
+/**
+ * The status object of /status, /runsync and webhooks. `delayTime` (ms from submission to start) appears
+ * once the job started, `executionTime` once it ended; while running, `output` is the last progress update.
+ */
+export function jobStatusView(job: JobViewSource): JobStatusView {
+  const view: JobStatusView = { id: job.id, status: job.status }
+  if (job.startedAt !== null) view.delayTime = Math.max(0, job.startedAt - job.createdAt)
+  if (job.startedAt !== null && job.completedAt !== null) view.executionTime = Math.max(0, job.completedAt - job.startedAt)
+  if (job.output !== undefined) view.output = job.output
+  else if (job.status === 'IN_PROGRESS' && job.progress !== undefined) view.output = job.progress
+  if (job.error !== null) view.error = job.error
+  if (job.retries > 0) view.retries = job.retries
+  if (job.workerId !== null) view.workerId = job.workerId
+  return view
+}

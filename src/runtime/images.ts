@@ -1,0 +1,39 @@
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { Type, type Static } from 'typebox'
+
+/** What running an image means on a runtime without containers: a local command and extra env. */
+export const ImageMapping = Type.Object(
+  {
+    command: Type.Array(Type.String(), { minItems: 1, description: 'argv run for the image (its ENTRYPOINT + CMD)' }),
+    env: Type.Optional(Type.Record(Type.String(), Type.String())),
+  },
+  { additionalProperties: false },
+)
+export type ImageMapping = Static<typeof ImageMapping>
+
+/** Image reference -> local command; adds to (and may override) the built-in sample workers. */
+export const ImagesConfig = Type.Record(Type.String(), ImageMapping, { default: {} })
+export type ImagesConfig = Static<typeof ImagesConfig>
+
+/** The sample workers shipped in dist/workers, used by the official templates. */
+export const BUILTIN_WORKERS = ['echo', 'sleep', 'stream', 'fail'] as const
+
+// src/runtime/ and dist/runtime/ both sit two levels below the package root.
+const PACKAGE_ROOT = fileURLToPath(new URL('../../', import.meta.url))
+
+/** `hangar/<name>:latest` -> `node <package root>/dist/workers/<name>.js` for each sample worker. */
+export function builtinImages(): ImagesConfig {
+  return Object.fromEntries(BUILTIN_WORKERS.map((name) => [`hangar/${name}:latest`, { command: [process.execPath, join(PACKAGE_ROOT, 'dist', 'workers', `${name}.js`)] }]))
+}
+
+/** The mapping of an image reference (a missing tag means `:latest`), configured ones first. */
+export function resolveImage(image: string, configured: ImagesConfig): ImageMapping | undefined {
+  const all = { ...builtinImages(), ...configured }
+  return all[image] ?? all[withTag(image)]
+}
+
+function withTag(image: string): string {
+  const lastSlash = image.lastIndexOf('/')
+  return image.slice(lastSlash + 1).includes(':') || image.includes('@') ? image : `${image}:latest`
+}

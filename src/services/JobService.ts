@@ -1,0 +1,222 @@
+import { randomUUID } from 'node:crypto'
+import type { Health, JobRef, JobRequest, JobStatusView, PurgeResult, StreamView } from '../contract/job.js'
+import type { Clock } from '../domain/clock.js'
+import type { EndpointRecord } from '../domain/endpoint.js'
+import { DomainError, notFound } from '../domain/errors.js'
+import { isFinal, retentionMs } from '../domain/jobState.js'
+import { jobStatusView } from '../domain/jobView.js'
+import type { JobRecord } from '../store/JobStore.js'
+import type { Store } from '../store/Store.js'
+import type { Principal } from './AccountService.js'
+import type { JobEvents } from './JobEvents.js'
+import type { JobLifecycle } from './JobLifecycle.js'
+
+/** Defaults of the spec: 24 h TTL, 10 min execution timeout (when the endpoint sets none), 90 s runsync wait. */
+export const DEFAULT_TTL_MS = 86_400_000
+export const DEFAULT_EXECUTION_TIMEOUT_MS = 600_000
+export const DEFAULT_SYNC_WAIT_MS = 90_000
+const ALL_STATUSES = ['IN_QUEUE', 'IN_PROGRESS', 'COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT'] as const
+const STREAM_BATCH = 10_000
+
+/** Worker counters of an endpoint for /health. */
+export type WorkerHealth = Health['workers']
+
+export interface JobServiceDeps {
+  store: Store
+  clock: Clock
+  events: JobEvents
+  lifecycle: JobLifecycle
+  /** Worker counters of an endpoint (from the worker service). */
+  workerHealth: (endpointId: string) => WorkerHealth
+  /** How long /stream holds a request with nothing new, unless `?wait=` says otherwise. */
+  streamWaitMs: number
+}
+
+/**
+ * The queue operations clients call under /v2/{endpointId}: submit, status, stream, cancel, retry, purge,
+ * health. Jobs are committed before the reply; waiting (runsync, status-sync, stream) sleeps on JobEvents.
+ * A job of another endpoint, or one whose TTL or retention elapsed, is answered as missing (404).
+ */
+export class JobService {
+  constructor(private readonly deps: JobServiceDeps) {}
+
+  /** True while the control plane shuts down: waits end at once, so callers should not come back. */
+  get closing(): boolean {
+    return this.deps.events.closed
+  }
+
+  /** POST /run (`sync` false) and /runsync (waits up to `waitMs` for a final state). */
+  async submit(p: Principal, endpointId: string, body: JobRequest, sync: boolean, waitMs?: number): Promise<JobRef | JobStatusView> {
+    const ep = await this.endpoint(p, endpointId)
+    const now = this.deps.clock.now()
+    const ttlMs = body.policy?.ttl ?? DEFAULT_TTL_MS
+    const job: JobRecord = {
+      id: sync ? `sync-${randomUUID()}` : randomUUID(),
+      endpointId: ep.id,
+      accountId: ep.accountId,
+      status: 'IN_QUEUE',
+      input: body.input,
+      webhook: body.webhook ?? null,
+      policy: body.policy ?? null,
+      s3Config: body.s3Config ?? null,
+      sync,
+      lowPriority: body.policy?.lowPriority ?? false,
+      // The job's policy overrides the endpoint's timeout, which overrides the spec's default.
+      executionTimeoutMs: body.policy?.executionTimeout ?? ep.timeout ?? DEFAULT_EXECUTION_TIMEOUT_MS,
+      ttlMs,
+      retentionMs: retentionMs(sync, waitMs),
+      createdAt: now,
+      startedAt: null,
+      completedAt: null,
+      expiresAt: now + ttlMs,
+      retainUntil: null,
+      workerId: null,
+      output: undefined,
+      error: null,
+      retries: 0,
+      progress: undefined,
+    }
+    await this.deps.store.jobs.insert(job)
+    this.deps.events.queued(ep.id)
+    if (!sync) return { id: job.id, status: 'IN_QUEUE' }
+    return this.waitFinal(job.id, waitMs ?? DEFAULT_SYNC_WAIT_MS)
+  }
+
+  /** GET /status/{id}; `ttlMs` replaces the job's time-to-live (from submission, also keeping a result that long). */
+  async status(p: Principal, endpointId: string, jobId: string, ttlMs?: number): Promise<JobStatusView> {
+    const ep = await this.endpoint(p, endpointId)
+    let job = await this.job(ep, jobId)
+    if (ttlMs !== undefined) {
+      const deadline = job.createdAt + ttlMs
+      const patch = isFinal(job.status) ? { ttlMs, expiresAt: deadline, retainUntil: deadline } : { ttlMs, expiresAt: deadline }
+      job = (await this.deps.store.jobs.transition(job.id, ALL_STATUSES, patch)) ?? job
+      if (deadline <= this.deps.clock.now()) throw notFound('job', jobId)
+    }
+    return jobStatusView(job)
+  }
+
+  /** GET /status-sync/{id}: like /status, but waits up to `waitMs` for a final state. */
+  async statusSync(p: Principal, endpointId: string, jobId: string, waitMs = DEFAULT_SYNC_WAIT_MS): Promise<JobStatusView> {
+    await this.job(await this.endpoint(p, endpointId), jobId)
+    return this.waitFinal(jobId, waitMs)
+  }
+
+  /**
+   * GET /stream/{id}: the chunks no earlier call returned. While there are none and the job still runs,
+   * the request is held up to `waitMs`. A job that finished without streaming gives its output once.
+   */
+  async stream(p: Principal, endpointId: string, jobId: string, waitMs = this.deps.streamWaitMs): Promise<StreamView> {
+    const ep = await this.endpoint(p, endpointId)
+    const { store, events } = this.deps
+    const sub = events.subscribe(`job:${jobId}`)
+    try {
+      const deadline = Date.now() + waitMs
+      for (;;) {
+        const job = await this.job(ep, jobId)
+        const chunks = await store.jobs.readNewChunks(jobId, STREAM_BATCH)
+        const view: StreamView = { id: job.id, status: job.status, stream: chunks.map((output) => ({ output })) }
+        if (job.error !== null) view.error = job.error
+        if (chunks.length > 0) return view
+        if (isFinal(job.status)) {
+          if (job.status === 'COMPLETED' && job.output !== undefined && (await store.jobs.claimFinalOutput(jobId))) view.stream = [{ output: job.output }]
+          return view
+        }
+        const left = deadline - Date.now()
+        if (left <= 0 || events.closed) return view
+        await sub.wait(left)
+      }
+    } finally {
+      sub.close()
+    }
+  }
+
+  /** POST /cancel/{id}: a waiting job is removed from the queue, a running one is stopped in its worker. */
+  async cancel(p: Principal, endpointId: string, jobId: string): Promise<JobRef> {
+    const job = await this.job(await this.endpoint(p, endpointId), jobId)
+    const cancelled = await this.deps.lifecycle.apply(job.id, 'cancel')
+    if (cancelled) return { id: job.id, status: 'CANCELLED' }
+    // Already final: cancelling changes nothing; say what it is.
+    const now = await this.deps.store.jobs.get(job.id)
+    return { id: job.id, status: now?.status ?? job.status }
+  }
+
+  /** POST /retry/{id}: a FAILED or TIMED_OUT job goes back to the queue under the same id, with its input. */
+  async retry(p: Principal, endpointId: string, jobId: string): Promise<JobRef> {
+    const job = await this.job(await this.endpoint(p, endpointId), jobId)
+    if (job.status !== 'FAILED' && job.status !== 'TIMED_OUT') {
+      throw new DomainError('bad_request', `job ${JSON.stringify(jobId)} is ${job.status}; only FAILED or TIMED_OUT jobs can be retried`)
+    }
+    const now = this.deps.clock.now()
+    // A retry is a resubmission: its TTL and delay count from now.
+    const retried = await this.deps.lifecycle.apply(job.id, 'retry', {
+      output: undefined,
+      progress: undefined,
+      error: null,
+      startedAt: null,
+      completedAt: null,
+      retainUntil: null,
+      workerId: null,
+      retries: 0,
+      createdAt: now,
+      expiresAt: now + job.ttlMs,
+      requeueAtEnd: true,
+      clearStream: true,
+    })
+    if (!retried) throw new DomainError('bad_request', `job ${JSON.stringify(jobId)} changed state meanwhile; only FAILED or TIMED_OUT jobs can be retried`)
+    return { id: job.id, status: 'IN_QUEUE' }
+  }
+
+  /** POST /purge-queue: removes the waiting jobs; running ones continue. */
+  async purgeQueue(p: Principal, endpointId: string): Promise<PurgeResult> {
+    const ep = await this.endpoint(p, endpointId)
+    const ids = await this.deps.store.jobs.purgeQueued(ep.id)
+    for (const id of ids) this.deps.events.jobChanged(id)
+    return { removed: ids.length, status: 'completed' }
+  }
+
+  /** GET /health: job counters over the jobs kept, and worker counters. */
+  async health(p: Principal, endpointId: string): Promise<Health> {
+    const ep = await this.endpoint(p, endpointId)
+    const c = await this.deps.store.jobs.counts(ep.id)
+    return {
+      jobs: { completed: c.completed, failed: c.failed, inProgress: c.inProgress, inQueue: c.inQueue, retried: c.retried },
+      workers: this.deps.workerHealth(ep.id),
+    }
+  }
+
+  /** Waits on JobEvents until the job is final, `waitMs` passed, or the service is closing. */
+  private async waitFinal(jobId: string, waitMs: number): Promise<JobStatusView> {
+    const sub = this.deps.events.subscribe(`job:${jobId}`)
+    try {
+      const deadline = Date.now() + waitMs
+      for (;;) {
+        const job = await this.deps.store.jobs.get(jobId)
+        if (!job || this.expired(job)) throw notFound('job', jobId)
+        const left = deadline - Date.now()
+        if (isFinal(job.status) || left <= 0 || this.deps.events.closed) return jobStatusView(job)
+        await sub.wait(left)
+      }
+    } finally {
+      sub.close()
+    }
+  }
+
+  private async endpoint(p: Principal, id: string): Promise<EndpointRecord> {
+    const ep = (await this.deps.store.endpoints.get(id)) as EndpointRecord | undefined
+    if (!ep || ep.accountId !== p.accountId) throw notFound('endpoint', id)
+    if (ep.type !== 'QUEUE') throw new DomainError('bad_request', `endpoint ${JSON.stringify(id)} is a ${ep.type} endpoint: it has no job queue; send requests to its base URL`)
+    return ep
+  }
+
+  private async job(ep: EndpointRecord, id: string): Promise<JobRecord> {
+    const job = await this.deps.store.jobs.get(id)
+    if (!job || job.endpointId !== ep.id || this.expired(job)) throw notFound('job', id)
+    return job
+  }
+
+  /** Past its TTL or retention, a job is gone even before the sweep deletes it. */
+  private expired(job: JobRecord): boolean {
+    const now = this.deps.clock.now()
+    return job.expiresAt <= now || (job.retainUntil !== null && job.retainUntil <= now)
+  }
+}

@@ -1,0 +1,132 @@
+import { request } from 'undici'
+import type { Clock } from '../domain/clock.js'
+import { newId } from '../domain/ids.js'
+import { jobStatusView } from '../domain/jobView.js'
+import type { JobRecord } from '../store/JobStore.js'
+import type { Store } from '../store/Store.js'
+import type { WebhookDelivery } from '../store/WebhookStore.js'
+import type { WebhookQueue } from './JobLifecycle.js'
+import type { Log } from './log.js'
+
+/** The spec: one attempt plus up to 2 retries. */
+export const WEBHOOK_ATTEMPTS = 3
+
+export interface WebhookDispatcherOptions {
+  store: Store
+  clock: Clock
+  log: Log
+  /** Pause between attempts (the spec's 10 s). */
+  retryDelayMs: number
+  /** Limit of one attempt. */
+  timeoutMs: number
+  /** How many deliveries may be in flight at once. */
+  concurrency?: number
+}
+
+/**
+ * Delivers job webhooks off the job path: a finished job only records a delivery (durably, in the same
+ * move as its final state); this loop POSTs the job's status object, retries a non-2xx answer up to
+ * 2 more times `retryDelayMs` apart, and records every attempt. Pending deliveries resume after a restart.
+ */
+export class WebhookDispatcher implements WebhookQueue {
+  private timer: NodeJS.Timeout | undefined
+  private readonly inFlight = new Map<string, Promise<void>>()
+  private started = false
+  private pumping: Promise<void> | undefined
+  private again = false
+
+  constructor(private readonly o: WebhookDispatcherOptions) {}
+
+  delivery(job: JobRecord): WebhookDelivery {
+    const now = this.o.clock.now()
+    return { id: newId('wh_'), jobId: job.id, url: job.webhook ?? '', payload: jobStatusView(job), state: 'PENDING', attempts: [], nextAttemptAt: now, createdAt: now }
+  }
+
+  notify(): void {
+    this.poke()
+  }
+
+  start(): void {
+    this.started = true
+    this.poke()
+  }
+
+  /** Stops starting attempts and waits for those in flight (each bounded by timeoutMs). */
+  async stop(): Promise<void> {
+    this.started = false
+    clearTimeout(this.timer)
+    await this.pumping
+    await Promise.all(this.inFlight.values())
+  }
+
+  /** Looks for due deliveries now. */
+  poke(): void {
+    if (!this.started) return
+    if (this.pumping) {
+      this.again = true
+      return
+    }
+    this.pumping = this.pump()
+      .catch((err) => this.o.log.error({ err }, 'webhook dispatch failed'))
+      .finally(() => {
+        this.pumping = undefined
+        if (this.again) {
+          this.again = false
+          this.poke()
+        }
+      })
+  }
+
+  private async pump(): Promise<void> {
+    const { store, clock } = this.o
+    const limit = this.o.concurrency ?? 16
+    const due = await store.webhooks.due(clock.now(), limit * 2)
+    for (const d of due) {
+      if (this.inFlight.has(d.id) || this.inFlight.size >= limit) continue
+      const p = this.attempt(d).finally(() => {
+        this.inFlight.delete(d.id)
+        this.poke()
+      })
+      this.inFlight.set(d.id, p)
+    }
+    await this.schedule()
+  }
+
+  /** Sleeps until the next pending delivery is due (real time; the store keeps clock times). */
+  private async schedule(): Promise<void> {
+    clearTimeout(this.timer)
+    if (!this.started) return
+    const next = await this.o.store.webhooks.nextDueAt()
+    if (next === null) return
+    const delay = Math.max(10, Math.min(60_000, next - this.o.clock.now()))
+    this.timer = setTimeout(() => this.poke(), delay)
+    this.timer.unref()
+  }
+
+  private async attempt(d: WebhookDelivery): Promise<void> {
+    const { store, clock, log, retryDelayMs, timeoutMs } = this.o
+    const started = Date.now()
+    let statusCode: number | null = null
+    let error: string | null = null
+    try {
+      const res = await request(d.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'user-agent': 'hangar-webhook/1' },
+        body: JSON.stringify(d.payload),
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
+      })
+      statusCode = res.statusCode
+      await res.body.dump()
+      // The spec asks receivers for 200; any 2xx is taken as received rather than sent again.
+      if (statusCode < 200 || statusCode > 299) error = `answered HTTP ${statusCode}`
+    } catch (err) {
+      error = (err as Error).message || String(err)
+    }
+    const attempts = d.attempts.length + 1
+    const now = clock.now()
+    const next = error === null ? { state: 'DELIVERED' as const, nextAttemptAt: null } : attempts >= WEBHOOK_ATTEMPTS ? { state: 'FAILED' as const, nextAttemptAt: null } : { state: 'PENDING' as const, nextAttemptAt: now + retryDelayMs }
+    await store.webhooks.recordAttempt(d.id, { at: now, statusCode, error, durationMs: Date.now() - started }, next)
+    if (error) log.warn({ jobId: d.jobId, url: d.url, attempt: attempts, error }, next.state === 'FAILED' ? 'webhook delivery failed' : 'webhook attempt failed')
+  }
+}

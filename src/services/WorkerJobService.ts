@@ -1,0 +1,153 @@
+import type { WorkerJob } from '../contract/job.js'
+import type { Clock } from '../domain/clock.js'
+import { DomainError } from '../domain/errors.js'
+import { splitChunk } from '../domain/streamChunks.js'
+import type { JobRecord } from '../store/JobStore.js'
+import type { Store } from '../store/Store.js'
+import type { JobEvents } from './JobEvents.js'
+import type { JobLifecycle } from './JobLifecycle.js'
+import type { WorkerService } from './WorkerService.js'
+
+/** What a worker posts to job-done (the Python SDK's shapes, see the worker protocol reference). */
+export interface DoneBody {
+  output?: unknown
+  error?: unknown
+  status?: unknown
+  stopPod?: unknown
+}
+
+/** Whether a posted result was applied; a result for a job no longer running there is ignored. */
+export interface DoneResult {
+  accepted: boolean
+  status?: string
+}
+
+export interface WorkerJobServiceDeps {
+  store: Store
+  clock: Clock
+  events: JobEvents
+  lifecycle: JobLifecycle
+  workers: WorkerService
+  /** How long job-take and job-stop hold the request when there is nothing. */
+  takeWaitMs: number
+}
+
+/**
+ * The worker side of the queue: take, stop channel, results, stream chunks, heartbeats. Callers are
+ * authenticated workers (their own protocol key); each call counts as a sign of life.
+ */
+export class WorkerJobService {
+  constructor(private readonly deps: WorkerJobServiceDeps) {}
+
+  /** True while the control plane shuts down: waits end at once, so callers should not come back. */
+  get closing(): boolean {
+    return this.deps.events.closed
+  }
+
+  /**
+   * job-take / job-take-batch: up to `max` jobs for the worker, waiting up to the configured time for
+   * one to arrive. Empty means "none" (204). `gone()` tells when the worker hung up meanwhile, so no job
+   * is handed to a closed connection.
+   */
+  async take(endpointId: string, workerId: string, max: number, gone: () => boolean): Promise<WorkerJob[]> {
+    const { store, clock, events, workers } = this.deps
+    const sub = events.subscribe(`queue:${endpointId}`, `worker:${workerId}`)
+    try {
+      const deadline = Date.now() + this.deps.takeWaitMs
+      for (;;) {
+        workers.contact(workerId)
+        if (workers.isDraining(workerId) || events.closed || gone()) return []
+        const jobs = await store.jobs.take(endpointId, workerId, max, clock.now())
+        if (jobs.length > 0) {
+          workers.jobsTaken(workerId, jobs.map((j) => j.id))
+          for (const j of jobs) events.jobChanged(j.id)
+          return jobs.map(toWorkerJob)
+        }
+        const left = deadline - Date.now()
+        if (left <= 0) return []
+        await sub.wait(left)
+      }
+    } finally {
+      sub.close()
+    }
+  }
+
+  /** job-stop: the ids of running jobs the worker must stop (cancelled, timed out, expired). */
+  async stops(workerId: string, gone: () => boolean): Promise<string[]> {
+    const { events, workers } = this.deps
+    const sub = events.subscribe(`stop:${workerId}`, `worker:${workerId}`)
+    try {
+      const deadline = Date.now() + this.deps.takeWaitMs
+      for (;;) {
+        workers.contact(workerId)
+        const ids = events.takeStops(workerId)
+        if (ids.length > 0 || events.closed || gone()) return ids
+        const left = deadline - Date.now()
+        if (left <= 0 || workers.isDraining(workerId)) return []
+        await sub.wait(left)
+      }
+    } finally {
+      sub.close()
+    }
+  }
+
+  /**
+   * job-done. `status: IN_PROGRESS` is a progress update; an `error` fails the job; anything else
+   * completes it with `output`. `stopPod` has the worker replaced once its jobs end.
+   */
+  async done(workerId: string, jobId: string, body: DoneBody, isStream: boolean): Promise<DoneResult> {
+    const { store, lifecycle, events, workers } = this.deps
+    workers.contact(workerId)
+    let job: JobRecord | undefined
+    if (body.status === 'IN_PROGRESS') {
+      job = await store.jobs.transition(jobId, ['IN_PROGRESS'], { progress: body.output ?? null }, workerId)
+      if (job) events.jobChanged(jobId)
+      return this.result(jobId, job)
+    }
+    if (body.error !== undefined && body.error !== null && body.error !== '') {
+      const error = typeof body.error === 'string' ? body.error : JSON.stringify(body.error)
+      job = await lifecycle.apply(jobId, 'fail', { error, ...(body.output !== undefined ? { output: body.output } : {}) }, workerId)
+    } else {
+      // `isStream` only says chunks were posted before; the body's output (the aggregate, or []) is the result.
+      job = await lifecycle.apply(jobId, 'complete', { output: body.output === undefined ? null : body.output, progress: undefined }, workerId)
+    }
+    if (body.stopPod === true) workers.recycle(workerId)
+    return this.result(jobId, job)
+  }
+
+  /** What became of a posted result: applied, or ignored because the job is no longer running there. */
+  private async result(jobId: string, job: JobRecord | undefined): Promise<DoneResult> {
+    if (job) return { accepted: true, status: job.status }
+    return { accepted: false, status: (await this.deps.store.jobs.get(jobId))?.status }
+  }
+
+  /** Marks the job FAILED because its result could not be taken (too large, not JSON), so it never looks complete. */
+  async rejectResult(workerId: string, jobId: string, why: string): Promise<void> {
+    await this.deps.lifecycle.apply(jobId, 'fail', { error: `the worker's result was refused: ${why}` }, workerId)
+  }
+
+  /** job-stream: appends a chunk (split when over 1 MB) to a job running on this worker. */
+  async streamChunk(workerId: string, jobId: string, body: unknown): Promise<DoneResult> {
+    const { store, events, workers } = this.deps
+    workers.contact(workerId)
+    if (typeof body !== 'object' || body === null || !('output' in body)) throw new DomainError('bad_request', 'a stream post is {"output": <chunk>}')
+    const job = await store.jobs.get(jobId)
+    if (!job || job.status !== 'IN_PROGRESS' || job.workerId !== workerId) return { accepted: false, ...(job ? { status: job.status } : {}) }
+    await store.jobs.appendChunks(jobId, splitChunk((body as { output: unknown }).output))
+    events.jobChanged(jobId)
+    return { accepted: true, status: job.status }
+  }
+
+  /** ping: a heartbeat. */
+  ping(workerId: string): void {
+    this.deps.workers.contact(workerId)
+  }
+}
+
+function toWorkerJob(j: JobRecord): WorkerJob {
+  const job: WorkerJob = { id: j.id, input: j.input }
+  if (j.webhook) job.webhook = j.webhook
+  if (j.policy) job.policy = j.policy
+  if (j.s3Config) job.s3Config = j.s3Config
+  return job
+}

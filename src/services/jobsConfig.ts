@@ -1,0 +1,34 @@
+import { Type, type Static } from 'typebox'
+
+/** Timings of the job queue, workers and webhooks; defaults follow the spec and the worker SDKs. */
+export const JobsConfig = Type.Object(
+  {
+    /** Pause between webhook attempts (the spec's 10 s; shorter in tests). */
+    webhookRetryDelayMs: Type.Integer({ minimum: 0, default: 10_000 }),
+    /** How long one webhook attempt may take. */
+    webhookTimeoutMs: Type.Integer({ minimum: 100, default: 10_000 }),
+    /** How often deadlines (TTL, execution timeout, retention, worker heartbeats) are checked. */
+    sweepIntervalMs: Type.Integer({ minimum: 10, default: 1_000 }),
+    /** How long job-take and job-stop hold a request open before answering 204 (the SDK's client timeout is 90 s). */
+    takeWaitMs: Type.Integer({ minimum: 0, maximum: 80_000, default: 30_000 }),
+    /** How long /stream holds a request while there is no new chunk, unless `?wait=` says otherwise. */
+    streamWaitMs: Type.Integer({ minimum: 0, maximum: 300_000, default: 10_000 }),
+    /** Heartbeat interval given to workers (RUNPOD_PING_INTERVAL). */
+    pingIntervalMs: Type.Integer({ minimum: 100, default: 10_000 }),
+    /** A worker silent for this many intervals is lost: its jobs go back to the queue. */
+    missedPings: Type.Integer({ minimum: 2, default: 3 }),
+    /** A started worker that has not called in after this long is stopped as failed. */
+    workerStartTimeoutMs: Type.Integer({ minimum: 1_000, default: 120_000 }),
+    /** Between SIGTERM and SIGKILL when stopping a worker. */
+    stopGraceMs: Type.Integer({ minimum: 0, default: 5_000 }),
+    /** Scaling decisions run this often, and on every submission. */
+    scaleIntervalMs: Type.Integer({ minimum: 10, default: 250 }),
+    /**
+     * Idle time before stopping a worker of a QUEUE endpoint scaled on REQUEST_COUNT, which has no
+     * workers.idleTimeout of its own.
+     */
+    requestCountIdleTimeoutMs: Type.Integer({ minimum: 0, default: 5_000 }),
+  },
+  { additionalProperties: false, default: {} },
+)
+export type JobsConfig = Static<typeof JobsConfig>

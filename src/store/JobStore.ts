@@ -1,0 +1,106 @@
+import type { JobStatus } from '../contract/job.js'
+import type { WebhookDelivery } from './WebhookStore.js'
+
+/**
+ * A job as stored. Times are epoch milliseconds from the service's clock. `output` is `undefined` when
+ * the job has none (distinct from a `null` output).
+ */
+export interface JobRecord {
+  id: string
+  endpointId: string
+  accountId: string
+  status: JobStatus
+  input: unknown
+  webhook: string | null
+  /** The policy as submitted (handed to the worker as is). */
+  policy: Record<string, unknown> | null
+  s3Config: Record<string, unknown> | null
+  /** Submitted through /runsync. */
+  sync: boolean
+  lowPriority: boolean
+  executionTimeoutMs: number
+  ttlMs: number
+  /** How long the result is kept after completion. */
+  retentionMs: number
+  createdAt: number
+  startedAt: number | null
+  completedAt: number | null
+  /** TTL deadline: the job is deleted then, whatever its state. */
+  expiresAt: number
+  /** Set on completion: completedAt + retentionMs; the job is deleted then. */
+  retainUntil: number | null
+  workerId: string | null
+  output: unknown
+  error: string | null
+  /** Times the job went back to the queue because its worker was lost. */
+  retries: number
+  /** The last progress update while running. */
+  progress: unknown
+}
+
+/** Fields a transition may change; `output`/`progress` set to `undefined` clear them. */
+export type JobPatch = Partial<Pick<JobRecord, 'status' | 'startedAt' | 'completedAt' | 'expiresAt' | 'retainUntil' | 'workerId' | 'error' | 'retries' | 'createdAt' | 'ttlMs'>> & {
+  output?: unknown
+  progress?: unknown
+  /** Moves the job to the back of the queue (retry). */
+  requeueAtEnd?: boolean
+  /** Drops its stream chunks and read cursor (retry). */
+  clearStream?: boolean
+  /** Sets retainUntil to this time plus the job's retentionMs (completion). */
+  retainFrom?: number
+}
+
+/** Counts of one endpoint's jobs, for /health and the scaler. */
+export interface JobCounts {
+  inQueue: number
+  /** Of inQueue, the lowPriority ones. */
+  inQueueLow: number
+  inProgress: number
+  completed: number
+  failed: number
+  /** Sum of `retries` over the jobs kept. */
+  retried: number
+  /** createdAt of the oldest waiting normal-priority job, or null. */
+  oldestQueuedAt: number | null
+}
+
+/** Storage of jobs and their stream chunks. Every write is durable when its promise resolves. */
+export interface JobStore {
+  insert(job: JobRecord): Promise<void>
+  get(id: string): Promise<JobRecord | undefined>
+  /**
+   * Atomically moves up to `max` waiting jobs of an endpoint (normal priority first, then in submission
+   * order) to IN_PROGRESS on `workerId`, so no job is ever handed out twice.
+   */
+  take(endpointId: string, workerId: string, max: number, now: number): Promise<JobRecord[]>
+  /**
+   * Compare-and-set: applies `patch` only while the job is in one of `from` (and, when given, on
+   * `workerId`). Returns the updated job, or undefined when the condition did not hold. `outbox` may turn
+   * the updated job into a webhook delivery, recorded atomically with the move (so a crash can lose
+   * neither without the other).
+   */
+  transition(id: string, from: readonly JobStatus[], patch: JobPatch, workerId?: string, outbox?: (job: JobRecord) => WebhookDelivery | undefined): Promise<JobRecord | undefined>
+  /** Deletes a job with its chunks; false when it did not exist. */
+  delete(id: string): Promise<boolean>
+  /** Deletes the waiting jobs of an endpoint; returns their ids. */
+  purgeQueued(endpointId: string): Promise<string[]>
+  /** Jobs whose TTL or retention deadline is at or before `now`. */
+  listExpired(now: number, limit: number): Promise<JobRecord[]>
+  /** Running jobs whose execution timeout elapsed at or before `now`. */
+  listTimedOut(now: number, limit: number): Promise<JobRecord[]>
+  /** Running jobs, of one worker or of all. */
+  listInProgress(workerId?: string): Promise<JobRecord[]>
+  counts(endpointId: string): Promise<JobCounts>
+  /** Endpoints with waiting or running jobs, with their counts (the scaler's view of demand). */
+  activeEndpoints(): Promise<Array<{ endpointId: string } & JobCounts>>
+  /** Appends stream chunks in order. */
+  appendChunks(jobId: string, outputs: unknown[]): Promise<void>
+  /** Returns the chunks no earlier call returned and moves the job's read cursor past them. */
+  readNewChunks(jobId: string, limit: number): Promise<unknown[]>
+  /**
+   * For a finished job that never streamed: true exactly once, so its output is given to /stream once.
+   */
+  claimFinalOutput(jobId: string): Promise<boolean>
+  /** Number of chunks ever appended (0 for a job that never streamed). */
+  chunkCount(jobId: string): Promise<number>
+}

@@ -1,0 +1,258 @@
+/**
+ * Hangar's TypeScript worker SDK: write a handler, call `serve`, and the process speaks the same worker
+ * protocol as the Python `runpod` SDK (take / take-batch, done, stream, ping, job-stop), configured by the
+ * same environment variables the platform sets when it starts the worker.
+ *
+ * @example
+ * import { serve } from 'hangar/worker'
+ * serve({ handler: async (job) => ({ echo: job.input }) })
+ */
+
+/** A job as handed to the handler: the whole object the platform sent, plus a signal. */
+export interface Job {
+  id: string
+  input: any
+  webhook?: string
+  policy?: Record<string, unknown>
+  s3Config?: Record<string, unknown>
+  /** Aborted when the platform asks to stop this job (cancelled, timed out, expired) or the worker stops. */
+  signal: AbortSignal
+}
+
+/**
+ * Returns the output (any JSON value), throws (the job FAILS with the error's message), or is an async
+ * generator whose values are streamed as chunks (the output is then the list of all of them).
+ */
+export type Handler = (job: Job) => unknown
+
+export interface ServeOptions {
+  handler: Handler
+  /** Jobs run at once (default 1); above 1 jobs are taken in batches. */
+  concurrency?: number
+  /** Where the settings come from (default process.env). */
+  env?: Record<string, string | undefined>
+}
+
+interface Settings {
+  takeUrl: string
+  doneUrl: string
+  streamUrl: string
+  pingUrl: string | null
+  key: string
+  workerId: string
+  pingIntervalMs: number
+}
+
+const VERSION = 'hangar-worker/0.1.0'
+/** Consecutive failed calls (about one a second) after which the platform is taken to be gone. */
+const MAX_FAILURES = 60
+let active: Settings | null = null
+
+/** Sends a progress update for a running job; `/status` shows it as the job's output until it ends. */
+export async function progress(job: Pick<Job, 'id'>, data: unknown): Promise<void> {
+  if (!active) throw new Error('progress() works only inside serve()')
+  await post(jobUrl(active.doneUrl, job.id, { isStream: 'false' }), { status: 'IN_PROGRESS', output: data }, active.key)
+}
+
+/**
+ * Runs the worker until the process is told to stop (SIGTERM/SIGINT) or the platform is unreachable for
+ * about a minute. Without RUNPOD_WEBHOOK_GET_JOB it runs the handler once on `test_input.json` (or
+ * `{"input": {}}`), prints the result and returns, like the Python SDK's local test mode.
+ */
+export async function serve(opts: ServeOptions): Promise<void> {
+  const env = opts.env ?? process.env
+  if (!env.RUNPOD_WEBHOOK_GET_JOB) return localTest(opts.handler)
+  const s: Settings = {
+    takeUrl: env.RUNPOD_WEBHOOK_GET_JOB,
+    doneUrl: required(env, 'RUNPOD_WEBHOOK_POST_OUTPUT'),
+    streamUrl: required(env, 'RUNPOD_WEBHOOK_POST_STREAM'),
+    pingUrl: env.RUNPOD_WEBHOOK_PING ?? null,
+    key: required(env, 'RUNPOD_AI_API_KEY'),
+    workerId: env.RUNPOD_POD_ID ?? '',
+    pingIntervalMs: Math.max(100, Number(env.RUNPOD_PING_INTERVAL ?? 10_000) || 10_000),
+  }
+  active = s
+  const concurrency = Math.max(1, opts.concurrency ?? 1)
+  const running = new Map<string, AbortController>()
+  let stopping = false
+  let failures = 0
+  let slotFreed: (() => void) | null = null
+  const stopAll = () => {
+    stopping = true
+    for (const c of running.values()) c.abort(new Error('the worker is stopping'))
+  }
+  process.once('SIGTERM', () => {
+    stopAll()
+    setTimeout(() => process.exit(0), 50).unref()
+  })
+  process.once('SIGINT', stopAll)
+
+  const pinger = s.pingUrl ? setInterval(() => void ping(s, [...running.keys()]).catch(() => {}), s.pingIntervalMs) : null
+  if (s.pingUrl) void ping(s, []).catch(() => {})
+  void stopChannel(s, running, () => stopping)
+
+  try {
+    while (!stopping) {
+      if (running.size >= concurrency) {
+        await new Promise<void>((r) => (slotFreed = r))
+        continue
+      }
+      let jobs: Array<Omit<Job, 'signal'>>
+      try {
+        jobs = await take(s, concurrency - running.size, running.size > 0, concurrency > 1)
+        failures = 0
+      } catch (err) {
+        if (++failures >= MAX_FAILURES) throw new Error(`the platform is unreachable: ${(err as Error).message}`)
+        await sleep(1_000)
+        continue
+      }
+      for (const raw of jobs) {
+        const controller = new AbortController()
+        running.set(raw.id, controller)
+        void runJob(s, opts.handler, { ...raw, signal: controller.signal }).finally(() => {
+          running.delete(raw.id)
+          slotFreed?.()
+          slotFreed = null
+        })
+      }
+    }
+  } finally {
+    if (pinger) clearInterval(pinger)
+    active = null
+  }
+}
+
+async function runJob(s: Settings, handler: Handler, job: Job): Promise<void> {
+  let body: Record<string, unknown>
+  let isStream = false
+  try {
+    const result = handler(job)
+    if (isAsyncIterable(result)) {
+      isStream = true
+      const all: unknown[] = []
+      for await (const chunk of result) {
+        if (job.signal.aborted) break
+        all.push(chunk)
+        await post(jobUrl(s.streamUrl, job.id), { output: chunk }, s.key)
+      }
+      body = { output: all }
+    } else {
+      body = { output: await result }
+    }
+  } catch (err) {
+    body = { error: err instanceof Error ? err.message : String(err) }
+  }
+  // A job the platform stopped is no longer this worker's: its result would be ignored.
+  if (job.signal.aborted) return
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await post(jobUrl(s.doneUrl, job.id, { isStream: String(isStream) }), body, s.key)
+      return
+    } catch (err) {
+      if (attempt >= 3) {
+        console.error(`job ${job.id}: could not post the result: ${(err as Error).message}`)
+        return
+      }
+      await sleep(500 * attempt)
+    }
+  }
+}
+
+async function take(s: Settings, max: number, busy: boolean, batch: boolean): Promise<Array<Omit<Job, 'signal'>>> {
+  const base = batch ? s.takeUrl.replace('/job-take/', '/job-take-batch/') : s.takeUrl
+  const url = withParams(base, { ...(batch ? { batch_size: String(max) } : {}), job_in_progress: busy ? '1' : '0' })
+  const res = await fetch(url, { headers: { authorization: s.key }, signal: AbortSignal.timeout(90_000) })
+  if (res.status === 204 || res.status === 400) return []
+  if (res.status === 429) {
+    await sleep(5_000)
+    return []
+  }
+  if (res.status !== 200) throw new Error(`job-take answered HTTP ${res.status}`)
+  const body = (await res.json()) as Omit<Job, 'signal'> | Array<Omit<Job, 'signal'>>
+  return Array.isArray(body) ? body : [body]
+}
+
+async function stopChannel(s: Settings, running: Map<string, AbortController>, stopping: () => boolean): Promise<void> {
+  const url = s.takeUrl.replace('/job-take/', '/job-stop/')
+  while (!stopping()) {
+    try {
+      const res = await fetch(url, { headers: { authorization: s.key }, signal: AbortSignal.timeout(90_000) })
+      if (res.status === 200) {
+        const body = (await res.json()) as { jobsToStop?: string[] }
+        for (const id of body.jobsToStop ?? []) running.get(id)?.abort(new Error('the platform stopped this job'))
+      } else {
+        await res.body?.cancel()
+        if (res.status !== 204) await sleep(1_000)
+      }
+    } catch {
+      await sleep(1_000)
+    }
+  }
+}
+
+async function ping(s: Settings, jobIds: string[]): Promise<void> {
+  const params: Record<string, string> = { runpod_version: VERSION }
+  if (jobIds.length) params.job_id = jobIds.join(',')
+  const res = await fetch(withParams(s.pingUrl!, params), { headers: { authorization: s.key }, signal: AbortSignal.timeout(10_000) })
+  await res.body?.cancel()
+}
+
+async function post(url: string, body: unknown, key: string): Promise<void> {
+  const res = await fetch(url, { method: 'POST', headers: { authorization: key, 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(30_000) })
+  await res.body?.cancel()
+  if (res.status < 200 || res.status > 299) throw new Error(`${new URL(url).pathname} answered HTTP ${res.status}`)
+}
+
+/** Fills `$ID` (and `$RUNPOD_POD_ID`, as the Python SDK does) and adds query parameters. */
+function jobUrl(template: string, jobId: string, params: Record<string, string> = {}): string {
+  const url = template.replaceAll('$RUNPOD_POD_ID', active?.workerId ?? '').replaceAll('$ID', encodeURIComponent(jobId))
+  return withParams(url, params)
+}
+
+function withParams(url: string, params: Record<string, string>): string {
+  const u = new URL(url)
+  for (const [k, v] of Object.entries(params)) u.searchParams.set(k, v)
+  return u.toString()
+}
+
+async function localTest(handler: Handler): Promise<void> {
+  const { readFile } = await import('node:fs/promises')
+  let input: unknown = {}
+  try {
+    input = (JSON.parse(await readFile('test_input.json', 'utf8')) as { input?: unknown }).input ?? {}
+  } catch {
+    // no test input: an empty one
+  }
+  const job: Job = { id: 'local-test', input, signal: new AbortController().signal }
+  const result = handler(job)
+  const output = isAsyncIterable(result) ? await collect(result) : await result
+  console.log(JSON.stringify({ output }))
+}
+
+async function collect(it: AsyncIterable<unknown>): Promise<unknown[]> {
+  const out: unknown[] = []
+  for await (const x of it) out.push(x)
+  return out
+}
+
+function isAsyncIterable(v: unknown): v is AsyncIterable<unknown> {
+  return typeof v === 'object' && v !== null && Symbol.asyncIterator in v
+}
+
+function required(env: Record<string, string | undefined>, name: string): string {
+  const v = env[name]
+  if (!v) throw new Error(`${name} is not set: the platform sets it when it starts the worker`)
+  return v
+}
+
+/** Resolves after `ms`, or early when `signal` aborts (then rejects with its reason). */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason)
+    const t = setTimeout(resolve, ms)
+    signal?.addEventListener('abort', () => {
+      clearTimeout(t)
+      reject(signal.reason)
+    }, { once: true })
+  })
+}

@@ -1,0 +1,168 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createEndpoint, endpointBody, jobCall, waitStatus } from './helpers/endpoints.js'
+import { startTestServer, type TestServer } from './helpers/server.js'
+
+const FORM = 'application/x-www-form-urlencoded'
+
+/**
+ * Replays, byte for byte where it matters, what the Python `runpod` SDK sends: the key bare in
+ * Authorization, `&`-appended parameters on URLs that already have `?`, `$ID` replaced by the job id,
+ * job-done bodies as JSON text labelled form-urlencoded, generator chunks then isStream=true.
+ */
+describe('worker protocol (Python SDK replay)', () => {
+  let s: TestServer
+  let dir: string
+  let ep: string
+  let env: Record<string, string>
+  let cwd: string
+  let volumeId: string
+
+  const call = (method: string, url: string, body?: string, headers: Record<string, string> = {}) =>
+    fetch(url, { method, headers: { authorization: env.RUNPOD_AI_API_KEY, 'content-type': FORM, 'user-agent': 'RunPod-Python-SDK/1.7.0', ...headers }, body })
+  const take = () => call('GET', `${env.RUNPOD_WEBHOOK_GET_JOB}&job_in_progress=0`)
+  const done = (jobId: string, body: unknown, isStream = false) =>
+    call('POST', `${env.RUNPOD_WEBHOOK_POST_OUTPUT.replace('$ID', jobId)}&isStream=${isStream}`, typeof body === 'string' ? body : JSON.stringify(body), { 'x-request-id': jobId })
+  const submit = async (input: Record<string, unknown>, extra: Record<string, unknown> = {}) => (await jobCall(s, 'POST', `/v2/${ep}/run`, { input, ...extra })).body.id as string
+  const takeJob = async () => {
+    const r = await take()
+    expect(r.status).toBe(200)
+    return (await r.json()) as Record<string, any>
+  }
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'hangar-replay-'))
+    const dump = join(dir, 'env.json')
+    s = await startTestServer({
+      jobs: { takeWaitMs: 1_000, pingIntervalMs: 60_000 },
+      images: { 'test/replay:latest': { command: [process.execPath, join(import.meta.dirname, 'fixtures', 'envdump.mjs')], env: { DUMP_TO: dump } } },
+    })
+    const volume = await s.api('POST', '/v2/network-volumes', { name: 'models', size: 10, dataCenter: 'LOCAL-1' })
+    expect(volume.status).toBe(201)
+    volumeId = volume.body.id
+    ep = (await createEndpoint(s, endpointBody('test/replay:latest', { workers: { min: 1, max: 1, idleTimeout: 3600 }, networkVolumes: [volumeId] }))).id
+    const until = Date.now() + 15_000
+    while (!existsSync(dump) && Date.now() < until) await new Promise((r) => setTimeout(r, 50))
+    ;({ env, cwd } = JSON.parse(readFileSync(dump, 'utf8')))
+  })
+  afterAll(async () => {
+    await s.stop()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('starts the worker with the protocol environment', () => {
+    const wid = env.RUNPOD_POD_ID
+    const base = `${s.url}/v2/${ep}`
+    expect(env.RUNPOD_WEBHOOK_GET_JOB).toBe(`${base}/job-take/${wid}?gpu=CPU`)
+    expect(env.RUNPOD_WEBHOOK_POST_OUTPUT).toBe(`${base}/job-done/${wid}/$ID?gpu=CPU`)
+    expect(env.RUNPOD_WEBHOOK_POST_STREAM).toBe(`${base}/job-stream/${wid}/$ID?gpu=CPU`)
+    expect(env.RUNPOD_WEBHOOK_PING).toBe(`${base}/ping/${wid}?gpu=CPU`)
+    expect(env).toMatchObject({ RUNPOD_ENDPOINT_ID: ep, RUNPOD_PING_INTERVAL: '60000', RUNPOD_SKIP_AUTO_SYSTEM_CHECKS: 'true', CUDA_VISIBLE_DEVICES: '', DUMP_TO: expect.any(String) })
+    expect(env.RUNPOD_AI_API_KEY).toMatch(/^hw_/)
+    expect(env.RUNPOD_AI_API_KEY).not.toBe(s.adminKey)
+    expect(cwd).toBe(join(s.dataDir, 'workers', wid, 'disk'))
+    expect(env.HANGAR_VOLUME_PATH).toBe(join(s.dataDir, 'volumes', 'LOCAL-1', volumeId))
+    expect(existsSync(env.HANGAR_VOLUME_PATH)).toBe(true)
+  })
+
+  it('refuses a wrong worker key, another worker id and an account key', async () => {
+    const wrong = await fetch(`${env.RUNPOD_WEBHOOK_GET_JOB}&job_in_progress=0`, { headers: { authorization: 'hw_wrong' } })
+    expect(wrong.status).toBe(401)
+    const other = await fetch(env.RUNPOD_WEBHOOK_GET_JOB.replace(env.RUNPOD_POD_ID, 'someoneelse'), { headers: { authorization: env.RUNPOD_AI_API_KEY } })
+    expect(other.status).toBe(401)
+    const admin = await fetch(`${env.RUNPOD_WEBHOOK_GET_JOB}&job_in_progress=0`, { headers: { authorization: s.adminKey } })
+    expect(admin.status).toBe(401)
+  })
+
+  it('answers 204 to job-take when there is no job, after holding the request', async () => {
+    const started = Date.now()
+    const r = await take()
+    expect(r.status).toBe(204)
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900)
+  })
+
+  it('hands out a job with webhook, policy and s3Config; a progress update keeps it running; the form-labelled result completes it', async () => {
+    const s3Config = { accessId: 'a', accessSecret: 'b', bucketName: 'c', endpointUrl: 'http://127.0.0.1:9' }
+    const id = await submit({ prompt: 'hi' }, { webhook: 'http://127.0.0.1:9/hook', policy: { executionTimeout: 60_000, ttl: 600_000 }, s3Config })
+    const job = await takeJob()
+    expect(job).toEqual({ id, input: { prompt: 'hi' }, webhook: 'http://127.0.0.1:9/hook', policy: { executionTimeout: 60_000, ttl: 600_000 }, s3Config })
+    expect((await done(id, { status: 'IN_PROGRESS', output: { percent: 50 } })).status).toBe(200)
+    expect((await jobCall(s, 'GET', `/v2/${ep}/status/${id}`)).body).toMatchObject({ status: 'IN_PROGRESS', output: { percent: 50 } })
+    const ping = await call('GET', `${env.RUNPOD_WEBHOOK_PING}&job_id=${id}&runpod_version=1.7.0`)
+    expect(ping.status).toBe(200)
+    expect((await done(id, { output: { text: 'héllo' } })).status).toBe(200)
+    expect((await jobCall(s, 'GET', `/v2/${ep}/status/${id}`)).body).toMatchObject({ status: 'COMPLETED', output: { text: 'héllo' } })
+  })
+
+  it('streams generator chunks, then completes with isStream=true and the aggregate', async () => {
+    const id = await submit({ n: 2 })
+    await takeJob()
+    for (const chunk of ['first', { second: 2 }]) {
+      const r = await call('POST', env.RUNPOD_WEBHOOK_POST_STREAM.replace('$ID', id), JSON.stringify({ output: chunk }), { 'content-type': 'application/json' })
+      expect(r.status).toBe(200)
+    }
+    expect((await jobCall(s, 'GET', `/v2/${ep}/stream/${id}`)).body).toEqual({ id, status: 'IN_PROGRESS', stream: [{ output: 'first' }, { output: { second: 2 } }] })
+    expect((await done(id, { output: ['first', { second: 2 }] }, true)).status).toBe(200)
+    expect((await jobCall(s, 'GET', `/v2/${ep}/stream/${id}`)).body).toEqual({ id, status: 'COMPLETED', stream: [] })
+    expect((await jobCall(s, 'GET', `/v2/${ep}/status/${id}`)).body.output).toEqual(['first', { second: 2 }])
+  })
+
+  it('fails a job on a raised error and on a returned dict with error', async () => {
+    const raised = await submit({})
+    await takeJob()
+    const error = JSON.stringify({ error_type: "<class 'ValueError'>", error_message: 'bad input', error_traceback: 'Traceback ...', hostname: 'h', worker_id: env.RUNPOD_POD_ID, runpod_version: '1.7.0' })
+    await done(raised, { error })
+    expect((await jobCall(s, 'GET', `/v2/${ep}/status/${raised}`)).body).toMatchObject({ status: 'FAILED', error })
+    const returned = await submit({})
+    await takeJob()
+    await done(returned, { output: { partial: 1 }, error: 'handler said no' })
+    expect((await jobCall(s, 'GET', `/v2/${ep}/status/${returned}`)).body).toMatchObject({ status: 'FAILED', error: 'handler said no', output: { partial: 1 } })
+  })
+
+  it('never completes a job with a result it cannot read', async () => {
+    const id = await submit({})
+    await takeJob()
+    const r = await done(id, 'output=not+json')
+    expect(r.status).toBe(400)
+    expect((await jobCall(s, 'GET', `/v2/${ep}/status/${id}`)).body).toMatchObject({ status: 'FAILED', error: expect.stringMatching(/result was refused: it is not valid JSON/) })
+  })
+
+  it('hands out batches on job-take-batch', async () => {
+    const a = await submit({ i: 1 })
+    const b = await submit({ i: 2 })
+    const r = await call('GET', `${env.RUNPOD_WEBHOOK_GET_JOB.replace('/job-take/', '/job-take-batch/')}&batch_size=5&job_in_progress=0`)
+    expect(r.status).toBe(200)
+    expect(((await r.json()) as Array<{ id: string }>).map((j) => j.id)).toEqual([a, b])
+    await done(a, { output: 1 })
+    await done(b, { output: 2 })
+  })
+
+  it('tells the worker to stop a cancelled job on job-stop, and ignores its late result', async () => {
+    const id = await submit({})
+    await takeJob()
+    expect((await jobCall(s, 'POST', `/v2/${ep}/cancel/${id}`)).body.status).toBe('CANCELLED')
+    const stop = await call('GET', env.RUNPOD_WEBHOOK_GET_JOB.replace('/job-take/', '/job-stop/'))
+    expect(stop.status).toBe(200)
+    expect(await stop.json()).toEqual({ jobsToStop: [id] })
+    const late = await done(id, { output: 'too late' })
+    expect(late.status).toBe(200)
+    expect(await late.json()).toEqual({ accepted: false, status: 'CANCELLED' })
+    expect((await jobCall(s, 'GET', `/v2/${ep}/status/${id}`)).body.status).toBe('CANCELLED')
+  })
+
+  it('replaces the worker after a result with stopPod', async () => {
+    const id = await submit({})
+    await takeJob()
+    const workerId = env.RUNPOD_POD_ID
+    await done(id, { output: 'bye', stopPod: true })
+    await waitStatus(s, ep, id, 'COMPLETED')
+    const until = Date.now() + 15_000
+    while ((await s.hangar.store.workers.get(workerId))?.state !== 'EXITED' && Date.now() < until) await new Promise((r) => setTimeout(r, 50))
+    expect((await s.hangar.store.workers.get(workerId))?.state).toBe('EXITED')
+    // workers.min is 1: a new worker replaces it.
+    const active = await s.hangar.store.workers.listActive(ep)
+    expect(active.map((w) => w.id)).not.toContain(workerId)
+  })
+})
