@@ -2,6 +2,7 @@ import { chmodSync, mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import pino from 'pino'
 import { buildApp, type App } from './api/app.js'
+import { trackConnections } from './api/drain.js'
 import { CatalogService } from './catalog/CatalogService.js'
 import { detectMachine } from './catalog/detect.js'
 import { publicBaseUrl, workerHostEnv, type Config } from './config.js'
@@ -118,6 +119,7 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
 
   const app = await buildApp({ logger: logger || false, bodyLimit: config.bodyLimit, accounts, catalog, templates, endpoints, registries, networkVolumes, sshKeys, rateLimiter, jobs, workerJobs, workers, publicUrl: () => url })
   await opts.configureApp?.(app)
+  const connections = trackConnections(app.server)
   try {
     await app.listen({ host: config.host, port: config.port })
   } catch (err) {
@@ -153,7 +155,14 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
         // Release long-polls (job-take, runsync, stream) so closing the server does not wait them out,
         // then close the server (it finishes requests in flight).
         events.close()
-        await app.close()
+        // Connections serving no request are closed as they appear, so close() waits only for requests.
+        connections.closeUnused()
+        const sweepIdle = setInterval(() => connections.closeUnused(), 50)
+        try {
+          await app.close()
+        } finally {
+          clearInterval(sweepIdle)
+        }
         // No new decisions, then stop the workers (SIGTERM, SIGKILL after the grace period); their running
         // jobs go back to the queue for the next start. Webhook attempts in flight finish; pending ones
         // stay recorded and resume at the next start. The store goes last: everything above writes to it.

@@ -1,4 +1,5 @@
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -35,6 +36,28 @@ describe('hangar serve as a process', () => {
       second.child.kill('SIGINT')
       expect(await second.exited).toBe(0)
     }
+  })
+
+  it('on SIGTERM answers requests in flight and is not held open by idle or silent connections', async () => {
+    const p = await spawnServe(join(dataDir, 'drain'))
+    const adminKey = readFileSync(join(dataDir, 'drain', 'admin-key'), 'utf8').trim()
+    const headers = { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' }
+    const body = { name: 'drain', type: 'QUEUE', image: 'hangar/echo:latest', cpu: [{ id: 'cpu3c', vcpuCount: 2 }], workers: { min: 0, max: 0 }, scaling: { type: 'QUEUE_DELAY', queueDelay: 1 } }
+    const ep = (await (await fetch(`${p.url}/v2/serverless`, { method: 'POST', headers, body: JSON.stringify(body) })).json()) as { id: string }
+    // A long-poll in flight (no worker will ever take the job), and a client that connects and says nothing.
+    const inFlight = fetch(`${p.url}/v2/${ep.id}/runsync?wait=60000`, { method: 'POST', headers, body: JSON.stringify({ input: {} }) })
+    const silent = connect(Number(new URL(p.url).port), '127.0.0.1')
+    await new Promise((r) => silent.once('connect', r))
+    await new Promise((r) => setTimeout(r, 200))
+    const t0 = Date.now()
+    p.child.kill('SIGTERM')
+    const res = await inFlight
+    expect(res.status).toBe(200)
+    expect(((await res.json()) as { status: string }).status).toBe('IN_QUEUE')
+    expect(await p.exited).toBe(0)
+    // Node would hold a silent connection for its 60 s headers timeout; shutdown must not wait for it.
+    expect(Date.now() - t0).toBeLessThan(30_000)
+    silent.destroy()
   })
 
   it('uses HANGAR_ADMIN_API_KEY instead of generating a key', async () => {

@@ -1,0 +1,26 @@
+import type { Server } from 'node:http'
+import type { Socket } from 'node:net'
+
+/**
+ * Counts requests per connection so shutdown can close every connection that is not serving one.
+ * Node's own closeIdleConnections() misses two kinds: a keep-alive connection whose request finishes
+ * after closing began, and a connection a client opened but never sent a request on (Node counts that as
+ * active and keeps it until headersTimeout, about a minute).
+ */
+export function trackConnections(server: Server): { closeUnused(): void } {
+  const inFlight = new Map<Socket, number>()
+  server.on('connection', (socket: Socket) => {
+    inFlight.set(socket, 0)
+    socket.once('close', () => inFlight.delete(socket))
+  })
+  server.on('request', (req, res) => {
+    const socket = req.socket
+    inFlight.set(socket, (inFlight.get(socket) ?? 0) + 1)
+    res.once('close', () => inFlight.set(socket, Math.max(0, (inFlight.get(socket) ?? 1) - 1)))
+  })
+  return {
+    closeUnused() {
+      for (const [socket, n] of inFlight) if (n === 0) socket.destroy()
+    },
+  }
+}
