@@ -18,7 +18,7 @@ import { SecretBox } from './services/SecretBox.js'
 import { SshKeyService } from './services/SshKeyService.js'
 import { TemplateService } from './services/TemplateService.js'
 import { EndpointService } from './services/EndpointService.js'
-import { SimpleScaler } from './autoscaler/SimpleScaler.js'
+import { Autoscaler } from './autoscaler/Autoscaler.js'
 import { JobEvents } from './services/JobEvents.js'
 import { JobLifecycle } from './services/JobLifecycle.js'
 import { JobService } from './services/JobService.js'
@@ -47,7 +47,7 @@ export interface Hangar {
   readonly workers: WorkerService
   /** Deadline checks; `sweep()` runs one now (tests move their clock, then sweep). */
   readonly sweeper: JobSweeper
-  readonly scaler: SimpleScaler
+  readonly scaler: Autoscaler
   readonly webhooks: WebhookDispatcher
   /** Stops accepting requests, finishes those in flight, then closes the store. */
   stop(): Promise<void>
@@ -109,13 +109,13 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   const runtime: RuntimeDriver = new ProcessDriver()
   // Workers run on this machine and call the control plane on its local address, whatever publicUrl says.
   let workerUrl = ''
-  const workers = new WorkerService({ store, clock, runtime, catalog, lifecycle, events, config: config.jobs, images: config.images, dataDir: config.dataDir, baseUrl: () => workerUrl, log, hostEnv: workerHostEnv() })
+  const workers = new WorkerService({ store, clock, runtime, catalog, lifecycle, events, config: config.jobs, images: config.images, dataDir: config.dataDir, baseUrl: () => workerUrl, log, hostEnv: workerHostEnv(), waiting: (id) => scaler.waiting(id) })
   // Before anyone can call: workers of a previous run are stopped and their jobs requeued.
   await workers.recover()
-  const jobs = new JobService({ store, clock, events, lifecycle, workerHealth: (id) => workers.health(id), streamWaitMs: config.jobs.streamWaitMs })
+  const jobs = new JobService({ store, clock, events, lifecycle, workerHealth: (id) => workers.health(id), waitingReason: (job) => scaler.waitingReason(job.endpointId, job.lowPriority)?.message, streamWaitMs: config.jobs.streamWaitMs })
   const workerJobs = new WorkerJobService({ store, clock, events, lifecycle, workers, takeWaitMs: config.jobs.takeWaitMs })
   const sweeper = new JobSweeper({ store, clock, lifecycle, workers, log, intervalMs: config.jobs.sweepIntervalMs })
-  const scaler = new SimpleScaler({ store, workers, events, log, intervalMs: config.jobs.scaleIntervalMs, requestCountIdleTimeoutMs: config.jobs.requestCountIdleTimeoutMs })
+  const scaler: Autoscaler = new Autoscaler({ store, workers, events, log, clock, config: config.jobs })
 
   const app = await buildApp({ logger: logger || false, bodyLimit: config.bodyLimit, accounts, catalog, templates, endpoints, registries, networkVolumes, sshKeys, rateLimiter, jobs, workerJobs, workers, publicUrl: () => url })
   await opts.configureApp?.(app)

@@ -117,13 +117,17 @@ export class Fleet {
       const cudaOk = cudaFilter(allowedCudaVersions, minCudaVersion)
       let sawType = false
       let sawCuda = false
+      let most = 0
+      const versions = new Set<string>()
       for (const typeId of typeIds) {
         for (const host of hosts) {
           for (const g of host.gpus) {
             if (g.typeId !== typeId) continue
             sawType = true
+            if (g.cudaVersion) versions.add(g.cudaVersion)
             if (!cudaOk(g.cudaVersion)) continue
             sawCuda = true
+            most = Math.max(most, g.indices.length)
             const busy = this.usedGpu.get(key(host.id, typeId)) ?? new Set<number>()
             const freeIdx = g.indices.filter((i) => !busy.has(i))
             if (freeIdx.length < count) continue
@@ -134,9 +138,15 @@ export class Fleet {
           }
         }
       }
-      if (!sawType) return { reason: `no host has any of the selected GPU types (${typeIds.join(', ')})` }
-      if (!sawCuda) return { reason: 'no host with the selected GPU types satisfies the CUDA constraints' }
-      return { reason: `all ${count > 1 ? `sets of ${count} ` : ''}GPUs of the selected types are in use` }
+      const types = `the selected GPU types (${typeIds.join(', ')})`
+      const where = req.dataCenterIds.length ? ` in data centers ${req.dataCenterIds.join(', ')}` : ''
+      if (!sawType) return { reason: `no host${where} has any of ${types}` }
+      if (!sawCuda) {
+        const wanted = allowedCudaVersions.length ? `CUDA ${allowedCudaVersions.join(' or ')}` : `CUDA ${minCudaVersion} or newer`
+        return { reason: `no host${where} with ${types} has ${wanted} (they have ${[...versions].sort(compareCuda).join(', ') || 'no CUDA version'})` }
+      }
+      if (most < count) return { reason: `no host${where} has ${count} GPUs of one of ${types}: at most ${most}` }
+      return { reason: `all ${count > 1 ? `sets of ${count} ` : ''}GPUs of ${types}${where} are in use` }
     }
     for (const opt of req.cpu ?? []) {
       for (const host of hosts) {
@@ -146,7 +156,8 @@ export class Fleet {
         return this.remember({ id, hostId: host.id, dataCenterId: host.dataCenterId, gpuTypeId: null, gpuIndices: [], cudaVersion: null, virtual: false, cpuFlavorId: opt.flavorId, vcpus: opt.vcpus, memoryGb: opt.memoryGb })
       }
     }
-    return { reason: 'no host has enough free vCPUs and memory for any of the CPU configurations' }
+    const configs = (req.cpu ?? []).map((o) => `${o.flavorId} ${o.vcpus} vCPU/${o.memoryGb} GB`).join(', ')
+    return { reason: `no host${req.dataCenterIds.length ? ` in data centers ${req.dataCenterIds.join(', ')}` : ''} has enough free vCPUs and memory for any of the CPU configurations (${configs})` }
   }
 
   /** Gives capacity back; unknown ids are ignored so release is idempotent. */
@@ -174,9 +185,9 @@ export class Fleet {
   }
 }
 
-/** A predicate for host CUDA versions: exact list match, or a numeric floor, or anything. */
+/** A predicate for host CUDA versions: one of a list, or a floor (both compared numerically: 12.11 > 12.2), or anything. */
 export function cudaFilter(allowed: string[], min: string | null): (v: string | null) => boolean {
-  if (allowed.length > 0) return (v) => v !== null && allowed.includes(v)
+  if (allowed.length > 0) return (v) => v !== null && allowed.some((a) => compareCuda(v, a) === 0)
   if (min) return (v) => v !== null && compareCuda(v, min) >= 0
   return () => true
 }

@@ -64,6 +64,7 @@ export const JobStatusView = Type.Object({
   error: Type.Optional(Type.String()),
   retries: Type.Optional(Type.Integer({ description: 'times the job went back to the queue after losing its worker' })),
   workerId: Type.Optional(Type.String()),
+  waitingReason: Type.Optional(Type.String({ description: 'IN_QUEUE only: why no worker runs it yet (no capacity, workers.max reached, crash-looping workers, ...)' })),
 })
 export type JobStatusView = Static<typeof JobStatusView>
 

@@ -1,8 +1,14 @@
-import { Type, type Static } from 'typebox'
+import { Type, type Static, type TSchema } from 'typebox'
 import { DateTime } from './common.js'
 
-export const WorkerStatus = Type.Enum(['RUNNING', 'IDLE', 'INITIALIZING', 'THROTTLED', 'UNHEALTHY'])
+/**
+ * The spec's five statuses, plus PARKED (FlashBoot: the process is kept, takes no job, is not counted),
+ * which appears only in the `parked` list, so the five summary counts still add up to `total`.
+ */
+export const WorkerStatus = Type.Enum(['RUNNING', 'IDLE', 'INITIALIZING', 'THROTTLED', 'UNHEALTHY', 'PARKED'])
 export type WorkerStatus = Static<typeof WorkerStatus>
+
+const Nullable = <T extends TSchema>(t: T, description?: string) => Type.Union([t, Type.Null()], description ? { description } : {})
 
 /** A serverless worker of an endpoint, as listed by GET /v2/serverless/{id}/workers. */
 export const Worker = Type.Object({
@@ -10,18 +16,49 @@ export const Worker = Type.Object({
   status: WorkerStatus,
   isStale: Type.Boolean({ description: 'runs an older release than the endpoint version' }),
   gpuCount: Type.Integer(),
-  version: Type.Union([Type.Integer(), Type.Null()]),
-  image: Type.Union([Type.String(), Type.Null()]),
-  uptimeSeconds: Type.Union([Type.Integer(), Type.Null()]),
-  gpuTypeId: Type.Union([Type.String(), Type.Null()]),
-  dataCenterId: Type.Union([Type.String(), Type.Null()]),
-  startedAt: Type.Union([DateTime, Type.Null()]),
+  version: Nullable(Type.Integer()),
+  image: Nullable(Type.String()),
+  uptimeSeconds: Nullable(Type.Integer()),
+  gpuTypeId: Nullable(Type.String()),
+  dataCenterId: Nullable(Type.String()),
+  startedAt: Nullable(DateTime),
+  cpuFlavorId: Nullable(Type.String(), 'CPU flavor of a CPU worker'),
+  vcpuCount: Nullable(Type.Integer()),
+  hostId: Nullable(Type.String(), 'the fleet host it was placed on'),
+  cudaVersion: Nullable(Type.String(), "CUDA version of the host's GPUs"),
+  jobsInProgress: Type.Integer(),
+  jobsDone: Type.Integer({ description: 'jobs that ended on this worker, whatever the outcome' }),
+  retiring: Type.Boolean({ description: 'stops once its running jobs end (older release, or it asked to be replaced)' }),
+  lastError: Nullable(Type.String(), 'THROTTLED: why it cannot be placed; UNHEALTHY: how it failed'),
+  nextStartAt: Nullable(DateTime, 'UNHEALTHY: when the crash back-off allows a replacement'),
+  parkedUntil: Nullable(DateTime, 'PARKED: when it is stopped unless a scale-up reuses it first'),
 })
 export type Worker = Static<typeof Worker>
 
+export const WaitingReasonCode = Type.Enum(['NO_CAPACITY', 'MAX_REACHED', 'CRASH_LOOP', 'COLD_START', 'QUEUE_DELAY', 'ROLLOUT', 'LOW_PRIORITY'])
+export type WaitingReasonCode = Static<typeof WaitingReasonCode>
+
+/** Why waiting jobs are not running. */
+export const WaitingReason = Type.Object({ code: WaitingReasonCode, message: Type.String() })
+export type WaitingReason = Static<typeof WaitingReason>
+
 export const WorkerList = Type.Object({
-  workers: Type.Array(Worker),
-  summary: Type.Object({ running: Type.Integer(), idle: Type.Integer(), initializing: Type.Integer(), throttled: Type.Integer(), unhealthy: Type.Integer(), total: Type.Integer() }),
-  endpointVersion: Type.Union([Type.Integer(), Type.Null()]),
+  workers: Type.Array(Worker, { description: 'active workers (never PARKED)' }),
+  parked: Type.Array(Worker, { description: 'FlashBoot: stopped-by-scale-down workers kept warm; not counted in summary.total' }),
+  summary: Type.Object({
+    running: Type.Integer(),
+    idle: Type.Integer(),
+    initializing: Type.Integer(),
+    throttled: Type.Integer(),
+    unhealthy: Type.Integer(),
+    total: Type.Integer({ description: 'workers.length: the five counts above add up to it' }),
+    parked: Type.Integer(),
+  }),
+  endpointVersion: Nullable(Type.Integer()),
+  waiting: Type.Object({
+    jobs: Type.Integer({ description: 'waiting normal-priority jobs' }),
+    lowPriorityJobs: Type.Integer(),
+    reason: Nullable(WaitingReason, 'why they are not running; null when a worker is about to take them'),
+  }),
 })
 export type WorkerList = Static<typeof WorkerList>

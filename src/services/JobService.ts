@@ -28,6 +28,8 @@ export interface JobServiceDeps {
   lifecycle: JobLifecycle
   /** Worker counters of an endpoint (from the worker service). */
   workerHealth: (endpointId: string) => WorkerHealth
+  /** Why a waiting job is not running yet (from the autoscaler), added to its status as `waitingReason`. */
+  waitingReason?: (job: JobRecord) => string | undefined
   /** How long /stream holds a request with nothing new, unless `?wait=` says otherwise. */
   streamWaitMs: number
 }
@@ -92,7 +94,7 @@ export class JobService {
       job = (await this.deps.store.jobs.transition(job.id, ALL_STATUSES, patch)) ?? job
       if (deadline <= this.deps.clock.now()) throw notFound('job', jobId)
     }
-    return jobStatusView(job)
+    return this.view(job)
   }
 
   /** GET /status-sync/{id}: like /status, but waits up to `waitMs` for a final state. */
@@ -199,6 +201,14 @@ export class JobService {
     } finally {
       sub.close()
     }
+  }
+
+  /** The /status object, with why it waits while it is IN_QUEUE (runsync keeps the documented shape). */
+  private view(job: JobRecord): JobStatusView {
+    const view = jobStatusView(job)
+    const why = job.status === 'IN_QUEUE' ? this.deps.waitingReason?.(job) : undefined
+    if (why) view.waitingReason = why
+    return view
   }
 
   private async endpoint(p: Principal, id: string): Promise<EndpointRecord> {

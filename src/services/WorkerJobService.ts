@@ -57,6 +57,13 @@ export class WorkerJobService {
       for (;;) {
         workers.contact(workerId)
         if (workers.isDraining(workerId) || events.closed || gone()) return []
+        // Parked (FlashBoot) or retiring: hold the poll without a job (answering at once would make the SDK spin).
+        if (workers.isHeld(workerId)) {
+          const left = deadline - Date.now()
+          if (left <= 0) return []
+          await sub.wait(left)
+          continue
+        }
         const jobs = await store.jobs.take(endpointId, workerId, max, clock.now())
         if (jobs.length > 0) {
           workers.jobsTaken(workerId, jobs.map((j) => j.id))

@@ -1,26 +1,31 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
-import { mkdirSync, rmSync } from 'node:fs'
+import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import type { CatalogService } from '../catalog/CatalogService.js'
-import type { Worker, WorkerList } from '../contract/worker.js'
-import { iso, type Clock } from '../domain/clock.js'
+import type { WorkerList } from '../contract/worker.js'
+import type { Clock } from '../domain/clock.js'
 import type { EndpointRecord } from '../domain/endpoint.js'
 import { notFound } from '../domain/errors.js'
 import { newId } from '../domain/ids.js'
-import { afterWorkerLoss, MAX_WORKER_LOSSES } from '../domain/jobState.js'
-import { placementRequest } from '../domain/placement.js'
-import type { WorkerSnapshot } from '../domain/planScaling.js'
+import { parkWindowMs, type WorkerSnapshot } from '../domain/planScaling.js'
 import type { ImagesConfig } from '../runtime/images.js'
 import type { RuntimeDriver, WorkerExit, WorkerHandle } from '../runtime/RuntimeDriver.js'
-import { WorkerLog } from '../runtime/WorkerLog.js'
+import type { WorkerLog } from '../runtime/WorkerLog.js'
 import { buildWorkerSpec } from '../runtime/workerSpec.js'
 import type { Store } from '../store/Store.js'
-import type { WorkerRecord } from '../store/WorkerStore.js'
+import { CrashBackoff } from './CrashBackoff.js'
 import type { JobEvents } from './JobEvents.js'
 import type { JobLifecycle } from './JobLifecycle.js'
 import type { JobsConfig } from './jobsConfig.js'
 import type { WorkerHealth } from './JobService.js'
+import { newLiveWorker, snapshotOf, type LiveWorker, type WorkerPhase } from './LiveWorker.js'
 import type { Log } from './log.js'
+import { loseJob } from './loseJob.js'
+import { WorkerLogArchive } from './WorkerLogArchive.js'
+import { WorkerPlacer } from './WorkerPlacer.js'
+import { workerHealth, workerList, type WorkerListContext } from './workerList.js'
+import { newWorkerRecord } from './workerRecord.js'
+import { volumePath } from './volumePath.js'
 
 export interface WorkerServiceDeps {
   store: Store
@@ -39,44 +44,30 @@ export interface WorkerServiceDeps {
   hostEnv: Record<string, string>
   /** Monotonic ms for heartbeats: process liveness is real time, whatever the business clock says. */
   monotonic?: () => number
+  /** Why an endpoint's waiting jobs wait (from the autoscaler), for the workers list. */
+  waiting?: (endpointId: string) => WorkerListContext['waiting']
 }
 
-interface LiveWorker {
-  record: WorkerRecord
-  handle: WorkerHandle | null
-  jobs: Set<string>
-  contacted: boolean
-  lastContact: number
-  startedAt: number
-  idleSince: number
-  /** Asked to stop: takes answer nothing, the process is being stopped. */
-  draining: boolean
-  /** Intentional stop (idle, shutdown, stopPod): its exit is not a crash. */
-  intentional: boolean
-  /** Replace after its running jobs end (the worker posted stopPod). */
-  recycle: boolean
-  /** Set when the platform gave up on it (no heartbeat), for the record and its jobs' error. */
-  lostReason: string | null
-  finished: Promise<void>
-}
-
-/** Outcome of starting a worker; `capacity` tells "no room in the fleet" apart from a broken worker. */
+/** Outcome of adding a worker; `capacity` tells "no room in the fleet" (it stays THROTTLED) from a broken worker. */
 export type StartResult = { ok: true; workerId: string } | { ok: false; capacity: boolean; reason: string }
 
 /**
  * Serverless workers: placing them in the fleet, starting and stopping them through the RuntimeDriver,
- * their protocol keys, heartbeats, and what happens to their jobs when they die. Live state (which jobs a
- * worker runs, when it last called in) is in memory; the store keeps what a restart must know.
+ * parking them (FlashBoot), their protocol keys, heartbeats, crash back-off, and what happens to their
+ * jobs when they die. Live state is in memory (see LiveWorker); the store keeps what a restart must know.
  */
 export class WorkerService {
   private readonly live = new Map<string, LiveWorker>()
-  private readonly endedLogs = new Map<string, WorkerLog>()
-  private readonly failures = new Map<string, { consecutive: number; lastAt: number; reason: string }>()
-  private readonly throttled = new Map<string, { count: number; reason: string }>()
+  private readonly endedLogs: WorkerLogArchive
+  private readonly backoff: CrashBackoff
+  private readonly placer: WorkerPlacer
   private readonly mono: () => number
 
   constructor(private readonly deps: WorkerServiceDeps) {
     this.mono = deps.monotonic ?? (() => performance.now())
+    this.endedLogs = new WorkerLogArchive(deps.dataDir)
+    this.backoff = new CrashBackoff({ baseMs: deps.config.crashBackoffMs, maxMs: deps.config.crashBackoffMaxMs, now: this.mono })
+    this.placer = new WorkerPlacer({ catalog: deps.catalog, parked: () => [...this.live.values()].filter((w) => w.phase === 'parked'), evict: (w, why) => void this.stop(w.id, why) })
     deps.events.onJobLeftWorker((workerId, jobId) => this.jobLeft(workerId, jobId))
   }
 
@@ -91,72 +82,90 @@ export class WorkerService {
       await store.workers.update(w.id, { state: 'EXITED', stoppedAt: clock.now(), lastError: 'the control plane restarted' })
       log.info({ workerId: w.id, endpointId: w.endpointId, killed }, 'worker of the previous run stopped')
     }
-    for (const job of await store.jobs.listInProgress()) await this.loseJob(job.id, job.retries, job.workerId ?? '', 'the control plane restarted while it ran', true)
+    for (const job of await store.jobs.listInProgress()) await loseJob(this.deps.lifecycle, job, job.workerId ?? '', 'the control plane restarted while it ran', true)
   }
 
-  /** Places and starts one worker of `ep`. */
+  /** Adds a worker to `ep`: placed and started when capacity allows, else kept THROTTLED until it fits. */
   async start(ep: EndpointRecord): Promise<StartResult> {
-    const { store, catalog, clock, runtime, log } = this.deps
-    const id = newId()
-    const allocation = catalog.fleet.reserve(id, placementRequest(ep, catalog.pools()))
-    if ('reason' in allocation) return { ok: false, capacity: true, reason: allocation.reason }
+    const w = newLiveWorker(newId(), ep.id, ep.accountId, this.mono())
+    this.live.set(w.id, w)
+    return this.launch(w, ep)
+  }
+
+  /** Tries again to place a THROTTLED worker. */
+  async place(workerId: string, ep: EndpointRecord): Promise<StartResult> {
+    const w = this.live.get(workerId)
+    if (w?.phase !== 'throttled') return { ok: false, capacity: false, reason: `worker ${workerId} is not waiting for capacity` }
+    return this.launch(w, ep)
+  }
+
+  /** An UNHEALTHY worker's back-off is over: a fresh worker takes its place. */
+  async replace(workerId: string, ep: EndpointRecord): Promise<StartResult> {
+    if (this.live.get(workerId)?.phase !== 'unhealthy') return { ok: false, capacity: false, reason: `worker ${workerId} is not unhealthy` }
+    this.live.delete(workerId)
+    return this.start(ep)
+  }
+
+  private async launch(w: LiveWorker, ep: EndpointRecord): Promise<StartResult> {
+    const { store, clock, runtime, log } = this.deps
+    const allocation = this.placer.reserve(w.id, ep)
+    if ('reason' in allocation) {
+      if (w.lastError !== allocation.reason) log.warn({ workerId: w.id, endpointId: ep.id, reason: allocation.reason }, 'no capacity for a worker')
+      w.lastError = allocation.reason
+      return { ok: false, capacity: true, reason: allocation.reason }
+    }
+    w.phase = 'starting'
     const token = `hw_${randomBytes(24).toString('base64url')}`
+    const now = clock.now()
+    w.allocation = allocation
+    w.record = newWorkerRecord(w.id, ep, allocation, hash(token), now)
     const spec = buildWorkerSpec({
       endpoint: ep,
-      workerId: id,
+      workerId: w.id,
       token,
       baseUrl: this.deps.baseUrl(),
       images: this.deps.images,
       dataDir: this.deps.dataDir,
       pingIntervalMs: this.deps.config.pingIntervalMs,
       allocation,
-      volumePath: await this.volumePath(ep),
+      volumePath: await volumePath(store, this.deps.dataDir, ep),
       hostEnv: this.deps.hostEnv,
     })
-    const now = clock.now()
-    const record: WorkerRecord = {
-      id,
-      endpointId: ep.id,
-      accountId: ep.accountId,
-      state: 'STARTING',
-      tokenHash: hash(token),
-      version: ep.version,
-      image: ep.image,
-      gpuTypeId: allocation.gpuTypeId,
-      gpuCount: allocation.gpuIndices.length,
-      dataCenterId: allocation.dataCenterId,
-      pid: null,
-      pidMarker: null,
-      createdAt: now,
-      startedAt: null,
-      stoppedAt: null,
-      lastError: null,
-    }
-    if ('error' in spec) return this.startFailed(record, spec.error)
-    await store.workers.insert(record)
+    if ('error' in spec) return this.startFailed(w, spec.error, false)
+    await store.workers.insert(w.record)
     let handle: WorkerHandle
     try {
       handle = await runtime.start(spec)
     } catch (err) {
-      return this.startFailed(record, (err as Error).message, true)
+      return this.startFailed(w, (err as Error).message, true)
     }
     const m = this.mono()
-    const w: LiveWorker = { record, handle, jobs: new Set(), contacted: false, lastContact: m, startedAt: m, idleSince: m, draining: false, intentional: false, recycle: false, lostReason: null, finished: Promise.resolve() }
+    Object.assign(w, { handle, startedAt: m, lastContact: m, idleSince: m, phaseSince: m, lastError: null })
     w.finished = handle.exited.then((exit) => this.onExit(w, exit))
-    this.live.set(id, w)
-    await store.workers.update(id, { pid: handle.pid, pidMarker: handle.pidMarker, startedAt: now })
-    log.info({ workerId: id, endpointId: ep.id, pid: handle.pid, gpu: allocation.gpuTypeId, cpu: allocation.cpuFlavorId }, 'worker started')
-    return { ok: true, workerId: id }
+    w.record.startedAt = now
+    await store.workers.update(w.id, { pid: handle.pid, pidMarker: handle.pidMarker, startedAt: now })
+    // Stopped while it was being started (endpoint deleted, shutdown): finish the job now.
+    if ((w.phase as WorkerPhase) === 'stopping') void handle.stop(this.deps.config.stopGraceMs)
+    log.info({ workerId: w.id, endpointId: ep.id, pid: handle.pid, host: allocation.hostId, gpu: allocation.gpuTypeId, cpu: allocation.cpuFlavorId }, 'worker started')
+    return { ok: true, workerId: w.id }
   }
 
-  /** Stops a worker (SIGTERM, then SIGKILL after the grace period); its running jobs go back to the queue. */
+  /**
+   * Stops a worker (SIGTERM, then SIGKILL after the grace period); its running jobs go back to the
+   * queue. A THROTTLED or UNHEALTHY worker has no process: it is simply forgotten.
+   */
   async stop(workerId: string, reason: string): Promise<void> {
     const w = this.live.get(workerId)
     if (!w) return
-    if (!w.draining) {
-      w.draining = true
+    if (w.phase === 'throttled' || w.phase === 'unhealthy') {
+      this.live.delete(workerId)
+      this.deps.log.info({ workerId, endpointId: w.endpointId, reason }, `${w.phase} worker dropped`)
+      return
+    }
+    if (w.phase !== 'stopping') {
+      w.phase = 'stopping'
       w.intentional = true
-      this.deps.log.info({ workerId, endpointId: w.record.endpointId, reason }, 'stopping worker')
+      this.deps.log.info({ workerId, endpointId: w.endpointId, reason }, 'stopping worker')
       this.deps.events.workerChanged(workerId)
       void this.deps.store.workers.update(workerId, { state: 'STOPPING' })
       void w.handle?.stop(this.deps.config.stopGraceMs)
@@ -169,143 +178,157 @@ export class WorkerService {
     await Promise.all([...this.live.keys()].map((id) => this.stop(id, reason)))
   }
 
+  /** FlashBoot: an idle worker keeps its process and capacity but takes no job and is not counted. */
+  park(workerId: string, reason: string, priority: boolean): boolean {
+    const w = this.live.get(workerId)
+    if (w?.phase !== 'ready' || w.jobs.size > 0 || w.retiring) return false
+    w.phase = 'parked'
+    w.phaseSince = this.mono()
+    w.parkedPriority = priority
+    this.deps.log.info({ workerId, endpointId: w.endpointId, reason, priority }, 'worker parked')
+    return true
+  }
+
+  /** Takes a parked worker back: its held job-take wakes and takes the waiting job at once. */
+  unpark(workerId: string): boolean {
+    const w = this.live.get(workerId)
+    if (w?.phase !== 'parked') return false
+    w.phase = 'ready'
+    w.idleSince = this.mono()
+    this.deps.log.info({ workerId, endpointId: w.endpointId, parkedMs: Math.round(w.idleSince - w.phaseSince) }, 'parked worker reused')
+    this.deps.events.workerChanged(workerId)
+    return true
+  }
+
+  /** Stops a worker once its running jobs end; it takes no new job meanwhile. */
+  retire(workerId: string, reason: string): void {
+    const w = this.live.get(workerId)
+    if (!w) return
+    if (!w.retiring) this.deps.log.info({ workerId, endpointId: w.endpointId, reason }, 'worker retiring')
+    w.retiring = true
+    if (w.jobs.size === 0) void this.stop(workerId, reason)
+  }
+
+  /** The worker asked to be replaced (stopPod): stop it once its running jobs have ended. */
+  recycle(workerId: string): void {
+    this.retire(workerId, 'the worker asked to be replaced (stopPod)')
+  }
+
   /** True when `token` is the protocol key of live worker `workerId` of endpoint `endpointId`. */
   authenticate(endpointId: string, workerId: string, token: string | undefined): boolean {
     const w = this.live.get(workerId)
-    if (!w || !token || w.record.endpointId !== endpointId) return false
+    if (!w?.handle || !w.record || !token || w.endpointId !== endpointId) return false
     return timingSafeEqual(Buffer.from(w.record.tokenHash, 'hex'), Buffer.from(hash(token), 'hex'))
   }
 
   /** Any protocol call is a sign of life; the first one makes the worker ready. */
   contact(workerId: string): void {
     const w = this.live.get(workerId)
-    if (!w) return
+    if (!w?.handle) return
     w.lastContact = this.mono()
-    if (!w.contacted) {
-      w.contacted = true
-      w.record.state = 'READY'
-      this.failures.delete(w.record.endpointId)
+    if (w.phase === 'starting') {
+      w.phase = 'ready'
+      w.idleSince = w.lastContact
+      if (w.record) w.record.state = 'READY'
       void this.deps.store.workers.update(workerId, { state: 'READY' })
     }
   }
 
+  /** True when the worker gets no more jobs and should not wait for one (it is being stopped, or unknown). */
   isDraining(workerId: string): boolean {
-    return this.live.get(workerId)?.draining ?? true
+    const w = this.live.get(workerId)
+    return !w?.handle || w.phase === 'stopping' || w.phase === 'unhealthy'
+  }
+
+  /** True when the worker's job-take must be held without a job: parked, or retiring after its jobs. */
+  isHeld(workerId: string): boolean {
+    const w = this.live.get(workerId)
+    return w?.phase === 'parked' || w?.retiring === true
   }
 
   jobsTaken(workerId: string, jobIds: string[]): void {
     const w = this.live.get(workerId)
-    for (const id of jobIds) w?.jobs.add(id)
-  }
-
-  /** The worker asked to be replaced (stopPod): stop it once its running jobs have ended. */
-  recycle(workerId: string): void {
-    const w = this.live.get(workerId)
     if (!w) return
-    w.recycle = true
-    if (w.jobs.size === 0) void this.stop(workerId, 'the worker asked to be replaced (stopPod)')
+    for (const id of jobIds) w.jobs.add(id)
+    // Parked while its take was completing: it runs a job, so it is active again.
+    if (w.phase === 'parked' && jobIds.length > 0) w.phase = 'ready'
   }
 
   /** Gives up on workers silent for too long (heartbeats) or that never called in; their jobs are requeued. */
   checkLiveness(): void {
-    const { pingIntervalMs, missedPings, workerStartTimeoutMs } = this.deps.config
+    const { pingIntervalMs, missedPings, workerStartTimeoutMs, healthyAfterMs } = this.deps.config
     const now = this.mono()
     for (const [id, w] of this.live) {
-      if (w.draining) continue
+      if (!w.handle || (w.phase !== 'starting' && w.phase !== 'ready' && w.phase !== 'parked')) continue
       const silentFor = now - w.lastContact
-      if (w.contacted && silentFor > pingIntervalMs * missedPings) w.lostReason = `worker ${id} sent no heartbeat for ${Math.round(silentFor)} ms (${missedPings} intervals of ${pingIntervalMs} ms)`
-      else if (!w.contacted && now - w.startedAt > workerStartTimeoutMs) w.lostReason = `worker ${id} did not call in within ${workerStartTimeoutMs} ms of starting`
-      else continue
-      this.deps.log.warn({ workerId: id, endpointId: w.record.endpointId, reason: w.lostReason }, 'worker lost')
-      w.draining = true
+      if (w.phase !== 'starting' && silentFor > pingIntervalMs * missedPings) w.lostReason = `worker ${id} sent no heartbeat for ${Math.round(silentFor)} ms (${missedPings} intervals of ${pingIntervalMs} ms)`
+      else if (w.phase === 'starting' && now - w.startedAt > workerStartTimeoutMs) w.lostReason = `worker ${id} did not call in within ${workerStartTimeoutMs} ms of starting`
+      else {
+        if (w.phase === 'ready' && now - w.startedAt >= healthyAfterMs) this.backoff.healthy(w.endpointId)
+        continue
+      }
+      this.deps.log.warn({ workerId: id, endpointId: w.endpointId, reason: w.lostReason }, 'worker lost')
+      w.phase = 'stopping'
       this.deps.events.workerChanged(id)
-      void w.handle?.stop(0)
+      void w.handle.stop(0)
     }
   }
 
-  /** Live workers of an endpoint, for scaling decisions. */
-  snapshot(endpointId: string): WorkerSnapshot[] {
+  /** Workers of an endpoint as the scaler sees them; `version` is the endpoint's current release. */
+  snapshot(endpointId: string, version: number | null = null): WorkerSnapshot[] {
     const now = this.mono()
-    const out: WorkerSnapshot[] = []
-    for (const w of this.live.values()) {
-      if (w.record.endpointId !== endpointId) continue
-      const state = w.draining ? 'stopping' : !w.contacted ? 'starting' : w.jobs.size > 0 ? 'running' : 'idle'
-      out.push({ id: w.record.id, state, idleForMs: w.jobs.size > 0 ? 0 : now - w.idleSince })
-    }
-    return out
+    return this.of(endpointId).map((w) => snapshotOf(w, now, version))
   }
 
-  /** Endpoints that have live workers. */
+  /** Endpoints that have live workers (of any phase). */
   endpointsWithWorkers(): string[] {
-    return [...new Set([...this.live.values()].map((w) => w.record.endpointId))]
+    return [...new Set([...this.live.values()].map((w) => w.endpointId))]
   }
 
-  /** Running workers of an endpoint (the rate limiter's dynamic limit). */
+  /** Workers taking jobs (the rate limiter's dynamic limit). */
   runningCount(endpointId: string): number {
-    return this.snapshot(endpointId).filter((w) => w.state === 'running' || w.state === 'idle').length
+    return this.of(endpointId).filter((w) => w.phase === 'ready').length
   }
 
   /** ms to wait before starting another worker of an endpoint whose workers keep failing (0 = go). */
   backoffMs(endpointId: string): number {
-    const f = this.failures.get(endpointId)
-    if (!f) return 0
-    const delay = Math.min(60_000, 1_000 * 2 ** Math.min(6, f.consecutive - 1))
-    return Math.max(0, f.lastAt + delay - this.mono())
+    return this.backoff.remainingMs(endpointId)
   }
 
-  /** The scaler reports how many workers it wanted but could not place, and why. */
-  setThrottled(endpointId: string, count: number, reason = ''): void {
-    if (count > 0) this.throttled.set(endpointId, { count, reason })
-    else this.throttled.delete(endpointId)
+  /** Consecutive failures of an endpoint's workers and the last one, for users wondering why nothing runs. */
+  failures(endpointId: string): { consecutive: number; last: string | null } {
+    return { consecutive: this.backoff.consecutive(endpointId), last: this.backoff.lastReason(endpointId) }
   }
 
-  /** /health worker counters. `ready` counts workers that called in (idle or running). */
+  /** Why the endpoint's throttled workers cannot be placed (the latest placement failure), or null. */
+  noCapacityReason(endpointId: string): string | null {
+    return this.of(endpointId).filter((w) => w.phase === 'throttled' && w.lastError).pop()?.lastError ?? null
+  }
+
+  /** /health worker counters. */
   health(endpointId: string): WorkerHealth {
-    const snap = this.snapshot(endpointId)
-    const count = (s: WorkerSnapshot['state']) => snap.filter((w) => w.state === s).length
-    const idle = count('idle')
-    const running = count('running')
-    return {
-      idle,
-      initializing: count('starting'),
-      ready: idle + running,
-      running,
-      throttled: this.throttled.get(endpointId)?.count ?? 0,
-      unhealthy: this.failures.get(endpointId)?.consecutive ?? 0,
-    }
+    return workerHealth(this.of(endpointId))
   }
 
-  /** GET /v2/serverless/{id}/workers: the active workers of an endpoint the caller owns. */
+  /** GET /v2/serverless/{id}/workers: the workers of an endpoint the caller owns, and why jobs wait. */
   async list(accountId: string, endpointId: string): Promise<WorkerList> {
     const ep = (await this.deps.store.endpoints.get(endpointId)) as EndpointRecord | undefined
     if (!ep || ep.accountId !== accountId) throw notFound('endpoint', endpointId)
-    const now = this.deps.clock.now()
-    const status = { starting: 'INITIALIZING', idle: 'IDLE', running: 'RUNNING' } as const
-    const workers: Worker[] = []
-    for (const snap of this.snapshot(endpointId)) {
-      if (snap.state === 'stopping') continue
-      const r = this.live.get(snap.id)!.record
-      workers.push({
-        id: r.id,
-        status: status[snap.state],
-        isStale: r.version !== ep.version,
-        gpuCount: r.gpuCount,
-        version: r.version,
-        image: r.image,
-        uptimeSeconds: r.startedAt === null ? null : Math.max(0, Math.floor((now - r.startedAt) / 1000)),
-        gpuTypeId: r.gpuTypeId,
-        dataCenterId: r.dataCenterId,
-        startedAt: r.startedAt === null ? null : iso(r.startedAt),
-      })
-    }
-    const count = (s: Worker['status']) => workers.filter((w) => w.status === s).length
-    const summary = { running: count('RUNNING'), idle: count('IDLE'), initializing: count('INITIALIZING'), throttled: count('THROTTLED'), unhealthy: count('UNHEALTHY'), total: workers.length }
-    return { workers, summary, endpointVersion: ep.version }
+    return workerList(this.of(endpointId), {
+      endpointVersion: ep.version,
+      now: this.deps.clock.now(),
+      mono: this.mono(),
+      backoffMs: this.backoff.remainingMs(endpointId),
+      parkWindowMs: parkWindowMs(ep.flashboot, this.deps.config),
+      waiting: this.deps.waiting?.(endpointId) ?? { jobs: 0, lowPriorityJobs: 0, reason: null },
+    })
   }
 
-  /** Release versions of an endpoint's active workers (rollout numbers of its releases). */
+  /** Release versions of an endpoint's serving workers (rollout numbers of its releases). */
   versions(endpointId: string): number[] {
-    return [...this.live.values()].filter((w) => w.record.endpointId === endpointId && !w.draining).map((w) => w.record.version)
+    return this.of(endpointId)
+      .filter((w) => w.record && (w.phase === 'starting' || w.phase === 'ready'))
+      .map((w) => w.record!.version)
   }
 
   /**
@@ -317,81 +340,60 @@ export class WorkerService {
     if (!ep || ep.accountId !== accountId) throw notFound('endpoint', endpointId)
     const w = await this.deps.store.workers.get(workerId)
     if (!w || w.endpointId !== endpointId) throw notFound('worker', workerId)
-    return this.live.get(workerId)?.handle?.logs ?? this.endedLogs.get(workerId) ?? WorkerLog.fromFile(join(this.deps.dataDir, 'workers', workerId, 'worker.log'))
+    return this.live.get(workerId)?.handle?.logs ?? this.endedLogs.find(workerId)
+  }
+
+  private of(endpointId: string): LiveWorker[] {
+    return [...this.live.values()].filter((w) => w.endpointId === endpointId)
   }
 
   private jobLeft(workerId: string, jobId: string): void {
     const w = this.live.get(workerId)
-    if (!w || !w.jobs.delete(jobId) || w.jobs.size > 0) return
+    if (!w || !w.jobs.delete(jobId)) return
+    w.jobsDone++
+    // A worker that saw a job through is healthy, whatever the job's outcome.
+    this.backoff.healthy(w.endpointId)
+    if (w.jobs.size > 0) return
     w.idleSince = this.mono()
-    if (w.recycle) void this.stop(workerId, 'the worker asked to be replaced (stopPod)')
+    if (w.retiring) void this.stop(workerId, 'retired once its jobs ended')
   }
 
   private async onExit(w: LiveWorker, exit: WorkerExit): Promise<void> {
     const { store, catalog, clock, events, log } = this.deps
-    const id = w.record.id
-    this.live.delete(id)
+    const id = w.id
     catalog.fleet.release(id)
     events.forgetWorker(id)
-    if (w.handle) this.remember(id, w.handle.logs)
+    if (w.handle) this.endedLogs.remember(id, w.handle.logs)
     const how = exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`
     const crashed = !w.intentional
     const reason = w.lostReason ?? `worker ${id} exited (${how})`
-    if (crashed) this.markFailure(w.record.endpointId, reason)
+    // A crash leaves an UNHEALTHY slot behind until the back-off allows a replacement; a parked worker
+    // that dies served nobody and is just gone.
+    if (crashed && w.phase !== 'parked' && this.live.get(id) === w) this.markUnhealthy(w, reason)
+    else if (this.live.get(id) === w) this.live.delete(id)
     await store.workers.update(id, { state: crashed ? 'FAILED' : 'EXITED', stoppedAt: clock.now(), lastError: crashed ? reason : null })
     rmSync(join(this.deps.dataDir, 'workers', id, 'disk'), { recursive: true, force: true })
-    for (const job of await store.jobs.listInProgress(id)) await this.loseJob(job.id, job.retries, id, reason, crashed)
-    log[crashed ? 'warn' : 'info']({ workerId: id, endpointId: w.record.endpointId, exit: how }, crashed ? 'worker failed' : 'worker stopped')
+    for (const job of await store.jobs.listInProgress(id)) await loseJob(this.deps.lifecycle, job, id, reason, crashed)
+    log[crashed ? 'warn' : 'info']({ workerId: id, endpointId: w.endpointId, exit: how }, crashed ? 'worker failed' : 'worker stopped')
   }
 
-  /** A running job whose worker is gone: back to the queue, or FAILED once it lost workers too often. */
-  private async loseJob(jobId: string, retries: number, workerId: string, reason: string, counts: boolean): Promise<void> {
-    const { lifecycle } = this.deps
-    if (!counts) {
-      await lifecycle.apply(jobId, 'requeue', { workerId: null, startedAt: null, progress: undefined }, workerId || undefined)
-      return
-    }
-    if (afterWorkerLoss(retries) === 'requeue') {
-      await lifecycle.apply(jobId, 'requeue', { workerId: null, startedAt: null, progress: undefined, retries: retries + 1 }, workerId || undefined)
-    } else {
-      await lifecycle.apply(jobId, 'fail', { retries: retries + 1, error: `the job lost its worker ${MAX_WORKER_LOSSES} times; last: ${reason}` }, workerId || undefined)
-    }
-  }
-
-  private async startFailed(record: WorkerRecord, reason: string, inserted = false): Promise<StartResult> {
+  private async startFailed(w: LiveWorker, reason: string, inserted: boolean): Promise<StartResult> {
     const { store, catalog, clock, log } = this.deps
-    catalog.fleet.release(record.id)
-    const failed = { ...record, state: 'FAILED' as const, stoppedAt: clock.now(), lastError: reason }
-    if (inserted) await store.workers.update(record.id, { state: 'FAILED', stoppedAt: failed.stoppedAt, lastError: reason })
-    else await store.workers.insert(failed)
-    this.markFailure(record.endpointId, reason)
-    log.warn({ workerId: record.id, endpointId: record.endpointId, reason }, 'worker failed to start')
+    catalog.fleet.release(w.id)
+    const stoppedAt = clock.now()
+    if (inserted) await store.workers.update(w.id, { state: 'FAILED', stoppedAt, lastError: reason })
+    else if (w.record) await store.workers.insert({ ...w.record, state: 'FAILED', stoppedAt, lastError: reason })
+    if (w.phase === 'stopping') this.live.delete(w.id)
+    else this.markUnhealthy(w, reason)
+    log.warn({ workerId: w.id, endpointId: w.endpointId, reason }, 'worker failed to start')
     return { ok: false, capacity: false, reason }
   }
 
-  private markFailure(endpointId: string, reason: string): void {
-    const f = this.failures.get(endpointId)
-    this.failures.set(endpointId, { consecutive: (f?.consecutive ?? 0) + 1, lastAt: this.mono(), reason })
-  }
-
-  /** The last failure of an endpoint's workers, for users wondering why nothing runs. */
-  lastFailure(endpointId: string): string | null {
-    return this.failures.get(endpointId)?.reason ?? null
-  }
-
-  private remember(id: string, logs: WorkerLog): void {
-    this.endedLogs.set(id, logs)
-    if (this.endedLogs.size > 200) this.endedLogs.delete(this.endedLogs.keys().next().value!)
-  }
-
-  private async volumePath(ep: EndpointRecord): Promise<string | null> {
-    const volumeId = ep.networkVolumes[0]
-    if (!volumeId) return null
-    const volume = (await this.deps.store.networkVolumes.get(volumeId)) as { dataCenter?: string } | undefined
-    if (!volume?.dataCenter) return null
-    const dir = join(this.deps.dataDir, 'volumes', volume.dataCenter, volumeId)
-    mkdirSync(dir, { recursive: true })
-    return dir
+  private markUnhealthy(w: LiveWorker, reason: string): void {
+    const backoffMs = this.backoff.failed(w.endpointId, reason)
+    Object.assign(w, { phase: 'unhealthy', handle: null, lastError: reason, phaseSince: this.mono(), retiring: false })
+    w.jobs.clear()
+    this.deps.log.warn({ workerId: w.id, endpointId: w.endpointId, reason, failures: this.backoff.consecutive(w.endpointId), backoffMs }, 'worker unhealthy: replaced after the back-off')
   }
 }
 

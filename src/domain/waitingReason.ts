@@ -1,0 +1,42 @@
+import type { WaitingReason } from '../contract/worker.js'
+import { isCounted, type EndpointScaling } from './planScaling.js'
+
+/** What the scaler knows beyond the snapshot about why workers are missing. */
+export interface WaitingContext {
+  /** Why the last placement failed, while workers are throttled. */
+  noCapacity: string | null
+  /** Consecutive failures of the endpoint's workers, and the last one. */
+  failures: number
+  lastFailure: string | null
+}
+
+/**
+ * Why a waiting job of this endpoint is not running, or null when a worker is about to take it. Checked
+ * in order: a free worker (null), lowPriority, workers.max 0, no capacity, crash loop, cold start, max
+ * reached (or a rollout holding the max), queueDelay not yet elapsed.
+ */
+export function waitingReason(e: EndpointScaling, ctx: WaitingContext, lowPriority: boolean): WaitingReason | null {
+  const counted = e.workers.filter(isCounted)
+  const n = (s: string) => counted.filter((w) => w.state === s).length
+  if (n('idle') > 0) return null
+  const retiring = e.workers.filter((w) => w.state === 'running' && (w.retiring || w.stale)).length
+  if (lowPriority) {
+    if (counted.length + retiring === 0) return { code: 'LOW_PRIORITY', message: 'lowPriority jobs never start workers: this job runs once a worker of the endpoint exists and is free' }
+    if (n('running') + retiring > 0 && n('starting') === 0) return { code: 'LOW_PRIORITY', message: `lowPriority: waits for one of the ${n('running') + retiring} busy workers to be free (normal jobs go first)` }
+  }
+  if (e.max === 0) return { code: 'MAX_REACHED', message: 'workers.max is 0: no worker may run' }
+  if (n('throttled') > 0) return { code: 'NO_CAPACITY', message: `no capacity for ${n('throttled')} wanted worker(s): ${ctx.noCapacity ?? 'nothing in the fleet fits'}` }
+  if (n('unhealthy') > 0 || e.backoffMs > 0) {
+    const next = e.backoffMs > 0 ? `; next start in ${Math.ceil(e.backoffMs / 1000)} s` : ''
+    return { code: 'CRASH_LOOP', message: `workers are crash-looping (${ctx.failures} failure(s) in a row; last: ${ctx.lastFailure ?? 'unknown'})${next}` }
+  }
+  if (n('starting') > 0) return { code: 'COLD_START', message: `${n('starting')} worker(s) starting (cold start)` }
+  if (counted.length + retiring >= e.max) {
+    if (retiring > 0) return { code: 'ROLLOUT', message: `all ${e.max} workers (workers.max) are busy; ${retiring} of them run an older release and are replaced once their jobs end` }
+    return { code: 'MAX_REACHED', message: `all ${e.max} workers (workers.max) are busy` }
+  }
+  if (e.policy.type === 'QUEUE_DELAY' && e.oldestWaitMs < e.policy.queueDelayMs) {
+    return { code: 'QUEUE_DELAY', message: `all ${counted.length} workers are busy; QUEUE_DELAY adds workers once a job has waited ${e.policy.queueDelayMs / 1000} s` }
+  }
+  return null
+}

@@ -1,0 +1,88 @@
+import type { Worker, WorkerList, WorkerStatus, WaitingReason } from '../contract/worker.js'
+import { iso } from '../domain/clock.js'
+import type { WorkerHealth } from './JobService.js'
+import type { LiveWorker } from './LiveWorker.js'
+
+/** What the listing needs besides the workers. Times: `now` from the business clock, `mono` monotonic. */
+export interface WorkerListContext {
+  endpointVersion: number
+  now: number
+  mono: number
+  /** ms left of the endpoint's crash back-off. */
+  backoffMs: number
+  /** How long a worker of this endpoint stays parked. */
+  parkWindowMs: number
+  waiting: { jobs: number; lowPriorityJobs: number; reason: WaitingReason | null }
+}
+
+/** The API status of a worker; null for one on its way out (not listed). */
+export function statusOf(w: LiveWorker): WorkerStatus | null {
+  switch (w.phase) {
+    case 'throttled':
+      return 'THROTTLED'
+    case 'starting':
+      return 'INITIALIZING'
+    case 'ready':
+      return w.jobs.size > 0 ? 'RUNNING' : 'IDLE'
+    case 'parked':
+      return 'PARKED'
+    case 'unhealthy':
+      return 'UNHEALTHY'
+    default:
+      return null
+  }
+}
+
+/**
+ * GET /v2/serverless/{id}/workers from an endpoint's live workers: active ones in `workers` (their five
+ * counts add up to `total`), FlashBoot-parked ones apart, and why waiting jobs wait.
+ */
+export function workerList(live: LiveWorker[], c: WorkerListContext): WorkerList {
+  const workers: Worker[] = []
+  const parked: Worker[] = []
+  for (const w of live) {
+    const status = statusOf(w)
+    if (!status) continue
+    const r = w.record
+    const a = w.allocation
+    const view: Worker = {
+      id: w.id,
+      status,
+      isStale: r !== null && r.version !== c.endpointVersion,
+      gpuCount: r?.gpuCount ?? 0,
+      version: r?.version ?? null,
+      image: r?.image ?? null,
+      uptimeSeconds: r?.startedAt != null && status !== 'UNHEALTHY' ? Math.max(0, Math.floor((c.now - r.startedAt) / 1000)) : null,
+      gpuTypeId: r?.gpuTypeId ?? null,
+      dataCenterId: r?.dataCenterId ?? null,
+      startedAt: r?.startedAt != null ? iso(r.startedAt) : null,
+      cpuFlavorId: a?.cpuFlavorId ?? null,
+      vcpuCount: a?.vcpus ? a.vcpus : null,
+      hostId: a?.hostId ?? null,
+      cudaVersion: a?.cudaVersion ?? null,
+      jobsInProgress: w.jobs.size,
+      jobsDone: w.jobsDone,
+      retiring: w.retiring,
+      lastError: w.lastError,
+      nextStartAt: status === 'UNHEALTHY' ? iso(c.now + c.backoffMs) : null,
+      parkedUntil: status === 'PARKED' ? iso(c.now + Math.max(0, w.phaseSince + c.parkWindowMs - c.mono)) : null,
+    }
+    ;(status === 'PARKED' ? parked : workers).push(view)
+  }
+  const count = (s: WorkerStatus) => workers.filter((w) => w.status === s).length
+  return {
+    workers,
+    parked,
+    summary: { running: count('RUNNING'), idle: count('IDLE'), initializing: count('INITIALIZING'), throttled: count('THROTTLED'), unhealthy: count('UNHEALTHY'), total: workers.length, parked: parked.length },
+    endpointVersion: c.endpointVersion,
+    waiting: c.waiting,
+  }
+}
+
+/** /health worker counters; `ready` counts workers that called in and take jobs (idle or running). */
+export function workerHealth(live: LiveWorker[]): WorkerHealth {
+  const count = (s: WorkerStatus) => live.filter((w) => statusOf(w) === s).length
+  const idle = count('IDLE')
+  const running = count('RUNNING')
+  return { idle, initializing: count('INITIALIZING'), ready: idle + running, running, throttled: count('THROTTLED'), unhealthy: count('UNHEALTHY') }
+}

@@ -1,0 +1,25 @@
+import type { Allocation } from '../catalog/Fleet.js'
+import type { EndpointRecord } from '../domain/endpoint.js'
+import type { WorkerRecord } from '../store/WorkerStore.js'
+
+/** The stored record of a worker about to start on `allocation`; only the hash of its protocol key is kept. */
+export function newWorkerRecord(id: string, ep: EndpointRecord, allocation: Allocation, tokenHash: string, now: number): WorkerRecord {
+  return {
+    id,
+    endpointId: ep.id,
+    accountId: ep.accountId,
+    state: 'STARTING',
+    tokenHash,
+    version: ep.version,
+    image: ep.image,
+    gpuTypeId: allocation.gpuTypeId,
+    gpuCount: allocation.gpuIndices.length,
+    dataCenterId: allocation.dataCenterId,
+    pid: null,
+    pidMarker: null,
+    createdAt: now,
+    startedAt: null,
+    stoppedAt: null,
+    lastError: null,
+  }
+}
