@@ -82,6 +82,9 @@ describe('catalog on the default fleet (no real GPU)', () => {
     expect((await s.api('GET', '/v2/catalog/datacenters?compliance=GDPR,HIPAA')).body.dataCenters).toEqual([])
     expect((await s.api('GET', '/v2/catalog/datacenters?networkVolumeTypes=HIGH_PERFORMANCE')).body.dataCenters.map((d: any) => d.id)).toEqual(['LOCAL-1'])
     expect((await s.api('GET', '/v2/catalog/datacenters?globalNetwork=true')).body.dataCenters.map((d: any) => d.id)).toEqual(['EU-DE-1'])
+    const mars = await s.api('GET', '/v2/catalog/datacenters?regions=EUROPE,MARS')
+    expect(mars.status).toBe(422)
+    expect(mars.body.errors).toEqual([expect.stringMatching(/^query\.regions: unknown value "MARS"; expected NORTH_AMERICA, /)])
   })
 
   it('adds GPU and CPU availability to data centers on request', async () => {

@@ -25,6 +25,13 @@ describe('problem+json errors', () => {
     expect(body.detail).toMatch(/malformed JSON/)
   })
 
+  it('treats an empty body labelled JSON as no body, and names refused prototype keys', async () => {
+    const r = await send('POST', '/v2/admin/keys/key_nonexistent/revoke', '', 'application/json')
+    expect(r.status).toBe(404)
+    const proto = await expectProblem(await send('POST', '/v2/admin/accounts', '{"name":"x","__proto__":{"admin":true}}', 'application/json'), 400)
+    expect(proto.detail).toMatch(/__proto__/)
+  })
+
   it('answers 422 listing every schema violation of a body, one entry each', async () => {
     const body = await expectProblem(await send('POST', '/v2/admin/keys', JSON.stringify({ permission: 'SOME', bogus: 1, endpointIds: 'x' }), 'application/json'), 422)
     expect(body.errors).toEqual(

@@ -61,7 +61,7 @@ describe('queue job operations', () => {
     expect(job.body.detail).toMatch(/job "00000000-0000-0000-0000-000000000000" was not found/)
   })
 
-  it('rejects bodies that break the job schema with 422 naming each field', async () => {
+  it('rejects bodies that break the job schema with 400 naming each field', async () => {
     const cases: Array<[unknown, string[]]> = [
       [{}, ['input: is required']],
       [{ input: [1] }, ['input: must be object, got array']],
@@ -75,7 +75,7 @@ describe('queue job operations', () => {
     ]
     for (const [body, errors] of cases) {
       const r = await jobCall(s, 'POST', `/v2/${parked}/run`, body)
-      expect(r.status, JSON.stringify(body)).toBe(422)
+      expect(r.status, JSON.stringify(body)).toBe(400)
       expect(r.body.errors).toEqual(expect.arrayContaining(errors))
     }
     const malformed = await jobCall(s, 'POST', `/v2/${parked}/run`, '{"input": ')
@@ -85,7 +85,7 @@ describe('queue job operations', () => {
   it('bounds runsync wait to 1000..300000 ms and answers the current status when the wait ends', async () => {
     for (const wait of [999, 300_001]) {
       const r = await jobCall(s, 'POST', `/v2/${parked}/runsync?wait=${wait}`, { input: {} })
-      expect(r.status).toBe(422)
+      expect(r.status).toBe(400)
       expect(r.body.errors[0]).toMatch(/^query\.wait: must be/)
     }
     const started = Date.now()
@@ -114,6 +114,14 @@ describe('queue job operations', () => {
     expect(c.body).toEqual({ id: run.body.id, status: 'CANCELLED' })
     expect((await jobCall(s, 'GET', `/v2/${parked}/status/${run.body.id}`)).body.status).toBe('CANCELLED')
     expect((await jobCall(s, 'POST', `/v2/${parked}/cancel/${run.body.id}`, {})).body).toEqual({ id: run.body.id, status: 'CANCELLED' })
+  })
+
+  it('accepts bodyless cancel and purge-queue labelled application/json, as the Python client sends them', async () => {
+    const run = await jobCall(s, 'POST', `/v2/${parked}/run`, { input: {} })
+    const c = await jobCall(s, 'POST', `/v2/${parked}/cancel/${run.body.id}`, '', { contentType: 'application/json' })
+    expect(c).toMatchObject({ status: 200, body: { id: run.body.id, status: 'CANCELLED' } })
+    const p = await jobCall(s, 'POST', `/v2/${parked}/purge-queue`, '', { contentType: 'application/json' })
+    expect(p.status).toBe(200)
   })
 
   it('fails a job whose handler throws, and retries it under the same id with its input', async () => {

@@ -80,4 +80,15 @@ describe('simple scaling of local process workers', () => {
     ac.abort()
     expect(Buffer.from(value!).toString()).toMatch(/^id: \S+\/\d{12}\ndata: \{"ts":"[^"]+","source":"system","line":"starting: /)
   })
+
+  it('ends the log stream of a worker that has exited after sending its history', async () => {
+    const ep = (await createEndpoint(s, endpointBody('hangar/echo:latest', { name: 'gone', workers: { min: 0, max: 1, idleTimeout: 1 } }))).id
+    const job = (await jobCall(s, 'POST', `/v2/${ep}/runsync`, { input: {} })).body
+    // Idle past its timeout, the worker is stopped; its log has ended.
+    await until(async () => (await health(ep)).workers.idle === 0)
+    const res = await fetch(`${s.url}/v2/serverless/${ep}/workers/${job.workerId}/logs?source=system`, { headers: { authorization: `Bearer ${s.adminKey}` }, signal: AbortSignal.timeout(10_000) })
+    expect(res.status).toBe(200)
+    // The whole body arrives and the response ends (it used to hang, and kept the server from exiting).
+    expect(await res.text()).toMatch(/starting: /)
+  })
 })

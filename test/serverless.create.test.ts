@@ -186,6 +186,10 @@ describe('POST /v2/serverless: create rules', () => {
       expect((await created(onGpu({ pools: ['ADA_24'], count: 2 }))).gpu.count).toBe(2)
       await rejected(onGpu({ pools: ['ADA_24'], count: 1.5 }), 422, ['gpu.count: must be integer, got number'])
     })
+    it('refuses a count no selected GPU type offers (400), instead of queueing forever', async () => {
+      expect((await created(onGpu({ pools: ['ADA_24'], count: 8 }))).gpu.count).toBe(8)
+      await rejected(onGpu({ pools: ['ADA_24'], count: 99 }), 400, ['gpu.count: 99 GPUs per worker is more than any selected GPU type offers (at most 8)'])
+    })
   })
 
   describe('R9 cpu', () => {

@@ -77,6 +77,22 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   app.setValidatorCompiler(validatorCompiler())
   // The management API speaks JSON only; any other body is a 415 rather than a string that fails validation.
   app.removeContentTypeParser('text/plain')
+  // An empty body labelled JSON is no body: clients such as the Python runpod SDK send the header on every
+  // request, also on bodyless POSTs (cancel, purge-queue). Keys that could pollute prototypes stay refused.
+  const json = app.getDefaultJsonParser('error', 'error')
+  app.removeContentTypeParser('application/json')
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    if (body === '' || (typeof body === 'string' && body.trim() === '')) return done(null, undefined)
+    json(req, body as string, (err, parsed) => {
+      if (err && parsesAsPlainJson(body as string)) {
+        // Valid JSON refused by the secure parser: it carries a prototype key. Say so instead of "not valid JSON".
+        const e = new SyntaxError('JSON keys "__proto__" and "constructor.prototype" are not accepted') as SyntaxError & { statusCode: number }
+        e.statusCode = 400
+        return done(e, undefined)
+      }
+      done(err, parsed)
+    })
+  })
 
   // Every route pattern by method, to tell "wrong method" (405) from "no such path" (404).
   const shapes = FindMyWay({ ignoreTrailingSlash: true })
@@ -129,4 +145,13 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(workerProtocolRoutes(deps))
   await app.register(workerRoutes(deps))
   return app
+}
+
+function parsesAsPlainJson(text: string): boolean {
+  try {
+    JSON.parse(text)
+    return true
+  } catch {
+    return false
+  }
 }

@@ -4,6 +4,16 @@ import type { Problem } from '../contract/problem.js'
 import { DomainError, type ErrorKind } from '../domain/errors.js'
 import { formatValidationErrors } from './validation.js'
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * Status of a request that breaks its schema: 422 on the management API; the spec's job operations
+     * list only 400 ("check request format") for that.
+     */
+    validationStatus?: 400 | 422
+  }
+}
+
 const STATUS: Record<ErrorKind, number> = {
   bad_request: 400,
   unauthorized: 401,
@@ -33,7 +43,7 @@ export function registerProblemHandling(app: FastifyInstance, methodsFor: (url: 
     const fe = err as FastifyError
     if (fe.validation) {
       const errors = formatValidationErrors(fe.validation as never, fe.validationContext)
-      return sendProblem(reply, 422, errors.length === 1 ? errors[0] : `${errors.length} validation failures, listed in errors`, errors)
+      return sendProblem(reply, req.routeOptions.config.validationStatus ?? 422, errors.length === 1 ? errors[0] : `${errors.length} validation failures, listed in errors`, errors)
     }
     switch (fe.code) {
       case 'FST_ERR_CTP_INVALID_JSON_BODY':

@@ -1,4 +1,4 @@
-import type { CpuFlavor, CpuQuery, DataCenter, DataCenterQuery, GpuQuery, GpuType } from '../contract/catalog.js'
+import { Compliance, NetworkVolumeType, Region, type CpuFlavor, type CpuQuery, type DataCenter, type DataCenterQuery, type GpuQuery, type GpuType } from '../contract/catalog.js'
 import { DomainError, notFound, Violations } from '../domain/errors.js'
 import type { CatalogConfig, CpuFlavorSpec, DataCenterSpec, FleetConfig, GpuTypeSpec } from './config.js'
 import { DEFAULT_CPUS, DEFAULT_GPUS, DEFAULT_VIRTUAL_GPUS, defaultDataCenters } from './defaults.js'
@@ -91,6 +91,16 @@ export class CatalogService {
     const regions = csv(q.regions)
     const types = csv(q.networkVolumeTypes)
     const compliance = csv(q.compliance)
+    const malformed = new Violations()
+    for (const [name, values, allowed] of [
+      ['regions', regions, Region.enum],
+      ['networkVolumeTypes', types, NetworkVolumeType.enum],
+      ['compliance', compliance, Compliance.enum],
+    ] as const) {
+      const unknown = (values ?? []).filter((v) => !(allowed as readonly string[]).includes(v))
+      if (unknown.length) malformed.add(`query.${name}`, `unknown value ${unknown.map((u) => JSON.stringify(u)).join(', ')}; expected ${allowed.join(', ')}`)
+    }
+    malformed.throwIfAny('unprocessable')
     return this.dataCenters
       .filter((d) => !regions || regions.includes(d.region))
       .filter((d) => !types || types.every((t) => d.networkVolumeTypes.includes(t as never)))

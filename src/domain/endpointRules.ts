@@ -12,6 +12,8 @@ export type { TemplateView } from './endpointRulesContainer.js'
 export interface CatalogView {
   /** Serverless pool id -> its GPU type ids. */
   pools: Pools
+  /** Most GPUs of a type one worker may have (the catalog's maxCount). */
+  gpuMaxCount?: (typeId: string) => number
   cpuFlavor(id: string): CpuFlavorView | undefined
   hasDataCenter(id: string): boolean
 }
@@ -65,7 +67,7 @@ export function createSpec(body: CreateEndpoint, ctx: RuleContext): EndpointSpec
   if (!body.gpu && !body.cpu) conflicts.add('$', 'exactly one of gpu or cpu must be set; neither was sent')
   if (body.gpu && body.cpu) conflicts.add('$', 'exactly one of gpu or cpu must be set; both were sent')
   const gpu = body.gpu ? createGpu(body.gpu, excludedTypes, ctx.template?.allowedCudaVersions ?? null) : null
-  if (gpu) checkGpu(gpu, ctx.catalog.pools, conflicts)
+  if (gpu) checkGpu(gpu, ctx.catalog.pools, conflicts, ctx.catalog.gpuMaxCount)
   const cpu = body.cpu ? resolveCpu(body.cpu, (id) => ctx.catalog.cpuFlavor(id), conflicts) : undefined
   checkScaling(body.type, body.scaling, conflicts)
   const workers = resolveWorkers(null, body.workers, body.type, body.scaling, conflicts)
@@ -108,7 +110,7 @@ export function updateSpec(current: EndpointRecord, body: UpdateEndpoint, ctx: R
   if (!isGpu && body.gpu) conflicts.add('gpu', 'this is a CPU endpoint: it has cpu flavors and cannot take a gpu configuration')
   if (isGpu && body.cpu) conflicts.add('cpu', 'this is a GPU endpoint: it has a gpu configuration and cannot take cpu flavors')
   const gpu = current.gpu ? (body.gpu ? updateGpu(current.gpu, body.gpu, excludedTypes, conflicts) : current.gpu) : null
-  if (gpu) checkGpu(gpu, ctx.catalog.pools, conflicts)
+  if (gpu) checkGpu(gpu, ctx.catalog.pools, conflicts, ctx.catalog.gpuMaxCount)
   const cpuInput: CpuCreate[] | undefined = isGpu ? undefined : (body.cpu ?? current.cpu?.map(({ id, vcpuCount }) => ({ id, vcpuCount })))
   const cpu = cpuInput ? resolveCpu(cpuInput, (id) => ctx.catalog.cpuFlavor(id), conflicts) : undefined
   const scaling = body.scaling ?? current.scaling

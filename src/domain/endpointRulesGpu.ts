@@ -64,7 +64,7 @@ export function updateGpu(current: GpuConfig, body: GpuUpdate, excludedTypes: st
  * R4 a non-empty allowedCudaVersions with a minCudaVersion; R7 pools that are no serverless pool,
  * exclusions outside the pools, and a selection with no type left.
  */
-export function checkGpu(gpu: GpuConfig, pools: Pools, conflicts: Violations): void {
+export function checkGpu(gpu: GpuConfig, pools: Pools, conflicts: Violations, maxCount: (typeId: string) => number = () => Infinity): void {
   if (gpu.allowedCudaVersions.length > 0 && gpu.minCudaVersion !== null) {
     conflicts.add(
       'gpu.allowedCudaVersions',
@@ -81,9 +81,14 @@ export function checkGpu(gpu: GpuConfig, pools: Pools, conflicts: Violations): v
   for (const [i, t] of gpu.excludedTypes.entries()) {
     if (!inPools.has(t)) conflicts.add(`gpu.excludedTypes[${i}]`, `${JSON.stringify(t)} is not a GPU type in pools ${gpu.pools.join(', ')}`)
   }
-  if (selectedGpuTypes(gpu, pools).length === 0) {
+  const selected = selectedGpuTypes(gpu, pools)
+  if (selected.length === 0) {
     conflicts.add('gpu.excludedTypes', `excludes every GPU type of pools ${gpu.pools.join(', ')}; at least one type must remain selected`)
+    return
   }
+  // A worker's GPUs are of one type on one machine: a count no selected type offers would queue forever.
+  const most = Math.max(...selected.map(maxCount))
+  if (gpu.count > most) conflicts.add('gpu.count', `${gpu.count} GPUs per worker is more than any selected GPU type offers (at most ${most})`)
 }
 
 /** The GPU types a worker may be placed on, in pool order: the pools' types minus the exclusions. */

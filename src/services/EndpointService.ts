@@ -165,7 +165,7 @@ export class EndpointService {
 
   private catalogView(): CatalogView {
     const { catalog } = this.deps
-    return { pools: catalog.pools(), cpuFlavor: (id) => catalog.cpuFlavor(id), hasDataCenter: (id) => catalog.dataCenter(id) !== undefined }
+    return { pools: catalog.pools(), gpuMaxCount: (id) => catalog.gpuType(id)?.maxCount ?? 8, cpuFlavor: (id) => catalog.cpuFlavor(id), hasDataCenter: (id) => catalog.dataCenter(id) !== undefined }
   }
 }
 

@@ -1,5 +1,4 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { Type } from 'typebox'
 import { AccountList, Account, ApiKey, ApiKeyList, ApiKeyQuery, CreateAccount, CreateApiKey, CreatedApiKey } from '../../contract/admin.js'
 import { IdParams } from '../../contract/common.js'
 import type { AppDeps } from '../app.js'
@@ -27,7 +26,7 @@ export const adminRoutes =
     )
     app.post(
       '/v2/admin/keys/:id/revoke',
-      { config, schema: { tags, summary: 'Revoke an API key', params: IdParams, body: Type.Optional(Type.Object({}, { additionalProperties: false })), response: { 200: ApiKey } } },
+      { config, schema: { tags, summary: 'Revoke an API key', params: IdParams, response: { 200: ApiKey } } },
       async (req) => accounts.revokeKey(req.params.id),
     )
   }

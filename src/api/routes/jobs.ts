@@ -9,9 +9,16 @@ const MB = 1024 * 1024
 
 /**
  * Job operations take the key bare or as Bearer, answer 401 (not 403) to a key without permission on the
- * endpoint, let RESTRICTED keys use their own endpoints, and are rate limited per endpoint.
+ * endpoint, let RESTRICTED keys use their own endpoints, answer a malformed request with 400 (the spec's
+ * job-operation errors list no 422), and are rate limited per endpoint.
  */
-const jobConfig = (op?: JobOperation): FastifyContextConfig => ({ bareKey: true, deniedAs: 'unauthorized' as const, restricted: 'jobs' as const, ...(op ? { jobOperation: op } : { quota: false }) })
+const jobConfig = (op?: JobOperation): FastifyContextConfig => ({
+  bareKey: true,
+  deniedAs: 'unauthorized' as const,
+  restricted: 'jobs' as const,
+  validationStatus: 400,
+  ...(op ? { jobOperation: op } : { quota: false }),
+})
 
 /** The queue operations of the spec under /v2/{endpointId}; every success is HTTP 200 (runpod-sdk needs it). */
 export const jobRoutes =
@@ -19,8 +26,10 @@ export const jobRoutes =
   async (app) => {
     // While shutting down, long-polls answer at once; closing the connection keeps clients that poll
     // again without pause (runpod-sdk's stream) from spinning against a server that is going away.
-    app.addHook('onSend', async (_req, reply) => {
+    // A callback hook, not an async one: no promise per response on the hot path.
+    app.addHook('onSend', (_req, reply, payload, done) => {
       if (jobs.closing) reply.header('connection', 'close')
+      done(null, payload)
     })
     app.post(
       '/v2/:endpointId/run',

@@ -56,14 +56,16 @@ export const workerRoutes =
           if (wanted(l) && l.seq > lastSent) send(l)
         })
         const keepalive = setInterval(() => res.write(': keepalive\n\n'), KEEPALIVE_MS)
+        let stopEnd: () => void = () => {}
         const finish = () => {
           stopLive()
           stopEnd()
           clearInterval(keepalive)
           if (!res.writableEnded) res.end()
         }
-        const stopEnd = log.onEnd(finish)
         res.once('close', finish)
+        // onEnd calls finish at once when the worker has already exited (the history is all there is).
+        stopEnd = log.onEnd(finish)
       },
     )
   }
