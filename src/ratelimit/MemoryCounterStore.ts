@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto'
 import { windowOf, type CounterStore } from './CounterStore.js'
 
 /** Counters in this process's memory: the default for a single control plane. */
@@ -6,6 +5,7 @@ export class MemoryCounterStore implements CounterStore {
   private readonly counts = new Map<string, { start: number; count: number }>()
   private readonly leases = new Map<string, Map<string, number>>() // key -> leaseId -> expiresAt
   private sweeps = 0
+  private leaseSeq = 0
 
   async hit(windows: ReadonlyArray<{ key: string; windowMs: number }>, now: number) {
     if (++this.sweeps % 10_000 === 0) this.sweep(now)
@@ -25,9 +25,11 @@ export class MemoryCounterStore implements CounterStore {
   async acquire(key: string, limit: number, ttlMs: number, now: number) {
     let held = this.leases.get(key)
     if (!held) this.leases.set(key, (held = new Map()))
-    for (const [id, exp] of held) if (exp <= now) held.delete(id)
+    // Expired leases only matter at the limit: scanning them on every call cost O(concurrency) per request.
+    if (held.size >= limit) for (const [id, exp] of held) if (exp <= now) held.delete(id)
     if (held.size >= limit) return null
-    const id = randomUUID()
+    // Unique within this process, which is all a lease in memory needs (and cheaper than a UUID).
+    const id = String(++this.leaseSeq)
     held.set(id, now + ttlMs)
     return id
   }

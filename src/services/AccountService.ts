@@ -22,6 +22,7 @@ const CACHE_MS = 5_000
 
 /** Accounts, API keys and authentication. Keys are stored as sha256 hashes only. */
 export class AccountService {
+  /** Recent authentications by the key as presented (memory only, like the request itself). */
   private readonly cache = new Map<string, { principal: Principal | null; reason: string; at: number }>()
 
   constructor(private readonly deps: { store: Store; clock: Clock }) {}
@@ -102,13 +103,14 @@ export class AccountService {
   async authenticate(presented: string | undefined): Promise<Principal> {
     if (!presented) throw unauthorized('missing API key: send Authorization: Bearer <key>')
     if (presented.length < 16 || !/^[\x21-\x7e]+$/.test(presented)) throw unauthorized('malformed API key')
-    const hash = hashKey(presented)
     const now = this.deps.clock.now()
-    const hit = this.cache.get(hash)
+    // Keyed by the key as presented: a hit costs no sha256 (the hot path of every request).
+    const hit = this.cache.get(presented)
     if (hit && now - hit.at < CACHE_MS && (!hit.principal || !this.expired(hit.principal, now))) {
       if (!hit.principal) throw unauthorized(hit.reason)
       return hit.principal
     }
+    const hash = hashKey(presented)
     const record = await this.deps.store.apiKeys.findByHash(hash)
     // Compare in constant time even though the lookup was by hash, so timing says nothing about near misses.
     const ok = record && timingSafeEqual(Buffer.from(record.hash, 'hex'), Buffer.from(hash, 'hex'))
@@ -117,7 +119,7 @@ export class AccountService {
     else if (record.revokedAt) reason = 'API key was revoked'
     else if (record.expiresAt && Date.parse(record.expiresAt) <= now) reason = 'API key has expired'
     if (reason) {
-      this.remember(hash, { principal: null, reason, at: now })
+      this.remember(presented, { principal: null, reason, at: now })
       throw unauthorized(reason)
     }
     const account = await this.deps.store.accounts.get(record!.accountId)
@@ -130,7 +132,7 @@ export class AccountService {
       rateLimitExempt: record!.admin || (account?.rateLimitExempt ?? false),
     }
     this.expiry.set(principal, record!.expiresAt ? Date.parse(record!.expiresAt) : Infinity)
-    this.remember(hash, { principal, reason: '', at: now })
+    this.remember(presented, { principal, reason: '', at: now })
     void this.deps.store.apiKeys.touch(record!.id, iso(now))
     return principal
   }
@@ -140,9 +142,9 @@ export class AccountService {
     return (this.expiry.get(p) ?? Infinity) <= now
   }
 
-  private remember(hash: string, entry: { principal: Principal | null; reason: string; at: number }) {
+  private remember(presented: string, entry: { principal: Principal | null; reason: string; at: number }) {
     if (this.cache.size > 10_000) this.cache.clear()
-    this.cache.set(hash, entry)
+    this.cache.set(presented, entry)
   }
 
   private async insertKey(

@@ -27,13 +27,30 @@ export class JobEvents {
     this.emitter.emit(`job:${jobId}`)
   }
 
+  /** Ids of the jobs some request is waiting on now (runsync, status-sync, stream). */
+  watchedJobs(): string[] {
+    const ids: string[] = []
+    for (const name of this.emitter.eventNames()) if (typeof name === 'string' && name.startsWith('job:')) ids.push(name.slice(4))
+    return ids
+  }
+
   /** A job of `endpointId` can be taken (submitted, retried or requeued). */
   queued(endpointId: string): void {
     this.emitter.emit(`queue:${endpointId}`)
-    this.emitter.emit('queued', endpointId)
+    // onQueued listeners (the scaler) hear once per endpoint per turn of the event loop, not once per job:
+    // a burst of submissions costs one scaling decision.
+    if (this.queuedSoon.size === 0) setImmediate(this.flushQueued)
+    this.queuedSoon.add(endpointId)
   }
 
-  /** Listens to every queued() call (the scaler reacts to submissions at once). */
+  private readonly queuedSoon = new Set<string>()
+  private readonly flushQueued = () => {
+    const ids = [...this.queuedSoon]
+    this.queuedSoon.clear()
+    for (const id of ids) this.emitter.emit('queued', id)
+  }
+
+  /** Listens to queued() calls, coalesced per endpoint within one turn of the event loop (the scaler reacts to submissions at once). */
   onQueued(listener: (endpointId: string) => void): () => void {
     this.emitter.on('queued', listener)
     return () => this.emitter.off('queued', listener)

@@ -1,10 +1,10 @@
-import { randomUUID } from 'node:crypto'
 import type { Health, JobRef, JobRequest, JobStatusView, PurgeResult, StreamView } from '../contract/job.js'
 import type { Clock } from '../domain/clock.js'
 import type { EndpointRecord } from '../domain/endpoint.js'
 import { DomainError, notFound } from '../domain/errors.js'
 import { isFinal, retentionMs } from '../domain/jobState.js'
 import { jobStatusView } from '../domain/jobView.js'
+import { jobUuid } from '../domain/jobUuid.js'
 import type { JobRecord } from '../store/JobStore.js'
 import type { Store } from '../store/Store.js'
 import type { Principal } from './AccountService.js'
@@ -53,7 +53,8 @@ export class JobService {
     const now = this.deps.clock.now()
     const ttlMs = body.policy?.ttl ?? DEFAULT_TTL_MS
     const job: JobRecord = {
-      id: sync ? `sync-${randomUUID()}` : randomUUID(),
+      // Time-ordered UUIDs (v7): the jobs table's id index grows at its end (see jobUuid).
+      id: sync ? `sync-${jobUuid()}` : jobUuid(),
       endpointId: ep.id,
       accountId: ep.accountId,
       status: 'IN_QUEUE',
@@ -171,9 +172,11 @@ export class JobService {
   /** POST /purge-queue: removes the waiting jobs; running ones continue. */
   async purgeQueue(p: Principal, endpointId: string): Promise<PurgeResult> {
     const ep = await this.endpoint(p, endpointId)
-    const ids = await this.deps.store.jobs.purgeQueued(ep.id)
-    for (const id of ids) this.deps.events.jobChanged(id)
-    return { removed: ids.length, status: 'completed' }
+    const removed = await this.deps.store.jobs.purgeQueued(ep.id)
+    // Requests waiting on a job wake and look again: those on a purged job answer 404. (Waking only the
+    // watched jobs, not one event per removed job: a purge can remove a million.)
+    for (const id of this.deps.events.watchedJobs()) this.deps.events.jobChanged(id)
+    return { removed, status: 'completed' }
   }
 
   /** GET /health: job counters over the jobs kept, and worker counters. */

@@ -82,8 +82,8 @@ export interface JobStore {
   transition(id: string, from: readonly JobStatus[], patch: JobPatch, workerId?: string, outbox?: (job: JobRecord) => WebhookDelivery | undefined): Promise<JobRecord | undefined>
   /** Deletes a job with its chunks; false when it did not exist. */
   delete(id: string): Promise<boolean>
-  /** Deletes the waiting jobs of an endpoint; returns their ids. */
-  purgeQueued(endpointId: string): Promise<string[]>
+  /** Deletes the waiting jobs of an endpoint; returns how many. */
+  purgeQueued(endpointId: string): Promise<number>
   /** Jobs whose TTL or retention deadline is at or before `now`. */
   listExpired(now: number, limit: number): Promise<JobRecord[]>
   /** Running jobs whose execution timeout elapsed at or before `now`. */

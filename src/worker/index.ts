@@ -8,6 +8,8 @@
  * serve({ handler: async (job) => ({ echo: job.input }) })
  */
 
+import { target, Transport, withQuery, type Target } from './transport.js'
+
 /** A job as handed to the handler: the whole object the platform sent, plus a signal. */
 export interface Job {
   id: string
@@ -34,13 +36,22 @@ export interface ServeOptions {
 }
 
 interface Settings {
-  takeUrl: string
-  doneUrl: string
-  streamUrl: string
-  pingUrl: string | null
+  take: Target
+  takeBatch: Target
+  stop: Target
+  done: JobTarget
+  stream: JobTarget
+  ping: Target | null
   key: string
   workerId: string
   pingIntervalMs: number
+  http: Transport
+}
+
+/** A per-job URL parsed once: the path split where the job id goes. */
+interface JobTarget {
+  base: Target
+  parts: string[]
 }
 
 const VERSION = 'hangar-worker/0.1.0'
@@ -51,7 +62,7 @@ let active: Settings | null = null
 /** Sends a progress update for a running job; `/status` shows it as the job's output until it ends. */
 export async function progress(job: Pick<Job, 'id'>, data: unknown): Promise<void> {
   if (!active) throw new Error('progress() works only inside serve()')
-  await post(jobUrl(active.doneUrl, job.id, { isStream: 'false' }), { status: 'IN_PROGRESS', output: data }, active.key)
+  await post(active, jobTarget(active.done, job.id, { isStream: 'false' }), { status: 'IN_PROGRESS', output: data })
 }
 
 /**
@@ -62,17 +73,23 @@ export async function progress(job: Pick<Job, 'id'>, data: unknown): Promise<voi
 export async function serve(opts: ServeOptions): Promise<void> {
   const env = opts.env ?? process.env
   if (!env.RUNPOD_WEBHOOK_GET_JOB) return localTest(opts.handler)
+  const concurrency = Math.max(1, opts.concurrency ?? 1)
+  const takeUrl = env.RUNPOD_WEBHOOK_GET_JOB
+  const workerId = env.RUNPOD_POD_ID ?? ''
   const s: Settings = {
-    takeUrl: env.RUNPOD_WEBHOOK_GET_JOB,
-    doneUrl: required(env, 'RUNPOD_WEBHOOK_POST_OUTPUT'),
-    streamUrl: required(env, 'RUNPOD_WEBHOOK_POST_STREAM'),
-    pingUrl: env.RUNPOD_WEBHOOK_PING ?? null,
+    take: target(takeUrl),
+    takeBatch: target(takeUrl.replace('/job-take/', '/job-take-batch/')),
+    stop: target(takeUrl.replace('/job-take/', '/job-stop/')),
+    done: jobTemplate(required(env, 'RUNPOD_WEBHOOK_POST_OUTPUT'), workerId),
+    stream: jobTemplate(required(env, 'RUNPOD_WEBHOOK_POST_STREAM'), workerId),
+    ping: env.RUNPOD_WEBHOOK_PING ? target(env.RUNPOD_WEBHOOK_PING) : null,
     key: required(env, 'RUNPOD_AI_API_KEY'),
-    workerId: env.RUNPOD_POD_ID ?? '',
+    workerId,
     pingIntervalMs: Math.max(100, Number(env.RUNPOD_PING_INTERVAL ?? 10_000) || 10_000),
+    // A connection per running job (its result), plus the take, stop and ping calls.
+    http: new Transport(concurrency + 3),
   }
   active = s
-  const concurrency = Math.max(1, opts.concurrency ?? 1)
   const running = new Map<string, AbortController>()
   let stopping = false
   let failures = 0
@@ -87,8 +104,8 @@ export async function serve(opts: ServeOptions): Promise<void> {
   })
   process.once('SIGINT', stopAll)
 
-  const pinger = s.pingUrl ? setInterval(() => void ping(s, [...running.keys()]).catch(() => {}), s.pingIntervalMs) : null
-  if (s.pingUrl) void ping(s, []).catch(() => {})
+  const pinger = s.ping ? setInterval(() => void ping(s, [...running.keys()]).catch(() => {}), s.pingIntervalMs) : null
+  if (s.ping) void ping(s, []).catch(() => {})
   void stopChannel(s, running, () => stopping)
 
   try {
@@ -133,7 +150,7 @@ async function runJob(s: Settings, handler: Handler, job: Job): Promise<void> {
       for await (const chunk of result) {
         if (job.signal.aborted) break
         all.push(chunk)
-        await post(jobUrl(s.streamUrl, job.id), { output: chunk }, s.key)
+        await post(s, jobTarget(s.stream, job.id), { output: chunk })
       }
       body = { output: all }
     } else {
@@ -146,7 +163,7 @@ async function runJob(s: Settings, handler: Handler, job: Job): Promise<void> {
   if (job.signal.aborted) return
   for (let attempt = 1; ; attempt++) {
     try {
-      await post(jobUrl(s.doneUrl, job.id, { isStream: String(isStream) }), body, s.key)
+      await post(s, jobTarget(s.done, job.id, { isStream: String(isStream) }), body)
       return
     } catch (err) {
       if (attempt >= 3) {
@@ -159,9 +176,9 @@ async function runJob(s: Settings, handler: Handler, job: Job): Promise<void> {
 }
 
 async function take(s: Settings, max: number, busy: boolean, batch: boolean): Promise<Array<Omit<Job, 'signal'>>> {
-  const base = batch ? s.takeUrl.replace('/job-take/', '/job-take-batch/') : s.takeUrl
-  const url = withParams(base, { ...(batch ? { batch_size: String(max) } : {}), job_in_progress: busy ? '1' : '0' })
-  const res = await fetch(url, { headers: { authorization: s.key }, signal: AbortSignal.timeout(90_000) })
+  const t = withQuery(batch ? s.takeBatch : s.take, { ...(batch ? { batch_size: String(max) } : {}), job_in_progress: busy ? '1' : '0' })
+  const res = await s.http.get(t, s.key, 90_000)
+  if (res.status !== 200) await res.drop()
   if (res.status === 204 || res.status === 400) return []
   if (res.status === 429) {
     await sleep(5_000)
@@ -173,15 +190,14 @@ async function take(s: Settings, max: number, busy: boolean, batch: boolean): Pr
 }
 
 async function stopChannel(s: Settings, running: Map<string, AbortController>, stopping: () => boolean): Promise<void> {
-  const url = s.takeUrl.replace('/job-take/', '/job-stop/')
   while (!stopping()) {
     try {
-      const res = await fetch(url, { headers: { authorization: s.key }, signal: AbortSignal.timeout(90_000) })
+      const res = await s.http.get(s.stop, s.key, 90_000)
       if (res.status === 200) {
         const body = (await res.json()) as { jobsToStop?: string[] }
         for (const id of body.jobsToStop ?? []) running.get(id)?.abort(new Error('the platform stopped this job'))
       } else {
-        await res.body?.cancel()
+        await res.drop()
         if (res.status !== 204) await sleep(1_000)
       }
     } catch {
@@ -193,26 +209,25 @@ async function stopChannel(s: Settings, running: Map<string, AbortController>, s
 async function ping(s: Settings, jobIds: string[]): Promise<void> {
   const params: Record<string, string> = { runpod_version: VERSION }
   if (jobIds.length) params.job_id = jobIds.join(',')
-  const res = await fetch(withParams(s.pingUrl!, params), { headers: { authorization: s.key }, signal: AbortSignal.timeout(10_000) })
-  await res.body?.cancel()
+  const res = await s.http.get(withQuery(s.ping!, params), s.key, 10_000)
+  await res.drop()
 }
 
-async function post(url: string, body: unknown, key: string): Promise<void> {
-  const res = await fetch(url, { method: 'POST', headers: { authorization: key, 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(30_000) })
-  await res.body?.cancel()
-  if (res.status < 200 || res.status > 299) throw new Error(`${new URL(url).pathname} answered HTTP ${res.status}`)
+async function post(s: Settings, t: Target, body: unknown): Promise<void> {
+  const res = await s.http.post(t, s.key, body, 30_000)
+  await res.drop()
+  if (res.status < 200 || res.status > 299) throw new Error(`${t.path.split('?')[0]} answered HTTP ${res.status}`)
 }
 
-/** Fills `$ID` (and `$RUNPOD_POD_ID`, as the Python SDK does) and adds query parameters. */
-function jobUrl(template: string, jobId: string, params: Record<string, string> = {}): string {
-  const url = template.replaceAll('$RUNPOD_POD_ID', active?.workerId ?? '').replaceAll('$ID', encodeURIComponent(jobId))
-  return withParams(url, params)
+/** Parses a per-job URL once, with `$RUNPOD_POD_ID` filled in (as the Python SDK does). */
+function jobTemplate(url: string, workerId: string): JobTarget {
+  const t = target(url.replaceAll('$RUNPOD_POD_ID', workerId))
+  return { base: t, parts: t.path.split('$ID') }
 }
 
-function withParams(url: string, params: Record<string, string>): string {
-  const u = new URL(url)
-  for (const [k, v] of Object.entries(params)) u.searchParams.set(k, v)
-  return u.toString()
+/** Fills `$ID` with the job id and adds query parameters. */
+function jobTarget(t: JobTarget, jobId: string, params: Record<string, string> = {}): Target {
+  return withQuery({ ...t.base, path: t.parts.join(encodeURIComponent(jobId)) }, params)
 }
 
 async function localTest(handler: Handler): Promise<void> {

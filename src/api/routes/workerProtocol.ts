@@ -38,8 +38,10 @@ export const workerProtocolRoutes =
 
     // While shutting down, take answers 204 at once and the SDK polls again without pause: close the
     // connection so it backs off instead of spinning.
-    app.addHook('onSend', async (_req, reply) => {
+    // A callback hook, not an async one: no promise per response on the hot path.
+    app.addHook('onSend', (_req, reply, payload, done) => {
       if (workerJobs.closing) reply.header('connection', 'close')
+      done(null, payload)
     })
 
     const gone = (req: FastifyRequest) => () => req.raw.destroyed || req.raw.socket?.destroyed === true

@@ -2,9 +2,17 @@ import type Database from 'better-sqlite3'
 import type { JobStatus } from '../../contract/job.js'
 import type { JobCounts, JobPatch, JobRecord, JobStore } from '../JobStore.js'
 import type { WebhookDelivery } from '../WebhookStore.js'
+import { GroupCommit } from './GroupCommit.js'
+import { JobCounters, type Tally } from './JobCounters.js'
 import type { SqliteWebhookStore } from './SqliteWebhookStore.js'
 
 type Row = Record<string, unknown>
+
+/** A prepared UPDATE of one patch shape, and which patch fields feed which parameters. */
+interface PatchStatement {
+  stmt: Database.Statement
+  fields: Array<[key: string, param: string, isJson: boolean]>
+}
 
 const COLUMNS: Record<string, string> = {
   status: 'status',
@@ -23,10 +31,15 @@ const COLUMNS: Record<string, string> = {
 const JSON_FIELDS = new Set(['output', 'progress'])
 const NEXT_SEQ = '(SELECT coalesce(max(seq), 0) + 1 FROM jobs)'
 
-/** Jobs in SQLite. better-sqlite3 runs each call synchronously, so every method is atomic on its own. */
+/**
+ * Jobs in SQLite. better-sqlite3 runs each call synchronously, so every method is atomic on its own. The
+ * hot writes (submit, take, state moves) are group-committed: their promises resolve once committed.
+ */
 export class SqliteJobStore implements JobStore {
   private readonly s
-  private readonly patchStatements = new Map<string, Database.Statement>()
+  private readonly patchStatements = new Map<string, PatchStatement>()
+  private counters: JobCounters
+  private readonly commits: GroupCommit
 
   constructor(
     private readonly db: Database.Database,
@@ -41,27 +54,37 @@ export class SqliteJobStore implements JobStore {
       take: db.prepare(`UPDATE jobs SET status = 'IN_PROGRESS', worker_id = @workerId, started_at = @now, progress = NULL
         WHERE id IN (SELECT id FROM jobs WHERE endpoint_id = @endpointId AND status = 'IN_QUEUE' AND expires_at > @now ORDER BY low_priority, seq LIMIT @max)
         RETURNING *`),
-      delete: db.prepare('DELETE FROM jobs WHERE id = ?'),
+      delete: db.prepare('DELETE FROM jobs WHERE id = ? RETURNING endpoint_id, status, low_priority, retries'),
+      before: db.prepare('SELECT status, retries FROM jobs WHERE id = ?'),
       deleteChunks: db.prepare('DELETE FROM job_chunks WHERE job_id = ?'),
-      purge: db.prepare(`DELETE FROM jobs WHERE endpoint_id = ? AND status = 'IN_QUEUE' RETURNING id`),
+      purge: db.prepare(`DELETE FROM jobs WHERE endpoint_id = ? AND status = 'IN_QUEUE'`),
+      queuedTally: db.prepare(`SELECT low_priority AS low, count(*) AS n, coalesce(sum(retries), 0) AS retries FROM jobs WHERE endpoint_id = ? AND status = 'IN_QUEUE' GROUP BY low_priority`),
       expired: db.prepare('SELECT * FROM jobs WHERE expires_at <= @now OR retain_until <= @now LIMIT @limit'),
       timedOut: db.prepare(`SELECT * FROM jobs WHERE status = 'IN_PROGRESS' AND started_at + execution_timeout_ms <= @now LIMIT @limit`),
       running: db.prepare(`SELECT * FROM jobs WHERE status = 'IN_PROGRESS' ORDER BY seq`),
       runningOn: db.prepare(`SELECT * FROM jobs WHERE status = 'IN_PROGRESS' AND worker_id = ? ORDER BY seq`),
-      counts: db.prepare(`SELECT status, low_priority AS low, count(*) AS n, sum(retries) AS retried, min(created_at) AS oldest
-        FROM jobs WHERE endpoint_id = ? GROUP BY status, low_priority`),
-      active: db.prepare(`SELECT endpoint_id, status, low_priority AS low, count(*) AS n, sum(retries) AS retried, min(created_at) AS oldest
-        FROM jobs WHERE status IN ('IN_QUEUE', 'IN_PROGRESS') GROUP BY endpoint_id, status, low_priority`),
+      // The first waiting job in queue order is the oldest: seq and createdAt are set together (submit, retry).
+      oldest: db.prepare(`SELECT created_at FROM jobs WHERE endpoint_id = ? AND status = 'IN_QUEUE' AND low_priority = 0 ORDER BY seq LIMIT 1`).pluck(),
       appendChunk: db.prepare(`INSERT INTO job_chunks (job_id, seq, output) VALUES (@jobId, (SELECT coalesce(max(seq), 0) + 1 FROM job_chunks WHERE job_id = @jobId), @output)`),
       newChunks: db.prepare(`SELECT c.seq, c.output FROM job_chunks c JOIN jobs j ON j.id = c.job_id WHERE c.job_id = ? AND c.seq > j.stream_cursor ORDER BY c.seq LIMIT ?`),
       moveCursor: db.prepare('UPDATE jobs SET stream_cursor = ? WHERE id = ?'),
       claimFinal: db.prepare('UPDATE jobs SET stream_cursor = 1 WHERE id = @id AND stream_cursor = 0 AND NOT EXISTS (SELECT 1 FROM job_chunks WHERE job_id = @id)'),
       chunkCount: db.prepare('SELECT count(*) AS n FROM job_chunks WHERE job_id = ?'),
     }
+    this.counters = new JobCounters(db)
+    // A failed COMMIT undid the batch: recount from what the table really holds.
+    this.commits = new GroupCommit(db, () => {
+      if (db.open) this.counters = new JobCounters(db)
+    })
   }
 
-  async insert(job: JobRecord): Promise<void> {
-    this.s.insert.run({
+  /** Commits the writes waiting for the next group commit (before the database closes). */
+  flush(): void {
+    this.commits.flush()
+  }
+
+  insert(job: JobRecord): Promise<void> {
+    const params = {
       ...job,
       input: JSON.stringify(job.input),
       policy: job.policy ? JSON.stringify(job.policy) : null,
@@ -70,6 +93,10 @@ export class SqliteJobStore implements JobStore {
       lowPriority: job.lowPriority ? 1 : 0,
       output: json(job.output),
       progress: json(job.progress),
+    }
+    return this.commits.write(() => {
+      this.s.insert.run(params)
+      this.counters.add(job)
     })
   }
 
@@ -78,52 +105,85 @@ export class SqliteJobStore implements JobStore {
     return row ? toJob(row) : undefined
   }
 
-  async take(endpointId: string, workerId: string, max: number, now: number): Promise<JobRecord[]> {
-    const rows = this.s.take.all({ endpointId, workerId, now, max }) as Row[]
-    // RETURNING does not keep the subquery's order.
-    rows.sort((a, b) => (a.low_priority as number) - (b.low_priority as number) || (a.seq as number) - (b.seq as number))
-    return rows.map(toJob)
+  take(endpointId: string, workerId: string, max: number, now: number): Promise<JobRecord[]> {
+    return this.commits.write(() => {
+      const rows = this.s.take.all({ endpointId, workerId, now, max }) as Row[]
+      // RETURNING does not keep the subquery's order.
+      rows.sort((a, b) => (a.low_priority as number) - (b.low_priority as number) || (a.seq as number) - (b.seq as number))
+      const jobs = rows.map(toJob)
+      for (const j of jobs) this.counters.move({ ...j, status: 'IN_QUEUE' }, j)
+      return jobs
+    })
   }
 
-  async transition(id: string, from: readonly JobStatus[], patch: JobPatch, workerId?: string, outbox?: (job: JobRecord) => WebhookDelivery | undefined): Promise<JobRecord | undefined> {
-    const sets: string[] = []
-    const params: Record<string, unknown> = { id, workerIdCond: workerId ?? null }
-    for (const [key, col] of Object.entries(COLUMNS)) {
-      if (!(key in patch)) continue
+  transition(id: string, from: readonly JobStatus[], patch: JobPatch, workerId?: string, outbox?: (job: JobRecord) => WebhookDelivery | undefined): Promise<JobRecord | undefined> {
+    const { stmt, fields } = this.patchStatement(patch, from, workerId)
+    const params: Record<string, unknown> = { id }
+    for (const [key, param, isJson] of fields) {
       const v = (patch as Record<string, unknown>)[key]
-      sets.push(`${col} = @p_${key}`)
-      params[`p_${key}`] = JSON_FIELDS.has(key) ? json(v) : v
+      params[param] = isJson ? json(v) : v
     }
-    if (patch.requeueAtEnd) sets.push(`seq = ${NEXT_SEQ}`)
-    if (patch.clearStream) sets.push('stream_cursor = 0')
-    if (patch.retainFrom !== undefined) {
-      sets.push('retain_until = @retainFrom + retention_ms')
-      params.retainFrom = patch.retainFrom
-    }
-    if (sets.length === 0) sets.push('id = id')
-    from.forEach((s, i) => (params[`from${i}`] = s))
-    const sql = `UPDATE jobs SET ${sets.join(', ')} WHERE id = @id AND status IN (${from.map((_, i) => `@from${i}`).join(', ')})${workerId !== undefined ? ' AND worker_id = @workerIdCond' : ''} RETURNING *`
-    let stmt = this.patchStatements.get(sql)
-    if (!stmt) this.patchStatements.set(sql, (stmt = this.db.prepare(sql)))
-    if (workerId === undefined) delete params.workerIdCond
-    const run = this.db.transaction(() => {
-      const row = stmt!.get(params) as Row | undefined
+    if (patch.retainFrom !== undefined) params.retainFrom = patch.retainFrom
+    for (let i = 0; i < from.length; i++) params[`from${i}`] = from[i]
+    if (workerId !== undefined) params.workerIdCond = workerId
+    // What the counts need of the job before the move: known from `from` when it names one state.
+    const counted = 'status' in patch || 'retries' in patch
+    const known = from.length === 1 && !('retries' in patch)
+    // One savepoint of the group commit: the move, its chunk cleanup and its webhook delivery stand or fall together.
+    return this.commits.write(() => {
+      const before = counted && !known ? (this.s.before.get(id) as { status: JobStatus; retries: number } | undefined) : undefined
+      const row = stmt.get(params) as Row | undefined
       if (!row) return undefined
       if (patch.clearStream) this.s.deleteChunks.run(id)
       const job = toJob(row)
       const delivery = outbox?.(job)
       if (delivery) this.webhooks.insertNow(delivery)
+      if (counted) this.counters.move({ ...job, ...(known ? { status: from[0], retries: job.retries } : before!) }, job)
       return job
-    })
-    return run()
+    }, true)
+  }
+
+  /**
+   * The UPDATE for a patch of this shape (which fields, which source states, on a worker or not), prepared
+   * once: callers use a handful of shapes, and building the SQL for every move cost more than running it.
+   */
+  private patchStatement(patch: JobPatch, from: readonly JobStatus[], workerId: string | undefined): PatchStatement {
+    const shape = `${Object.keys(patch).join()}|${patch.requeueAtEnd ? 1 : 0}${patch.clearStream ? 1 : 0}${patch.retainFrom !== undefined ? 1 : 0}|${from.length}|${workerId === undefined ? 0 : 1}`
+    let prepared = this.patchStatements.get(shape)
+    if (prepared) return prepared
+    const sets: string[] = []
+    const fields: PatchStatement['fields'] = []
+    for (const [key, col] of Object.entries(COLUMNS)) {
+      if (!(key in patch)) continue
+      sets.push(`${col} = @p_${key}`)
+      fields.push([key, `p_${key}`, JSON_FIELDS.has(key)])
+    }
+    if (patch.requeueAtEnd) sets.push(`seq = ${NEXT_SEQ}`)
+    if (patch.clearStream) sets.push('stream_cursor = 0')
+    if (patch.retainFrom !== undefined) sets.push('retain_until = @retainFrom + retention_ms')
+    if (sets.length === 0) sets.push('id = id')
+    const sql = `UPDATE jobs SET ${sets.join(', ')} WHERE id = @id AND status IN (${from.map((_, i) => `@from${i}`).join(', ')})${workerId !== undefined ? ' AND worker_id = @workerIdCond' : ''} RETURNING *`
+    prepared = { stmt: this.db.prepare(sql), fields }
+    this.patchStatements.set(shape, prepared)
+    return prepared
   }
 
   async delete(id: string): Promise<boolean> {
-    return this.s.delete.run(id).changes > 0
+    const row = this.s.delete.get(id) as { endpoint_id: string; status: JobStatus; low_priority: number; retries: number } | undefined
+    if (row) this.counters.add({ endpointId: row.endpoint_id, status: row.status, lowPriority: row.low_priority === 1, retries: row.retries }, -1)
+    return row !== undefined
   }
 
-  async purgeQueued(endpointId: string): Promise<string[]> {
-    return (this.s.purge.all(endpointId) as Array<{ id: string }>).map((r) => r.id)
+  async purgeQueued(endpointId: string): Promise<number> {
+    // Counted, then deleted, in one transaction; no row comes back into memory (a purge can remove a million jobs).
+    const purge = this.db.transaction(() => {
+      const tally = this.s.queuedTally.all(endpointId) as Array<{ low: number; n: number; retries: number }>
+      const removed = this.s.purge.run(endpointId).changes
+      return { tally, removed }
+    })
+    const { tally, removed } = purge()
+    for (const t of tally) this.counters.bulk({ endpointId, status: 'IN_QUEUE', lowPriority: t.low === 1, retries: t.retries }, -t.n)
+    return removed
   }
 
   async listExpired(now: number, limit: number): Promise<JobRecord[]> {
@@ -140,17 +200,19 @@ export class SqliteJobStore implements JobStore {
   }
 
   async counts(endpointId: string): Promise<JobCounts> {
-    return foldCounts(this.s.counts.all(endpointId) as CountRow[])
+    return this.countsOf(endpointId, this.counters.get(endpointId))
   }
 
   async activeEndpoints(): Promise<Array<{ endpointId: string } & JobCounts>> {
-    const byEndpoint = new Map<string, CountRow[]>()
-    for (const r of this.s.active.all() as Array<CountRow & { endpoint_id: string }>) {
-      const list = byEndpoint.get(r.endpoint_id) ?? []
-      list.push(r)
-      byEndpoint.set(r.endpoint_id, list)
-    }
-    return [...byEndpoint].map(([endpointId, rows]) => ({ endpointId, ...foldCounts(rows) }))
+    const out: Array<{ endpointId: string } & JobCounts> = []
+    for (const [endpointId, t] of this.counters.entries()) if (t.inQueue + t.inProgress > 0) out.push({ endpointId, ...this.countsOf(endpointId, t) })
+    return out
+  }
+
+  private countsOf(endpointId: string, t: Tally | undefined): JobCounts {
+    if (!t) return { inQueue: 0, inQueueLow: 0, inProgress: 0, completed: 0, failed: 0, retried: 0, oldestQueuedAt: null }
+    const oldest = t.inQueue > t.inQueueLow ? ((this.s.oldest.get(endpointId) as number | undefined) ?? null) : null
+    return { inQueue: t.inQueue, inQueueLow: t.inQueueLow, inProgress: t.inProgress, completed: t.completed, failed: t.failed, retried: t.retried, oldestQueuedAt: oldest }
   }
 
   async appendChunks(jobId: string, outputs: unknown[]): Promise<void> {
@@ -174,29 +236,6 @@ export class SqliteJobStore implements JobStore {
   async chunkCount(jobId: string): Promise<number> {
     return (this.s.chunkCount.get(jobId) as { n: number }).n
   }
-}
-
-interface CountRow {
-  status: JobStatus
-  low: number
-  n: number
-  retried: number | null
-  oldest: number | null
-}
-
-function foldCounts(rows: CountRow[]): JobCounts {
-  const c: JobCounts = { inQueue: 0, inQueueLow: 0, inProgress: 0, completed: 0, failed: 0, retried: 0, oldestQueuedAt: null }
-  for (const r of rows) {
-    c.retried += r.retried ?? 0
-    if (r.status === 'IN_QUEUE') {
-      c.inQueue += r.n
-      if (r.low) c.inQueueLow += r.n
-      else c.oldestQueuedAt = r.oldest
-    } else if (r.status === 'IN_PROGRESS') c.inProgress += r.n
-    else if (r.status === 'COMPLETED') c.completed += r.n
-    else if (r.status === 'FAILED' || r.status === 'TIMED_OUT') c.failed += r.n
-  }
-  return c
 }
 
 function json(v: unknown): string | null {

@@ -1,0 +1,67 @@
+import Database from 'better-sqlite3'
+import { accountKey, createQueueEndpoint, jobServerConfig, round, startServer, until, type BenchContext, type BenchServer, type Row } from '../lib.js'
+
+/** One cold start: client round trip and its parts, from the job's and the worker's stored times. */
+interface ColdStart {
+  total: number
+  /** Submission to the worker's process being spawned (the scaler's decision, placement, spawn). */
+  spawn: number
+  /** Spawned to the job taken: the process boots, the SDK starts and its first job-take gets the job. */
+  ready: number
+  /** Taken to COMPLETED and the /runsync answered. */
+  rest: number
+}
+
+/**
+ * Workload 4: cold start. A new endpoint with workers.min 0 (no worker) running the shipped echo worker
+ * (hangar/echo, TypeScript SDK); its first /runsync is timed and split using the job's createdAt /
+ * startedAt and the worker record's startedAt (set once the process is spawned). Median of several.
+ */
+export async function coldStart(ctx: BenchContext): Promise<Row[]> {
+  const runs = ctx.quick ? 2 : 7
+  const s = await startServer(jobServerConfig())
+  const w = '4 cold start'
+  try {
+    const key = await accountKey(s, 'bench', true)
+    const all: ColdStart[] = []
+    for (let i = 0; i < runs; i++) all.push(await oneColdStart(s, key, i))
+    const med = (k: keyof ColdStart) => round(median(all.map((c) => c[k])))
+    const total = med('total')
+    return [
+      { workload: w, metric: 'first /runsync to COMPLETED', value: total, unit: 'ms', goal: '<= 250 ms', met: total <= 250, note: `median of ${runs}, hangar/echo:latest (node + TypeScript SDK); all: ${all.map((c) => round(c.total)).join(', ')} ms` },
+      { workload: w, metric: 'submit -> process spawned', value: med('spawn'), unit: 'ms', note: 'scaling decision, placement, spawn' },
+      { workload: w, metric: 'spawned -> job taken', value: med('ready'), unit: 'ms', note: 'process boot, SDK start, first job-take' },
+      { workload: w, metric: 'taken -> answered', value: med('rest'), unit: 'ms', note: 'handler, job-done, /runsync wake-up' },
+    ]
+  } finally {
+    await s.stop()
+  }
+}
+
+async function oneColdStart(s: BenchServer, key: string, i: number): Promise<ColdStart> {
+  const ep = await createQueueEndpoint(s, key, 'hangar/echo:latest', { name: `cold-${i}`, workers: { min: 0, max: 1, idleTimeout: 60 } })
+  const t0 = performance.now()
+  const r = await s.api('POST', `/v2/${ep}/runsync`, { input: { i } }, key)
+  const total = performance.now() - t0
+  if (r.status !== 200 || r.body.status !== 'COMPLETED') throw new Error(`cold /runsync: ${r.status} ${JSON.stringify(r.body)}`)
+  const db = new Database(s.dbFile, { readonly: true, fileMustExist: true })
+  try {
+    const job = db.prepare('SELECT created_at, started_at FROM jobs WHERE id = ?').get(r.body.id) as { created_at: number; started_at: number }
+    const worker = db.prepare('SELECT started_at FROM workers WHERE endpoint_id = ? ORDER BY created_at LIMIT 1').get(ep) as { started_at: number }
+    const spawn = worker.started_at - job.created_at
+    const ready = job.started_at - worker.started_at
+    // The next cold start must not wait for capacity this worker holds: remove the endpoint, wait for its worker to go.
+    const del = await s.api('DELETE', `/v2/serverless/${ep}`, undefined, key)
+    if (del.status >= 300) throw new Error(`delete endpoint: ${del.status} ${JSON.stringify(del.body)}`)
+    const active = db.prepare(`SELECT count(*) AS n FROM workers WHERE endpoint_id = ? AND state NOT IN ('EXITED', 'FAILED')`)
+    await until('the worker of a deleted endpoint to stop', () => (active.get(ep) as { n: number }).n === 0, 30_000, 50)
+    return { total, spawn, ready, rest: total - spawn - ready }
+  } finally {
+    db.close()
+  }
+}
+
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b)
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
+}

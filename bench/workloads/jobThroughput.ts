@@ -1,0 +1,115 @@
+import Database from 'better-sqlite3'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { profileMarkdown, summarizeProfileDir, type ProfileSummary } from '../profile.js'
+import { accountKey, childPids, cpuMeter, createQueueEndpoint, jobServerConfig, percentile, round, startServer, submitJobs, until, waitReady, type BenchContext, type BenchServer, type Row } from '../lib.js'
+
+/** Worker processes and jobs each runs at once, the same for Hangar (workload 1) and BullMQ (workload 2). */
+export const WORKERS = 2
+export const CONCURRENCY = 32
+/** Client side: keep-alive connections and requests outstanding. */
+const CONNECTIONS = 64
+const IN_FLIGHT = 256
+
+// HANGAR_BENCH_JOBS overrides the count (exploratory runs).
+export const jobCount = (ctx: BenchContext) => Number(process.env.HANGAR_BENCH_JOBS) || (ctx.quick ? 2_000 : 50_000)
+const setup = `${WORKERS} worker processes x concurrency ${CONCURRENCY}`
+
+/** What one batch of jobs measured. */
+export interface ThroughputResult {
+  jobs: number
+  jobsPerSec: number
+  submitPerSec: number
+  p50: number
+  p99: number
+  failed: number
+  /** CPU µs per job: control plane (or Redis), worker processes, the client (this process). */
+  cpu: { server: number; workers: number; client: number }
+}
+
+/**
+ * Workload 1: async /run jobs with a no-op handler on TypeScript SDK workers, submitted over keep-alive
+ * connections. Completion is tracked without webhooks: /health counts, then the server's own createdAt /
+ * completedAt of every job are read from its store. A second, smaller run under --cpu-prof shows where
+ * the control plane spends its time (the figures above come from the unprofiled run).
+ */
+export async function hangarThroughput(ctx: BenchContext): Promise<Row[]> {
+  const n = jobCount(ctx)
+  const r = await runHangar(n)
+  ctx.shared.hangarJobsPerSec = r.jobsPerSec
+  const profJobs = ctx.quick ? n : 20_000
+  let profile: ProfileSummary | undefined
+  // HANGAR_BENCH_NO_PROFILE=1 skips the profiled run (exploratory runs).
+  if (!process.env.HANGAR_BENCH_NO_PROFILE) {
+    // HANGAR_BENCH_KEEP_PROFILE=<dir> keeps the .cpuprofile there (to open in DevTools).
+    const profDir = process.env.HANGAR_BENCH_KEEP_PROFILE ?? mkdtempSync(join(tmpdir(), 'hangar-prof-'))
+    try {
+      await runHangar(profJobs, ['--cpu-prof', `--cpu-prof-dir=${profDir}`])
+      // From the first submission on: start-up is not what a job costs.
+      profile = summarizeProfileDir(profDir, 'submit')
+    } finally {
+      if (!process.env.HANGAR_BENCH_KEEP_PROFILE) rmSync(profDir, { recursive: true, force: true })
+    }
+    ctx.sections.push(profileMarkdown(`Workload 1: control-plane CPU profile (${profJobs} jobs, ${setup}; from the first submission on)`, profile))
+  }
+  const topFn = profile?.functions[0]
+  const w = '1 async /run jobs'
+  return [
+    { workload: w, metric: 'completed jobs/s', value: round(r.jobsPerSec), unit: 'jobs/s', goal: '>= 5000', met: r.jobsPerSec >= 5_000, note: `${r.jobs} jobs, ${setup}, ${CONNECTIONS} keep-alive connections, ${IN_FLIGHT} in flight` },
+    { workload: w, metric: 'submit rate (/run 200s)', value: round(r.submitPerSec), unit: 'jobs/s', note: r.failed ? `${r.failed} refused` : undefined },
+    { workload: w, metric: 'submit->COMPLETED p50', value: r.p50, unit: 'ms' },
+    { workload: w, metric: 'submit->COMPLETED p99', value: r.p99, unit: 'ms' },
+    { workload: w, metric: 'control-plane CPU per job', value: round(r.cpu.server), unit: 'µs', note: `workers ${round(r.cpu.workers)} µs, client ${round(r.cpu.client)} µs; CPU time barely moves when other programs load the machine` },
+    { workload: w, metric: 'control plane busy (profiled run)', value: profile?.busyPercent ?? NaN, unit: '%', note: topFn ? `top self time: ${topFn.name} ${topFn.percent} %` : 'not profiled' },
+  ]
+}
+
+async function runHangar(n: number, nodeArgs: string[] = []): Promise<ThroughputResult> {
+  const s = await startServer(jobServerConfig(), {}, { nodeArgs })
+  try {
+    const key = await accountKey(s, 'bench', true)
+    const ep = await createQueueEndpoint(s, key, 'bench/noop:latest', { env: { HANGAR_BENCH_CONCURRENCY: String(CONCURRENCY) }, workers: { min: WORKERS, max: WORKERS, idleTimeout: 60 } })
+    await waitReady(s, key, ep, WORKERS)
+    const meter = cpuMeter(s.child.pid!, childPids(s.child.pid!))
+    const submitted = await submitJobs(s, key, ep, n, { connections: CONNECTIONS, inFlight: IN_FLIGHT })
+    if (submitted.failed) throw new Error(`${submitted.failed} of ${n} submissions refused; first: ${submitted.firstError}`)
+    await waitCompleted(s, key, ep, n)
+    return { ...jobTimes(s), submitPerSec: (n / submitted.ms) * 1000, failed: submitted.failed, cpu: meter(n) }
+  } finally {
+    await s.stop()
+  }
+}
+
+/** Polls /health until `n` jobs completed (a failure means the workload is broken: stop). */
+async function waitCompleted(s: BenchServer, key: string, ep: string, n: number): Promise<void> {
+  await until(
+    `${n} completed jobs`,
+    async () => {
+      const h = (await s.api('GET', `/v2/${ep}/health`, undefined, key)).body
+      if (h.jobs.failed > 0) throw new Error(`${h.jobs.failed} jobs failed`)
+      return h.jobs.completed >= n
+    },
+    600_000,
+    250,
+  )
+}
+
+/** Throughput and latency from the server's own timestamps (store file, read-only). */
+function jobTimes(s: BenchServer): Omit<ThroughputResult, 'submitPerSec' | 'failed' | 'cpu'> {
+  const db = new Database(s.dbFile, { readonly: true, fileMustExist: true })
+  try {
+    const rows = db.prepare(`SELECT created_at AS c, completed_at AS d FROM jobs WHERE status = 'COMPLETED'`).all() as Array<{ c: number; d: number }>
+    let first = Infinity
+    let last = -Infinity
+    const lat = rows.map((r) => {
+      first = Math.min(first, r.c)
+      last = Math.max(last, r.d)
+      return r.d - r.c
+    })
+    lat.sort((a, b) => a - b)
+    return { jobs: rows.length, jobsPerSec: (rows.length / Math.max(1, last - first)) * 1000, p50: percentile(lat, 50), p99: percentile(lat, 99) }
+  } finally {
+    db.close()
+  }
+}
