@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3'
 import type { JobStatus } from '../../contract/job.js'
+import type { JobCounts } from '../JobStore.js'
 
 /** The fields of a job row that counting needs. */
 export interface CountedJob {
@@ -10,13 +11,7 @@ export interface CountedJob {
 }
 
 /** One endpoint's jobs by state (FAILED counts TIMED_OUT too) and the sum of their retries. */
-export interface Tally {
-  inQueue: number
-  inQueueLow: number
-  inProgress: number
-  completed: number
-  failed: number
-  retried: number
+export type Tally = Omit<JobCounts, 'oldestQueuedAt'> & {
   /** Every job kept, CANCELLED included: the tally is dropped at 0. */
   total: number
 }
