@@ -17,3 +17,6 @@ export type IdParams = Static<typeof IdParams>
 export function Closed<T extends Parameters<typeof Type.Object>[0]>(properties: T, options: Parameters<typeof Type.Object>[1] = {}) {
   return Type.Object(properties, { additionalProperties: false, ...options })
 }
+
+/** The (empty) body of a 204 answer to DELETE. */
+export const Deleted = Type.Null({ description: 'deleted' })

@@ -1,11 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { Type } from 'typebox'
-import { IdParams } from '../../contract/common.js'
+import { Deleted, IdParams } from '../../contract/common.js'
 import { CreateNetworkVolume, NetworkVolume, NetworkVolumeList, UpdateNetworkVolume } from '../../contract/networkVolume.js'
 import type { AppDeps } from '../app.js'
 
 const tags = ['network volumes']
-const Deleted = Type.Null({ description: 'deleted, with its files' })
 
 /** Network volumes of the caller. */
 export const networkVolumeRoutes =

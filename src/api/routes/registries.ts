@@ -1,11 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { Type } from 'typebox'
-import { IdParams } from '../../contract/common.js'
+import { Deleted, IdParams } from '../../contract/common.js'
 import { CreateDelegation, CreateRegistry, Delegation, DelegationList, Registry, RegistryList } from '../../contract/registry.js'
 import type { AppDeps } from '../app.js'
 
 const tags = ['registries']
-const Deleted = Type.Null({ description: 'deleted' })
 
 /** Container registry credentials (write-only secrets) and ECR delegations. */
 export const registryRoutes =

@@ -1,13 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { Type } from 'typebox'
-import { IdParams } from '../../contract/common.js'
+import { Deleted, IdParams } from '../../contract/common.js'
 import { CreateEndpoint, Endpoint, EndpointList, ReleaseList, UpdateEndpoint } from '../../contract/endpoint.js'
 import { cudaOutsideGpu } from '../../domain/endpointRules.js'
 import { DomainError } from '../../domain/errors.js'
 import type { AppDeps } from '../app.js'
 
 const tags = ['serverless']
-const Deleted = Type.Null({ description: 'deleted' })
 
 /** Serverless endpoints and their releases. RESTRICTED keys may read the endpoints they are limited to. */
 export const serverlessRoutes =

@@ -1,11 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { Type } from 'typebox'
-import { IdParams } from '../../contract/common.js'
+import { Deleted, IdParams } from '../../contract/common.js'
 import { CreateTemplate, Template, TemplateList, TemplateSource, UpdateTemplate } from '../../contract/template.js'
 import type { AppDeps } from '../app.js'
 
 const tags = ['templates']
-const Deleted = Type.Null({ description: 'deleted' })
 
 /** Templates of the caller, plus the public template catalog. */
 export const templateRoutes =
