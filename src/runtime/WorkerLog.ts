@@ -32,28 +32,48 @@ export class WorkerLog {
   /** A finished log read back from its file (a worker of an earlier run, or long gone). */
   static fromFile(file: string): WorkerLog {
     const log = new WorkerLog(null)
+    log.load(file)
+    log.end()
+    return log
+  }
+
+  /**
+   * The log of a workload adopted after a restart: what its file holds, then new lines appended to it.
+   * `containerBytes` is how much of the workload's own output the file already holds.
+   */
+  static resume(file: string): { log: WorkerLog; containerBytes: number; lastContainerTs: number } {
+    const log = new WorkerLog(file)
+    const containerBytes = log.load(file)
+    const last = log.lines.filter((l) => l.source === 'container').pop()
+    return { log, containerBytes, lastContainerTs: last?.ts ?? 0 }
+  }
+
+  /** Reads the lines of `file` into memory; returns the bytes of `container` output they stand for. */
+  private load(file: string): number {
     let text = ''
     try {
       text = readFileSync(file, 'utf8')
     } catch {
       // no file: an empty log
     }
+    let containerBytes = 0
     for (const raw of text.split('\n')) {
       const m = /^(\S+) (container|system) (.*)$/.exec(raw)
       if (!m) continue
-      log.lines.push({ seq: ++log.seq, ts: Date.parse(m[1]), source: m[2] as LogLine['source'], line: m[3] })
-      if (log.lines.length > log.capacity) log.lines.shift()
+      this.lines.push({ seq: ++this.seq, ts: Date.parse(m[1]), source: m[2] as LogLine['source'], line: m[3] })
+      if (this.lines.length > this.capacity) this.lines.shift()
+      if (m[2] === 'container') containerBytes += Buffer.byteLength(m[3]) + 1
     }
-    log.end()
-    return log
+    return containerBytes
   }
 
   get ended(): boolean {
     return this.endedFlag
   }
 
-  append(source: LogLine['source'], line: string): void {
-    const entry: LogLine = { seq: ++this.seq, ts: Date.now(), source, line }
+  /** Adds a line; `ts` (epoch ms) when the runtime says when it was written, else now. */
+  append(source: LogLine['source'], line: string, ts = Date.now()): void {
+    const entry: LogLine = { seq: ++this.seq, ts, source, line }
     this.lines.push(entry)
     if (this.lines.length > this.capacity) this.lines.splice(0, this.lines.length - this.capacity)
     if (this.file) {

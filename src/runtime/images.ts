@@ -17,7 +17,7 @@ export const ImagesConfig = Type.Record(Type.String(), ImageMapping, { default: 
 export type ImagesConfig = Static<typeof ImagesConfig>
 
 /** The sample workers shipped in dist/workers, used by the official templates. */
-export const BUILTIN_WORKERS = ['echo', 'sleep', 'stream', 'fail'] as const
+export const BUILTIN_WORKERS = ['echo', 'sleep', 'stream', 'fail', 'openai', 'http', 'pod', 'cluster'] as const
 
 // src/runtime/ and dist/runtime/ both sit two levels below the package root.
 const PACKAGE_ROOT = fileURLToPath(new URL('../../', import.meta.url))

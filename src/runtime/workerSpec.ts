@@ -1,44 +1,38 @@
-import { join } from 'node:path'
 import type { Allocation } from '../catalog/Fleet.js'
 import type { EndpointRecord } from '../domain/endpoint.js'
-import { resolveImage, type ImagesConfig } from './images.js'
-import type { WorkerSpec } from './RuntimeDriver.js'
+import { LABELS } from './labels.js'
+import type { WorkloadMount, WorkloadPort, WorkloadSpec } from './RuntimeDriver.js'
 
-/** Everything a worker's command and environment are made of. */
+/** Everything a worker's workload is made of. */
 export interface WorkerSpecInput {
-  endpoint: Pick<EndpointRecord, 'id' | 'image' | 'entrypoint' | 'cmd' | 'env'>
+  endpoint: Pick<EndpointRecord, 'id' | 'accountId' | 'version' | 'image' | 'entrypoint' | 'cmd' | 'env' | 'disk' | 'ports'>
   workerId: string
   /** The worker's own protocol key (RUNPOD_AI_API_KEY). */
   token: string
   /** Base URL of the control plane as the worker reaches it. */
   baseUrl: string
-  images: ImagesConfig
-  dataDir: string
+  /** Id of this Hangar installation (labels). */
+  installationId: string
   pingIntervalMs: number
   allocation: Allocation
-  /** The endpoint's network volume directory, if it has one. */
+  /** The endpoint's network volume directory on the host, if it has one. */
   volumePath: string | null
-  /** Host variables a local process needs (PATH, HOME, ...). */
-  hostEnv: Record<string, string>
+  pullAuth?: WorkloadSpec['pullAuth']
 }
 
+/** Where a network volume appears inside a worker's container, as on the hosted platform. */
+export const VOLUME_TARGET = '/runpod-volume'
+
 /**
- * The command and environment of a worker. The endpoint's own entrypoint/cmd win; otherwise the image's
- * mapped command. Env, later wins: host basics, image env, endpoint env, then the protocol variables the
- * worker SDKs read (the endpoint cannot override those).
+ * The workload of a serverless worker: the endpoint's image, command and env, then the protocol variables
+ * the worker SDKs read (the endpoint cannot override those). How an image runs (a container, or a local
+ * command from the images map) is the runtime's business.
  */
-export function buildWorkerSpec(i: WorkerSpecInput): WorkerSpec | { error: string } {
-  const own = [...i.endpoint.entrypoint, ...i.endpoint.cmd]
-  const mapping = resolveImage(i.endpoint.image, i.images)
-  const command = own.length > 0 ? own : mapping?.command
-  if (!command) {
-    return { error: `image ${JSON.stringify(i.endpoint.image)} has no local command: set the endpoint's entrypoint/cmd, or map the image in the "images" configuration` }
-  }
+export function buildWorkerSpec(i: WorkerSpecInput): WorkloadSpec {
   const ep = encodeURIComponent(i.endpoint.id)
   const wid = encodeURIComponent(i.workerId)
   const q = `?gpu=${encodeURIComponent(i.allocation.gpuTypeId ?? 'CPU')}`
   const base = `${i.baseUrl.replace(/\/+$/, '')}/v2/${ep}`
-  const workDir = join(i.dataDir, 'workers', i.workerId, 'disk')
   const protocol: Record<string, string> = {
     // The worker id is written into every URL and `?` is already there: the Python SDK appends with `&`
     // and substitutes only `$ID` (the job id).
@@ -53,16 +47,41 @@ export function buildWorkerSpec(i: WorkerSpecInput): WorkerSpec | { error: strin
     // Hosts may have no internet; the Python SDK exits at start when its probe fails.
     RUNPOD_SKIP_AUTO_SYSTEM_CHECKS: 'true',
     RUNPOD_GPU_COUNT: String(i.allocation.gpuIndices.length),
-    HANGAR_WORKER_DISK: workDir,
   }
-  if (i.allocation.gpuTypeId && !i.allocation.virtual) protocol.CUDA_VISIBLE_DEVICES = i.allocation.gpuIndices.join(',')
-  else if (!i.allocation.gpuTypeId) protocol.CUDA_VISIBLE_DEVICES = ''
-  if (i.volumePath) protocol.HANGAR_VOLUME_PATH = i.volumePath
+  const mounts: WorkloadMount[] = [{ kind: 'disk', target: '/workspace', sizeGb: i.endpoint.disk }]
+  if (i.volumePath) mounts.push({ kind: 'volume', source: i.volumePath, target: VOLUME_TARGET })
   return {
-    workerId: i.workerId,
-    command,
-    env: { ...i.hostEnv, HOME: workDir, ...(own.length > 0 ? {} : (mapping?.env ?? {})), ...i.endpoint.env, ...protocol },
-    workDir,
-    logFile: join(i.dataDir, 'workers', i.workerId, 'worker.log'),
+    id: i.workerId,
+    kind: 'worker',
+    hostId: i.allocation.hostId,
+    labels: {
+      [LABELS.installation]: i.installationId,
+      [LABELS.kind]: 'worker',
+      [LABELS.id]: i.workerId,
+      [LABELS.endpoint]: i.endpoint.id,
+      [LABELS.account]: i.endpoint.accountId,
+      [LABELS.release]: String(i.endpoint.version),
+      [LABELS.controlPlane]: i.baseUrl,
+      [LABELS.allocation]: JSON.stringify(i.allocation),
+    },
+    image: i.endpoint.image,
+    entrypoint: i.endpoint.entrypoint,
+    cmd: i.endpoint.cmd,
+    env: { ...i.endpoint.env, ...protocol },
+    gpus: { ids: i.allocation.gpuIndices.map(String), virtual: i.allocation.virtual },
+    resources: { vcpus: i.allocation.vcpus, memoryGb: i.allocation.memoryGb },
+    mounts,
+    ports: parsePorts(i.endpoint.ports),
+    pullAuth: i.pullAuth ?? null,
   }
+}
+
+/** `8000/http` -> `{ port: 8000, protocol: 'http' }`; UDP ports are not published (no runtime here maps them). */
+export function parsePorts(ports: string[]): WorkloadPort[] {
+  const out: WorkloadPort[] = []
+  for (const p of ports) {
+    const [port, protocol] = p.split('/')
+    if (protocol === 'http' || protocol === 'tcp') out.push({ port: Number(port), protocol })
+  }
+  return out
 }

@@ -1,100 +1,238 @@
 import { spawn } from 'node:child_process'
-import { mkdirSync, readFileSync, rmSync } from 'node:fs'
-import type { RuntimeDriver, WorkerExit, WorkerHandle, WorkerSpec } from '../RuntimeDriver.js'
-import { lineSplitter, WorkerLog } from '../WorkerLog.js'
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { freePort } from '../freePort.js'
+import { resolveImage, type ImagesConfig } from '../images.js'
+import type { ListedWorkload, PublishedPort, RuntimeDriver, RuntimeRef, StartHooks, Workload, WorkloadExit, WorkloadSpec, WorkloadStats } from '../RuntimeDriver.js'
+import { WorkerLog } from '../WorkerLog.js'
+import { workload } from '../workload.js'
+import { OutputTail } from './OutputTail.js'
+import { groupUsage, processStartMarker, signalGroup } from './procfs.js'
+
+/** Options of the process driver. */
+export interface ProcessDriverOptions {
+  /** Work dirs, log files and persistent mounts live under `<dataDir>/workers|pods|persistent`. */
+  dataDir: string
+  /** Image reference -> local command (beside the built-in sample workers). */
+  images: ImagesConfig
+  /** Host variables a local process needs (PATH, LANG, ...). */
+  hostEnv: Record<string, string>
+  /** How often an adopted process (not our child) is checked for life, ms. */
+  adoptedPollMs?: number
+}
+
+/** What `process:` refs hold. */
+interface ProcessRef {
+  hostId: string
+  pid: number
+  marker: string
+  kind: WorkloadSpec['kind']
+  id: string
+}
+
+/** Stored beside a workload so `list` can find it after a restart. */
+interface WorkloadFile {
+  ref: RuntimeRef
+  labels: Record<string, string>
+}
 
 /**
- * Workers as local child processes, each the leader of its own process group so that stopping it also
- * stops what it started. Stop = SIGTERM to the group, SIGKILL after the grace period.
+ * Workloads as local processes, each the leader of its own process group so that stopping it also stops what
+ * it started. An image runs as the command the `images` map gives it (or the spec's entrypoint + cmd).
+ * Output goes to a file the process holds itself, so a process outlives a control-plane crash and a restarted
+ * control plane adopts it (recognised by pid and start marker, as pids are reused). Stop = SIGTERM to the
+ * group, SIGKILL after the grace period. Resources are not limited; mounts and ports are told by env. Every
+ * fleet host without an engine of its own runs here: its id only names the workload (and its persistent mounts).
  */
 export class ProcessDriver implements RuntimeDriver {
   readonly name = 'process'
 
-  async start(spec: WorkerSpec): Promise<WorkerHandle> {
-    if (spec.command.length === 0) throw new Error('no command to run: the endpoint sets no entrypoint or cmd and its image has no mapping')
+  constructor(private readonly o: ProcessDriverOptions) {}
+
+  async start(spec: WorkloadSpec, hooks: StartHooks = {}): Promise<Workload> {
+    const dir = this.dirOf(spec.kind, spec.id)
+    const disk = join(dir, 'disk')
+    const own = [...spec.entrypoint, ...spec.cmd]
+    const mapping = resolveImage(spec.image, this.o.images)
+    const command = own.length > 0 ? own : mapping?.command
+    if (!command) {
+      throw new Error(`image ${JSON.stringify(spec.image)} has no local command: set the endpoint's entrypoint/cmd, or map the image in the "images" configuration`)
+    }
+    hooks.onPhase?.('CREATING')
     // The container disk is ephemeral: every start begins with an empty one.
-    rmSync(spec.workDir, { recursive: true, force: true })
-    mkdirSync(spec.workDir, { recursive: true })
-    const logs = new WorkerLog(spec.logFile)
-    logs.append('system', `starting: ${spec.command.map((a) => JSON.stringify(a)).join(' ')}`)
-    const child = spawn(spec.command[0], spec.command.slice(1), { cwd: spec.workDir, env: spec.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
+    rmSync(disk, { recursive: true, force: true })
+    mkdirSync(disk, { recursive: true })
+    const ports = await this.allocatePorts(spec)
+    const env: Record<string, string> = { ...this.o.hostEnv, HOME: disk, ...(own.length > 0 ? {} : (mapping?.env ?? {})), ...spec.env, ...this.runtimeEnv(spec, disk, ports) }
+    const logs = new WorkerLog(join(dir, 'worker.log'))
+    logs.append('system', `starting: ${command.map((a) => JSON.stringify(a)).join(' ')}`)
+    const outputFile = join(dir, 'output.log')
+    const out = openSync(outputFile, 'w')
+    hooks.onPhase?.('STARTING')
+    const child = spawn(command[0], command.slice(1), { cwd: disk, env, detached: true, stdio: ['ignore', out, out] })
+    closeSync(out)
     try {
       await new Promise<void>((resolve, reject) => {
         child.once('spawn', resolve)
         child.once('error', reject)
       })
     } catch (err) {
-      const message = `cannot start ${JSON.stringify(spec.command[0])}: ${(err as Error).message}`
+      const message = `cannot start ${JSON.stringify(command[0])}: ${(err as Error).message}`
       logs.append('system', message)
       logs.end()
       throw new Error(message)
     }
     const pid = child.pid!
-    for (const stream of [child.stdout!, child.stderr!]) {
-      const split = lineSplitter((line) => logs.append('container', line))
-      stream.on('data', (chunk: Buffer) => split.push(chunk))
-      stream.on('end', () => split.flush())
-    }
-    // 'close' comes after the output pipes are drained, so the last lines are in the log.
-    const exited = new Promise<WorkerExit>((resolve) => {
-      child.once('close', (code, signal) => {
+    // Read now: a process that already ended has no marker, and the ref must still be well-formed.
+    const ref = formatRef({ hostId: spec.hostId, pid, marker: processStartMarker(pid) ?? 'gone:0', kind: spec.kind, id: spec.id })
+    writeFileSync(join(dir, 'workload.json'), JSON.stringify({ ref, labels: spec.labels } satisfies WorkloadFile))
+    const tail = new OutputTail(outputFile, 0, (line) => logs.append('container', line))
+    const exited = new Promise<WorkloadExit>((resolve) => {
+      child.once('exit', (code, signal) => {
+        tail.close()
         logs.append('system', `exited (${signal ? `signal ${signal}` : `code ${code}`})`)
         logs.end()
         resolve({ code, signal })
       })
     })
-    let done = false
-    void exited.then(() => (done = true))
-    return {
-      workerId: spec.workerId,
-      pid,
-      pidMarker: processStartMarker(pid),
-      exited,
-      logs,
-      async stop(graceMs: number) {
-        if (done) return
-        signalGroup(pid, 'SIGTERM')
-        const timer = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), graceMs).unref())
-        if ((await Promise.race([exited, timer])) === 'timeout') signalGroup(pid, 'SIGKILL')
-        await exited
-      },
-    }
+    return workload(ref, ports, exited, logs, (signal) => signalGroup(pid, signal))
   }
 
-  async reap(ref: { pid: number | null; pidMarker: string | null }): Promise<boolean> {
-    if (!ref.pid || !ref.pidMarker) return false
-    // Only the very process we started (same start marker): pids are reused.
-    if (processStartMarker(ref.pid) !== ref.pidMarker) return false
-    signalGroup(ref.pid, 'SIGKILL')
-    return true
+  async adopt(ref: RuntimeRef): Promise<Workload | null> {
+    const r = parseRef(ref)
+    if (!r || processStartMarker(r.pid) !== r.marker) return null
+    const dir = this.dirOf(r.kind, r.id)
+    const outputFile = join(dir, 'output.log')
+    if (!existsSync(outputFile)) return null
+    const { log: logs, containerBytes } = WorkerLog.resume(join(dir, 'worker.log'))
+    logs.append('system', 'adopted by a restarted control plane')
+    const tail = new OutputTail(outputFile, containerBytes, (line) => logs.append('container', line))
+    // Not our child: no exit event, so its life is polled (pid and start marker, as the pid may be reused).
+    const exited = new Promise<WorkloadExit>((resolve) => {
+      const timer = setInterval(() => {
+        if (processStartMarker(r.pid) === r.marker) return
+        clearInterval(timer)
+        tail.close()
+        logs.append('system', 'exited (adopted process: exit status unknown)')
+        logs.end()
+        resolve({ code: null, signal: null, reason: 'the process ended (its exit status is unknown after a control-plane restart)' })
+      }, this.o.adoptedPollMs ?? 100)
+    })
+    return workload(ref, readPorts(dir), exited, logs, (signal) => signalGroup(r.pid, signal))
+  }
+
+  async stats(ref: RuntimeRef): Promise<WorkloadStats | null> {
+    const r = parseRef(ref)
+    if (!r || processStartMarker(r.pid) !== r.marker) return null
+    const before = groupUsage(r.pid)
+    const t0 = performance.now()
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    const after = groupUsage(r.pid)
+    const seconds = (performance.now() - t0) / 1000
+    return { cpuPercent: Math.max(0, ((after.cpuSeconds - before.cpuSeconds) / seconds) * 100), memoryBytes: after.rssBytes }
+  }
+
+  async remove(ref: RuntimeRef): Promise<void> {
+    const r = parseRef(ref)
+    if (!r) return
+    if (processStartMarker(r.pid) === r.marker) {
+      signalGroup(r.pid, 'SIGKILL')
+      const until = Date.now() + 5_000
+      while (processStartMarker(r.pid) === r.marker && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+    const dir = this.dirOf(r.kind, r.id)
+    // The log stays (the logs API serves ended workers from it); disk, raw output and identity go.
+    for (const f of ['disk', 'output.log', 'workload.json', 'ports.json']) rmSync(join(dir, f), { recursive: true, force: true })
+  }
+
+  async removePersistent(hostId: string, name: string): Promise<void> {
+    rmSync(this.persistentDir(hostId, name), { recursive: true, force: true })
+  }
+
+  async list(labels: Record<string, string>): Promise<ListedWorkload[]> {
+    const found: ListedWorkload[] = []
+    for (const kind of ['worker', 'pod'] as const) {
+      const base = join(this.o.dataDir, `${kind}s`)
+      let ids: string[] = []
+      try {
+        ids = readdirSync(base)
+      } catch {
+        continue
+      }
+      for (const id of ids) {
+        let file: WorkloadFile
+        try {
+          file = JSON.parse(readFileSync(join(base, id, 'workload.json'), 'utf8')) as WorkloadFile
+        } catch {
+          continue
+        }
+        if (!Object.entries(labels).every(([k, v]) => file.labels[k] === v)) continue
+        const r = parseRef(file.ref)
+        if (!r) continue
+        found.push({ ref: file.ref, labels: file.labels, running: processStartMarker(r.pid) === r.marker })
+      }
+    }
+    return found
+  }
+
+  /** Processes need no engine: this machine answers while this code runs. */
+  async ping(): Promise<void> {}
+
+  private dirOf(kind: WorkloadSpec['kind'], id: string): string {
+    return join(this.o.dataDir, `${kind}s`, id)
+  }
+
+  private persistentDir(hostId: string, name: string): string {
+    return join(this.o.dataDir, 'persistent', encodeURIComponent(hostId), encodeURIComponent(name))
+  }
+
+  /** A free host port per declared port: a process cannot be remapped, so it is told where to listen. */
+  private async allocatePorts(spec: WorkloadSpec): Promise<PublishedPort[]> {
+    const ports: PublishedPort[] = []
+    for (const p of spec.ports) ports.push({ privatePort: p.port, publicPort: await freePort(), protocol: p.protocol, ip: '127.0.0.1' })
+    writeFileSync(join(this.dirOf(spec.kind, spec.id), 'ports.json'), JSON.stringify(ports))
+    return ports
+  }
+
+  /** Variables that tell the process what a container would get by mapping: ports, mounts, GPUs. */
+  private runtimeEnv(spec: WorkloadSpec, disk: string, ports: PublishedPort[]): Record<string, string> {
+    const env: Record<string, string> = { HANGAR_DISK_PATH: disk }
+    for (const p of spec.ports) {
+      const host = String(ports.find((x) => x.privatePort === p.port)!.publicPort)
+      env[`HANGAR_PORT_${p.port}`] = host
+      for (const name of p.env ?? []) env[name] = host
+    }
+    for (const m of spec.mounts) {
+      if (m.kind === 'persistent') {
+        const dir = this.persistentDir(spec.hostId, m.name)
+        mkdirSync(dir, { recursive: true })
+        env.HANGAR_PERSISTENT_PATH = dir
+      } else if (m.kind === 'volume') {
+        mkdirSync(m.source, { recursive: true })
+        env.HANGAR_VOLUME_PATH = m.source
+      }
+    }
+    // Virtual GPUs are not devices: the variable is left alone. No GPU at all hides every device.
+    if (!spec.gpus.virtual) env.CUDA_VISIBLE_DEVICES = spec.gpus.ids.join(',')
+    return env
   }
 }
 
-function signalGroup(pid: number, signal: NodeJS.Signals): void {
+function readPorts(dir: string): PublishedPort[] {
   try {
-    process.kill(-pid, signal)
+    return JSON.parse(readFileSync(join(dir, 'ports.json'), 'utf8')) as PublishedPort[]
   } catch {
-    try {
-      process.kill(pid, signal)
-    } catch {
-      // already gone
-    }
+    return []
   }
 }
 
-/**
- * `<boot id>:<start time>` of a process (Linux /proc), or null where that cannot be read. Together with the
- * pid it names one process across the machine's uptime.
- */
-export function processStartMarker(pid: number): string | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    // The command name may hold spaces and parentheses; fields after the last ')' are fixed.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    const startTime = fields[19]
-    const boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim()
-    return startTime ? `${boot}:${startTime}` : null
-  } catch {
-    return null
-  }
+/** `process:<host>:<pid>:<boot id>:<start ticks>:<kind>:<id>` (host and id URI-encoded). */
+function formatRef(r: ProcessRef): RuntimeRef {
+  return `process:${encodeURIComponent(r.hostId)}:${r.pid}:${r.marker}:${r.kind}:${encodeURIComponent(r.id)}`
+}
+
+function parseRef(ref: RuntimeRef): ProcessRef | null {
+  const m = /^process:([^:]+):(\d+):([^:]+:[^:]+):(worker|pod):([^:]+)$/.exec(ref)
+  if (!m) return null
+  return { hostId: decodeURIComponent(m[1]), pid: Number(m[2]), marker: m[3], kind: m[4] as ProcessRef['kind'], id: decodeURIComponent(m[5]) }
 }

@@ -1,0 +1,29 @@
+import type { Config } from '../config.js'
+import { DockerDriver } from './docker/DockerDriver.js'
+import { engineConfig, type EngineConfig } from './docker/EngineConfig.js'
+import { HostRuntimes } from './HostRuntimes.js'
+import { ProcessDriver } from './process/ProcessDriver.js'
+import type { RuntimeDriver } from './RuntimeDriver.js'
+
+/** The engine settings of each host that has one: configured hosts name theirs, `engine` is this machine's. */
+export function hostEngines(config: Pick<Config, 'fleet' | 'engine'>): Map<string, EngineConfig> {
+  const engines = new Map<string, EngineConfig>()
+  if (config.fleet.hosts) {
+    for (const h of config.fleet.hosts) if (h.engine) engines.set(h.id, engineConfig(h.engine))
+  } else if (config.engine) {
+    // The detected machine is the fleet's one host, `local`.
+    engines.set('local', engineConfig(config.engine))
+  }
+  return engines
+}
+
+/**
+ * The runtime of the fleet: local processes (the default: no engine configured), and one Docker Engine API
+ * driver per host with an engine.
+ */
+export function buildRuntime(config: Config, hostEnv: Record<string, string>): HostRuntimes {
+  const local: RuntimeDriver = new ProcessDriver({ dataDir: config.dataDir, images: config.images, hostEnv })
+  const byHost = new Map<string, RuntimeDriver>()
+  for (const [hostId, engine] of hostEngines(config)) byHost.set(hostId, new DockerDriver({ hostId, engine, dataDir: config.dataDir }))
+  return new HostRuntimes(local, byHost)
+}

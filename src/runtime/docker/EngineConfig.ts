@@ -1,0 +1,34 @@
+import { Type, type Static } from 'typebox'
+
+/** A Docker Engine API (Docker, or Podman's compatible service) and how to run workloads on it. */
+export const EngineConfig = Type.Object(
+  {
+    /** `unix:///var/run/docker.sock`, `unix:///run/podman/podman.sock`, `tcp://host:2376` (TLS when `tls` is set), `ssh://user@host`. */
+    address: Type.String({ pattern: '^(unix|tcp|ssh)://' }),
+    /** Client certificate files for `tcp://` with TLS. */
+    tls: Type.Optional(Type.Object({ ca: Type.String(), cert: Type.String(), key: Type.String() }, { additionalProperties: false })),
+    /**
+     * `bridge`: the engine publishes each declared port on a free host port. `host`: containers share the
+     * host's network (Podman rootful without a usable bridge); each is told a free port to listen on.
+     */
+    network: Type.Enum(['bridge', 'host'], { default: 'bridge' }),
+    /** How GPUs are passed: `nvidia` (DeviceRequests, Docker with the NVIDIA toolkit), `cdi` (CDI device names, Podman), `none`. */
+    gpus: Type.Enum(['nvidia', 'cdi', 'none'], { default: 'nvidia' }),
+    /** cgroup containers are created under (HostConfig.CgroupParent); the engine's default when unset. */
+    cgroupParent: Type.Optional(Type.String({ minLength: 1 })),
+    /** Base URL containers on this engine reach the control plane at; the control plane's worker URL when unset. */
+    controlPlaneUrl: Type.Optional(Type.String({ pattern: '^https?://' })),
+  },
+  { additionalProperties: false },
+)
+export type EngineConfig = Static<typeof EngineConfig>
+
+/** An engine as configured: its address alone (`"unix:///run/podman/podman.sock"`) or every setting. */
+export const EngineSetting = Type.Union([Type.String({ pattern: '^(unix|tcp|ssh)://' }), EngineConfig])
+export type EngineSetting = Static<typeof EngineSetting>
+
+/** The full settings of an engine, defaults filled in. */
+export function engineConfig(setting: EngineSetting): EngineConfig {
+  const given = typeof setting === 'string' ? { address: setting } : setting
+  return { network: 'bridge', gpus: 'nvidia', ...given }
+}

@@ -1,0 +1,35 @@
+import { execFile } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createEndpoint, endpointBody, jobCall } from './helpers/endpoints.js'
+import { startTestServer, type TestServer } from './helpers/server.js'
+
+const run = promisify(execFile)
+const ROOT = join(import.meta.dirname, '..')
+const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm'
+
+/** The README's "Writing workers" steps: a worker project of its own, the SDK installed from a path. */
+describe('the hangar/worker SDK in a worker project of its own', { timeout: 180_000 }, () => {
+  const project = mkdtempSync(join(tmpdir(), 'hangar-worker-project-'))
+  let s: TestServer
+  beforeAll(async () => {
+    // `npm install <path to hangar>`, as the README says (the built dist is there: npm test builds first).
+    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'my-worker', version: '1.0.0', type: 'module', private: true }))
+    await run(NPM, ['install', '--no-audit', '--no-fund', '--ignore-scripts', ROOT], { cwd: project })
+    writeFileSync(join(project, 'worker.js'), "import { serve } from 'hangar/worker'\nawait serve({ handler: async (job) => ({ greeting: `hello ${job.input.name}` }) })\n")
+    s = await startTestServer({ jobs: { pingIntervalMs: 500 }, images: { 'acme/my-worker:1': { command: [process.execPath, join(project, 'worker.js')] } } })
+  })
+  afterAll(async () => {
+    await s?.stop()
+    rmSync(project, { recursive: true, force: true })
+  })
+
+  it('runs jobs with the SDK imported as `hangar/worker`', async () => {
+    const ep = (await createEndpoint(s, endpointBody('acme/my-worker:1'))).id
+    const r = await jobCall(s, 'POST', `/v2/${ep}/runsync?wait=60000`, { input: { name: 'world' } })
+    expect(r.body).toMatchObject({ status: 'COMPLETED', output: { greeting: 'hello world' }, workerId: expect.any(String) })
+  })
+})
