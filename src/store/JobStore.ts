@@ -10,6 +10,10 @@ export interface JobRecord {
   endpointId: string
   accountId: string
   status: JobStatus
+  /**
+   * The handler's input; read back as RawJson, and only by `take` and `get(id, { input: true })` (it is only
+   * handed on to a worker, never looked into): other reads leave it undefined.
+   */
   input: unknown
   webhook: string | null
   /** The policy as submitted (handed to the worker as is). */
@@ -30,6 +34,7 @@ export interface JobRecord {
   /** Set on completion: completedAt + retentionMs; the job is deleted then. */
   retainUntil: number | null
   workerId: string | null
+  /** The result; read back as RawJson, like `progress` (only sent on, never looked into). */
   output: unknown
   error: string | null
   /** Times the job went back to the queue because its worker was lost. */
@@ -67,7 +72,8 @@ export interface JobCounts {
 /** Storage of jobs and their stream chunks. Every write is durable when its promise resolves. */
 export interface JobStore {
   insert(job: JobRecord): Promise<void>
-  get(id: string): Promise<JobRecord | undefined>
+  /** A job; its `input` only with `{ input: true }` (it may be 20 MB, and only a worker needs it). */
+  get(id: string, opts?: { input?: boolean }): Promise<JobRecord | undefined>
   /**
    * Atomically moves up to `max` waiting jobs of an endpoint (normal priority first, then in submission
    * order) to IN_PROGRESS on `workerId`, so no job is ever handed out twice.
@@ -88,6 +94,8 @@ export interface JobStore {
   listExpired(now: number, limit: number): Promise<JobRecord[]>
   /** Running jobs whose execution timeout elapsed at or before `now`. */
   listTimedOut(now: number, limit: number): Promise<JobRecord[]>
+  /** The latest `limit` jobs of an endpoint by submission (a retry counts as a new submission), newest first. */
+  listRecent(endpointId: string, limit: number): Promise<JobRecord[]>
   /** Running jobs, of one worker or of all. */
   listInProgress(workerId?: string): Promise<JobRecord[]>
   counts(endpointId: string): Promise<JobCounts>

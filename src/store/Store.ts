@@ -1,86 +1,70 @@
+/*
+ * How to add a collection (pods, clusters, billing, ...):
+ *  1. Write its port in `src/store/<Name>Store.ts`: a record type of plain data (derive it from the
+ *     `contract/` schema with Static<> where the resource has one, plus what only the server keeps, such as
+ *     `accountId`), and an interface of async methods that speak in those records. No driver type (Database,
+ *     PoolClient, rows) ever appears in a port; times are epoch ms or ISO strings as the record says.
+ *     A resource owned by an account can simply extend `OwnedCollection<Record>` (src/store/OwnedCollection.ts).
+ *  2. Add it to `Store` below, so it is reachable both from the store and from a transaction handle.
+ *  3. SQLite adapter: a numbered migration in `src/store/sqlite/migrations` (your team range) and a class in
+ *     `src/store/sqlite/` (an owned JSON resource needs only `new SqliteDocuments(db, gate, '<kind>')`).
+ *  4. PostgreSQL adapter: the same migration number in `src/store/postgres/migrations` and a class in
+ *     `src/store/postgres/` taking a `PgQueryable` (pool or transaction client), so it works inside
+ *     `transaction()` unchanged.
+ *  5. Cases in the contract suite `test/contracts/store.ts`; both adapters must pass them
+ *     (`npx vitest run test/store.sqlite.test.ts test/store.postgres.test.ts`).
+ *  "In use, refuse delete" rules between collections live in `src/services/inUse.ts`, not in each service.
+ */
+import type { AccountStore, ApiKeyStore } from './AccountStore.js'
+import type { DelegationStore, RegistryStore } from './RegistryStore.js'
+import type { EndpointStore, ReleaseStore } from './EndpointStore.js'
 import type { JobStore } from './JobStore.js'
+import type { NetworkVolumeStore } from './NetworkVolumeStore.js'
+import type { PodStore } from './PodStore.js'
+import type { ClusterStore } from './ClusterStore.js'
+import type { SshKeyStore } from './SshKeyStore.js'
+import type { TemplateStore } from './TemplateStore.js'
+import type { UsageStore } from './UsageStore.js'
 import type { WebhookStore } from './WebhookStore.js'
 import type { WorkerStore } from './WorkerStore.js'
 
-/**
- * The storage port. Services see only these interfaces and plain records; no driver type crosses it, so a
- * PostgreSQL adapter can stand beside the SQLite one. Every method is async for that reason.
- */
-export interface Store {
+export type { AccountRecord, AccountStore, ApiKeyRecord, ApiKeyStore } from './AccountStore.js'
+export type { Owned, OwnedCollection } from './OwnedCollection.js'
+
+/** The collections, as seen from the store or from inside a transaction. */
+export interface Collections {
   readonly accounts: AccountStore
   readonly apiKeys: ApiKeyStore
-  readonly templates: DocumentStore<OwnedDocument & { public: boolean }>
-  readonly registries: DocumentStore<OwnedDocument>
-  readonly networkVolumes: DocumentStore<OwnedDocument>
-  readonly endpoints: DocumentStore<OwnedDocument>
-  readonly releases: DocumentStore<OwnedDocument & { endpointId: string }>
+  readonly templates: TemplateStore
+  readonly registries: RegistryStore
+  readonly delegations: DelegationStore
+  readonly networkVolumes: NetworkVolumeStore
+  readonly endpoints: EndpointStore
+  readonly releases: ReleaseStore
+  readonly sshKeys: SshKeyStore
   readonly jobs: JobStore
   readonly workers: WorkerStore
   readonly webhooks: WebhookStore
-  readonly delegations: DocumentStore<OwnedDocument>
-  /** One document per account, whose id is the account id: its registered SSH public keys. */
-  readonly sshKeys: DocumentStore<OwnedDocument>
-  /** Runs `fn` so that either all its writes land or none. */
-  transaction<T>(fn: () => Promise<T>): Promise<T>
-  close(): Promise<void>
-}
-
-export interface AccountRecord {
-  id: string
-  name: string
-  rateLimitExempt: boolean
-  createdAt: string
-}
-
-export interface ApiKeyRecord {
-  id: string
-  accountId: string
-  name: string | null
-  /** sha256 of the key, hex; the key itself is never stored. */
-  hash: string
-  prefix: string
-  permission: 'ALL' | 'READ_ONLY' | 'RESTRICTED'
-  endpointIds: string[]
-  admin: boolean
-  expiresAt: string | null
-  revokedAt: string | null
-  lastUsedAt: string | null
-  createdAt: string
-}
-
-export interface AccountStore {
-  insert(account: AccountRecord): Promise<void>
-  get(id: string): Promise<AccountRecord | undefined>
-  getByName(name: string): Promise<AccountRecord | undefined>
-  list(): Promise<AccountRecord[]>
-}
-
-export interface ApiKeyStore {
-  insert(key: ApiKeyRecord): Promise<void>
-  get(id: string): Promise<ApiKeyRecord | undefined>
-  findByHash(hash: string): Promise<ApiKeyRecord | undefined>
-  list(accountId?: string): Promise<ApiKeyRecord[]>
-  revoke(id: string, at: string): Promise<boolean>
-  touch(id: string, at: string): Promise<void>
-}
-
-/** A resource owned by one account; everything else about it is the adapter's opaque JSON. */
-export interface OwnedDocument {
-  id: string
-  accountId: string
-  createdAt: string
+  readonly pods: PodStore
+  readonly clusters: ClusterStore
+  /** The usage ledger (billing). */
+  readonly usage: UsageStore
 }
 
 /**
- * Storage for one kind of owned resource. Reads never filter by account on their own: services check
- * ownership so that foreign and missing resources produce the same answer.
+ * The storage port. Services see only these interfaces and plain records; no driver type crosses it, so
+ * the SQLite and PostgreSQL adapters stand side by side. Every method is async for that reason.
  */
-export interface DocumentStore<T extends OwnedDocument> {
-  insert(doc: T): Promise<void>
-  get(id: string): Promise<T | undefined>
-  /** Oldest first. `public: true` lists public documents of every account. */
-  list(filter: { accountId?: string; public?: boolean; parentId?: string }): Promise<T[]>
-  /** Replaces the stored document; false when it does not exist. */
-  update(doc: T): Promise<boolean>
-  delete(id: string): Promise<boolean>
+export interface Store extends Collections {
+  /**
+   * Runs `fn` with a handle whose reads and writes form one transaction: all its writes land or none
+   * (when `fn` throws, the error is rethrown after the rollback). Use the handle, not the store, inside
+   * `fn`: on a connection pool the store's own methods run on other connections, outside the transaction.
+   * Transactions do not nest. Keep `fn` to store calls (no network waits): it holds a connection, and on
+   * SQLite it holds the only writer.
+   */
+  transaction<T>(fn: (tx: Collections) => Promise<T>): Promise<T>
+  /** Which adapter this is, for logs and `hangar migrate` output. */
+  readonly dialect: 'sqlite' | 'postgres'
+  close(): Promise<void>
 }

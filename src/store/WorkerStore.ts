@@ -15,9 +15,10 @@ export interface WorkerRecord {
   gpuTypeId: string | null
   gpuCount: number
   dataCenterId: string | null
-  /** OS process id and a marker of that process's start, to recognise it after a control plane restart. */
-  pid: number | null
-  pidMarker: string | null
+  /** Fleet host it was placed on. */
+  hostId: string | null
+  /** What the runtime calls it (opaque, see RuntimeDriver), to re-adopt or remove it after a control-plane restart. */
+  runtimeRef: string | null
   createdAt: number
   startedAt: number | null
   stoppedAt: number | null

@@ -1,10 +1,12 @@
 import type Database from 'better-sqlite3'
 import type { JobStatus } from '../../contract/job.js'
+import { jsonText, RawJson } from '../../domain/RawJson.js'
 import type { JobCounts, JobPatch, JobRecord, JobStore } from '../JobStore.js'
 import type { WebhookDelivery } from '../WebhookStore.js'
 import { GroupCommit } from './GroupCommit.js'
 import { JobCounters, type Tally } from './JobCounters.js'
 import type { SqliteWebhookStore } from './SqliteWebhookStore.js'
+import type { TxGate } from './TxGate.js'
 
 type Row = Record<string, unknown>
 
@@ -30,52 +32,104 @@ const COLUMNS: Record<string, string> = {
 }
 const JSON_FIELDS = new Set(['output', 'progress'])
 const NEXT_SEQ = '(SELECT coalesce(max(seq), 0) + 1 FROM jobs)'
+/**
+ * Every column but `input`: only take hands the input on (to a worker); every other read leaves it in the
+ * table, so a 20 MB input is not copied out of SQLite on each status check or state move.
+ */
+const NO_INPUT = `id, endpoint_id, account_id, seq, status, webhook, policy, s3_config, sync, low_priority, execution_timeout_ms, ttl_ms,
+  retention_ms, created_at, started_at, completed_at, expires_at, retain_until, worker_id, output, error, retries, progress, stream_cursor`
+
+function prepare(db: Database.Database) {
+  return {
+    insert: db.prepare(`INSERT INTO jobs (id, endpoint_id, account_id, seq, status, input, webhook, policy, s3_config, sync, low_priority,
+        execution_timeout_ms, ttl_ms, retention_ms, created_at, started_at, completed_at, expires_at, retain_until, worker_id, output, error, retries, progress)
+      VALUES (@id, @endpointId, @accountId, ${NEXT_SEQ}, @status, @input, @webhook, @policy, @s3Config, @sync, @lowPriority,
+        @executionTimeoutMs, @ttlMs, @retentionMs, @createdAt, @startedAt, @completedAt, @expiresAt, @retainUntil, @workerId, @output, @error, @retries, @progress)`),
+    get: db.prepare(`SELECT ${NO_INPUT} FROM jobs WHERE id = ?`),
+    getWithInput: db.prepare('SELECT * FROM jobs WHERE id = ?'),
+    take: db.prepare(`UPDATE jobs SET status = 'IN_PROGRESS', worker_id = @workerId, started_at = @now, progress = NULL
+      WHERE id IN (SELECT id FROM jobs WHERE endpoint_id = @endpointId AND status = 'IN_QUEUE' AND expires_at > @now ORDER BY low_priority, seq LIMIT @max)
+      RETURNING *`),
+    delete: db.prepare('DELETE FROM jobs WHERE id = ? RETURNING endpoint_id, status, low_priority, retries'),
+    before: db.prepare('SELECT status, retries FROM jobs WHERE id = ?'),
+    deleteChunks: db.prepare('DELETE FROM job_chunks WHERE job_id = ?'),
+    purge: db.prepare(`DELETE FROM jobs WHERE endpoint_id = ? AND status = 'IN_QUEUE'`),
+    queuedTally: db.prepare(`SELECT low_priority AS low, count(*) AS n, coalesce(sum(retries), 0) AS retries FROM jobs WHERE endpoint_id = ? AND status = 'IN_QUEUE' GROUP BY low_priority`),
+    expired: db.prepare(`SELECT ${NO_INPUT} FROM jobs WHERE expires_at <= @now OR retain_until <= @now LIMIT @limit`),
+    timedOut: db.prepare(`SELECT ${NO_INPUT} FROM jobs WHERE status = 'IN_PROGRESS' AND started_at + execution_timeout_ms <= @now LIMIT @limit`),
+    running: db.prepare(`SELECT ${NO_INPUT} FROM jobs WHERE status = 'IN_PROGRESS' ORDER BY seq`),
+    recent: db.prepare(`SELECT ${NO_INPUT} FROM jobs WHERE endpoint_id = ? ORDER BY seq DESC LIMIT ?`),
+    runningOn: db.prepare(`SELECT ${NO_INPUT} FROM jobs WHERE status = 'IN_PROGRESS' AND worker_id = ? ORDER BY seq`),
+    // The first waiting job in queue order is the oldest: seq and createdAt are set together (submit, retry).
+    oldest: db.prepare(`SELECT created_at FROM jobs WHERE endpoint_id = ? AND status = 'IN_QUEUE' AND low_priority = 0 ORDER BY seq LIMIT 1`).pluck(),
+    appendChunk: db.prepare(`INSERT INTO job_chunks (job_id, seq, output) VALUES (@jobId, (SELECT coalesce(max(seq), 0) + 1 FROM job_chunks WHERE job_id = @jobId), @output)`),
+    newChunks: db.prepare(`SELECT c.seq, c.output FROM job_chunks c JOIN jobs j ON j.id = c.job_id WHERE c.job_id = ? AND c.seq > j.stream_cursor ORDER BY c.seq LIMIT ?`),
+    moveCursor: db.prepare('UPDATE jobs SET stream_cursor = ? WHERE id = ?'),
+    claimFinal: db.prepare('UPDATE jobs SET stream_cursor = 1 WHERE id = @id AND stream_cursor = 0 AND NOT EXISTS (SELECT 1 FROM job_chunks WHERE job_id = @id)'),
+    chunkCount: db.prepare('SELECT count(*) AS n FROM job_chunks WHERE job_id = ?'),
+  }
+}
 
 /**
  * Jobs in SQLite. better-sqlite3 runs each call synchronously, so every method is atomic on its own. The
  * hot writes (submit, take, state moves) are group-committed: their promises resolve once committed.
  */
 export class SqliteJobStore implements JobStore {
-  private readonly s
-  private readonly patchStatements = new Map<string, PatchStatement>()
-  private counters: JobCounters
+  private readonly s: ReturnType<typeof prepare>
+  private readonly patchStatements: Map<string, PatchStatement>
+  private readonly shared: { counters: JobCounters }
   private readonly commits: GroupCommit
+  /** Set on the view used inside `Store.transaction`: writes run at once, in the open transaction. */
+  private readonly direct: boolean
 
   constructor(
     private readonly db: Database.Database,
     private readonly webhooks: SqliteWebhookStore,
+    private readonly gate: TxGate | null = null,
+    from?: SqliteJobStore,
   ) {
-    this.s = {
-      insert: db.prepare(`INSERT INTO jobs (id, endpoint_id, account_id, seq, status, input, webhook, policy, s3_config, sync, low_priority,
-          execution_timeout_ms, ttl_ms, retention_ms, created_at, started_at, completed_at, expires_at, retain_until, worker_id, output, error, retries, progress)
-        VALUES (@id, @endpointId, @accountId, ${NEXT_SEQ}, @status, @input, @webhook, @policy, @s3Config, @sync, @lowPriority,
-          @executionTimeoutMs, @ttlMs, @retentionMs, @createdAt, @startedAt, @completedAt, @expiresAt, @retainUntil, @workerId, @output, @error, @retries, @progress)`),
-      get: db.prepare('SELECT * FROM jobs WHERE id = ?'),
-      take: db.prepare(`UPDATE jobs SET status = 'IN_PROGRESS', worker_id = @workerId, started_at = @now, progress = NULL
-        WHERE id IN (SELECT id FROM jobs WHERE endpoint_id = @endpointId AND status = 'IN_QUEUE' AND expires_at > @now ORDER BY low_priority, seq LIMIT @max)
-        RETURNING *`),
-      delete: db.prepare('DELETE FROM jobs WHERE id = ? RETURNING endpoint_id, status, low_priority, retries'),
-      before: db.prepare('SELECT status, retries FROM jobs WHERE id = ?'),
-      deleteChunks: db.prepare('DELETE FROM job_chunks WHERE job_id = ?'),
-      purge: db.prepare(`DELETE FROM jobs WHERE endpoint_id = ? AND status = 'IN_QUEUE'`),
-      queuedTally: db.prepare(`SELECT low_priority AS low, count(*) AS n, coalesce(sum(retries), 0) AS retries FROM jobs WHERE endpoint_id = ? AND status = 'IN_QUEUE' GROUP BY low_priority`),
-      expired: db.prepare('SELECT * FROM jobs WHERE expires_at <= @now OR retain_until <= @now LIMIT @limit'),
-      timedOut: db.prepare(`SELECT * FROM jobs WHERE status = 'IN_PROGRESS' AND started_at + execution_timeout_ms <= @now LIMIT @limit`),
-      running: db.prepare(`SELECT * FROM jobs WHERE status = 'IN_PROGRESS' ORDER BY seq`),
-      runningOn: db.prepare(`SELECT * FROM jobs WHERE status = 'IN_PROGRESS' AND worker_id = ? ORDER BY seq`),
-      // The first waiting job in queue order is the oldest: seq and createdAt are set together (submit, retry).
-      oldest: db.prepare(`SELECT created_at FROM jobs WHERE endpoint_id = ? AND status = 'IN_QUEUE' AND low_priority = 0 ORDER BY seq LIMIT 1`).pluck(),
-      appendChunk: db.prepare(`INSERT INTO job_chunks (job_id, seq, output) VALUES (@jobId, (SELECT coalesce(max(seq), 0) + 1 FROM job_chunks WHERE job_id = @jobId), @output)`),
-      newChunks: db.prepare(`SELECT c.seq, c.output FROM job_chunks c JOIN jobs j ON j.id = c.job_id WHERE c.job_id = ? AND c.seq > j.stream_cursor ORDER BY c.seq LIMIT ?`),
-      moveCursor: db.prepare('UPDATE jobs SET stream_cursor = ? WHERE id = ?'),
-      claimFinal: db.prepare('UPDATE jobs SET stream_cursor = 1 WHERE id = @id AND stream_cursor = 0 AND NOT EXISTS (SELECT 1 FROM job_chunks WHERE job_id = @id)'),
-      chunkCount: db.prepare('SELECT count(*) AS n FROM job_chunks WHERE job_id = ?'),
+    this.direct = from !== undefined
+    if (from) {
+      this.s = from.s
+      this.patchStatements = from.patchStatements
+      this.shared = from.shared
+      this.commits = from.commits
+      return
     }
-    this.counters = new JobCounters(db)
+    this.patchStatements = new Map()
+    this.s = prepare(db)
+    this.shared = { counters: new JobCounters(db) }
     // A failed COMMIT undid the batch: recount from what the table really holds.
-    this.commits = new GroupCommit(db, () => {
-      if (db.open) this.counters = new JobCounters(db)
-    })
+    this.commits = new GroupCommit(db, () => this.recount())
+  }
+
+  /** The view of this store for use inside an open transaction (writes join it instead of the group commit). */
+  inTransaction(): SqliteJobStore {
+    return new SqliteJobStore(this.db, this.webhooks, null, this)
+  }
+
+  /** Rebuilds the counts from the table, after a rollback undid writes they followed. */
+  recount(): void {
+    if (this.db.open) this.shared.counters = new JobCounters(this.db)
+  }
+
+  private get counters(): JobCounters {
+    return this.shared.counters
+  }
+
+  /** Runs a write: group-committed, or at once inside an open transaction (in a savepoint when `atomic`). */
+  private write<T>(run: () => T, atomic = false): Promise<T> {
+    if (!this.direct) return this.commits.write(run, atomic)
+    try {
+      return Promise.resolve(atomic ? this.db.transaction(run)() : run())
+    } catch (err) {
+      return Promise.reject(err)
+    }
+  }
+
+  /** Reads and ungrouped writes from outside wait while a transaction is open (see TxGate). */
+  private async ready(): Promise<void> {
+    if (this.gate?.busy) await this.gate.wait()
   }
 
   /** Commits the writes waiting for the next group commit (before the database closes). */
@@ -86,7 +140,7 @@ export class SqliteJobStore implements JobStore {
   insert(job: JobRecord): Promise<void> {
     const params = {
       ...job,
-      input: JSON.stringify(job.input),
+      input: jsonText(job.input),
       policy: job.policy ? JSON.stringify(job.policy) : null,
       s3Config: job.s3Config ? JSON.stringify(job.s3Config) : null,
       sync: job.sync ? 1 : 0,
@@ -94,19 +148,20 @@ export class SqliteJobStore implements JobStore {
       output: json(job.output),
       progress: json(job.progress),
     }
-    return this.commits.write(() => {
+    return this.write(() => {
       this.s.insert.run(params)
       this.counters.add(job)
     })
   }
 
-  async get(id: string): Promise<JobRecord | undefined> {
-    const row = this.s.get.get(id) as Row | undefined
+  async get(id: string, opts?: { input?: boolean }): Promise<JobRecord | undefined> {
+    if (this.gate?.busy) await this.ready()
+    const row = (opts?.input ? this.s.getWithInput : this.s.get).get(id) as Row | undefined
     return row ? toJob(row) : undefined
   }
 
   take(endpointId: string, workerId: string, max: number, now: number): Promise<JobRecord[]> {
-    return this.commits.write(() => {
+    return this.write(() => {
       const rows = this.s.take.all({ endpointId, workerId, now, max }) as Row[]
       // RETURNING does not keep the subquery's order.
       rows.sort((a, b) => (a.low_priority as number) - (b.low_priority as number) || (a.seq as number) - (b.seq as number))
@@ -130,7 +185,7 @@ export class SqliteJobStore implements JobStore {
     const counted = 'status' in patch || 'retries' in patch
     const known = from.length === 1 && !('retries' in patch)
     // One savepoint of the group commit: the move, its chunk cleanup and its webhook delivery stand or fall together.
-    return this.commits.write(() => {
+    return this.write(() => {
       const before = counted && !known ? (this.s.before.get(id) as { status: JobStatus; retries: number } | undefined) : undefined
       const row = stmt.get(params) as Row | undefined
       if (!row) return undefined
@@ -162,19 +217,21 @@ export class SqliteJobStore implements JobStore {
     if (patch.clearStream) sets.push('stream_cursor = 0')
     if (patch.retainFrom !== undefined) sets.push('retain_until = @retainFrom + retention_ms')
     if (sets.length === 0) sets.push('id = id')
-    const sql = `UPDATE jobs SET ${sets.join(', ')} WHERE id = @id AND status IN (${from.map((_, i) => `@from${i}`).join(', ')})${workerId !== undefined ? ' AND worker_id = @workerIdCond' : ''} RETURNING *`
+    const sql = `UPDATE jobs SET ${sets.join(', ')} WHERE id = @id AND status IN (${from.map((_, i) => `@from${i}`).join(', ')})${workerId !== undefined ? ' AND worker_id = @workerIdCond' : ''} RETURNING ${NO_INPUT}`
     prepared = { stmt: this.db.prepare(sql), fields }
     this.patchStatements.set(shape, prepared)
     return prepared
   }
 
   async delete(id: string): Promise<boolean> {
+    if (this.gate?.busy) await this.ready()
     const row = this.s.delete.get(id) as { endpoint_id: string; status: JobStatus; low_priority: number; retries: number } | undefined
     if (row) this.counters.add({ endpointId: row.endpoint_id, status: row.status, lowPriority: row.low_priority === 1, retries: row.retries }, -1)
     return row !== undefined
   }
 
   async purgeQueued(endpointId: string): Promise<number> {
+    if (this.gate?.busy) await this.ready()
     // Counted, then deleted, in one transaction; no row comes back into memory (a purge can remove a million jobs).
     const purge = this.db.transaction(() => {
       const tally = this.s.queuedTally.all(endpointId) as Array<{ low: number; n: number; retries: number }>
@@ -187,23 +244,33 @@ export class SqliteJobStore implements JobStore {
   }
 
   async listExpired(now: number, limit: number): Promise<JobRecord[]> {
+    if (this.gate?.busy) await this.ready()
     return (this.s.expired.all({ now, limit }) as Row[]).map(toJob)
   }
 
   async listTimedOut(now: number, limit: number): Promise<JobRecord[]> {
+    if (this.gate?.busy) await this.ready()
     return (this.s.timedOut.all({ now, limit }) as Row[]).map(toJob)
   }
 
+  async listRecent(endpointId: string, limit: number): Promise<JobRecord[]> {
+    if (this.gate?.busy) await this.ready()
+    return (this.s.recent.all(endpointId, limit) as Row[]).map(toJob)
+  }
+
   async listInProgress(workerId?: string): Promise<JobRecord[]> {
+    if (this.gate?.busy) await this.ready()
     const rows = (workerId === undefined ? this.s.running.all() : this.s.runningOn.all(workerId)) as Row[]
     return rows.map(toJob)
   }
 
   async counts(endpointId: string): Promise<JobCounts> {
+    if (this.gate?.busy) await this.ready()
     return this.countsOf(endpointId, this.counters.get(endpointId))
   }
 
   async activeEndpoints(): Promise<Array<{ endpointId: string } & JobCounts>> {
+    if (this.gate?.busy) await this.ready()
     const out: Array<{ endpointId: string } & JobCounts> = []
     for (const [endpointId, t] of this.counters.entries()) if (t.inQueue + t.inProgress > 0) out.push({ endpointId, ...this.countsOf(endpointId, t) })
     return out
@@ -216,12 +283,14 @@ export class SqliteJobStore implements JobStore {
   }
 
   async appendChunks(jobId: string, outputs: unknown[]): Promise<void> {
+    if (this.gate?.busy) await this.ready()
     this.db.transaction(() => {
       for (const output of outputs) this.s.appendChunk.run({ jobId, output: JSON.stringify(output ?? null) })
     })()
   }
 
   async readNewChunks(jobId: string, limit: number): Promise<unknown[]> {
+    if (this.gate?.busy) await this.ready()
     return this.db.transaction(() => {
       const rows = this.s.newChunks.all(jobId, limit) as Array<{ seq: number; output: string }>
       if (rows.length) this.s.moveCursor.run(rows[rows.length - 1].seq, jobId)
@@ -230,20 +299,27 @@ export class SqliteJobStore implements JobStore {
   }
 
   async claimFinalOutput(jobId: string): Promise<boolean> {
+    if (this.gate?.busy) await this.ready()
     return this.s.claimFinal.run({ id: jobId }).changes > 0
   }
 
   async chunkCount(jobId: string): Promise<number> {
+    if (this.gate?.busy) await this.ready()
     return (this.s.chunkCount.get(jobId) as { n: number }).n
   }
 }
 
 function json(v: unknown): string | null {
-  return v === undefined ? null : JSON.stringify(v)
+  return v === undefined ? null : jsonText(v)
 }
 
 function parse(v: unknown): unknown {
   return v === null || v === undefined ? undefined : JSON.parse(v as string)
+}
+
+/** A result as stored, not parsed: it is only sent on (status, webhook), so it stays text (see RawJson). */
+function raw(v: unknown): RawJson | undefined {
+  return v === null || v === undefined ? undefined : new RawJson(v as string)
 }
 
 function toJob(r: Row): JobRecord {
@@ -252,7 +328,8 @@ function toJob(r: Row): JobRecord {
     endpointId: r.endpoint_id as string,
     accountId: r.account_id as string,
     status: r.status as JobStatus,
-    input: JSON.parse(r.input as string),
+    // Read by take only (see NO_INPUT), and kept as the text it was stored as (see RawJson).
+    input: r.input === undefined ? undefined : new RawJson(r.input as string),
     webhook: (r.webhook as string | null) ?? null,
     policy: (parse(r.policy) as Record<string, unknown> | undefined) ?? null,
     s3Config: (parse(r.s3_config) as Record<string, unknown> | undefined) ?? null,
@@ -267,9 +344,9 @@ function toJob(r: Row): JobRecord {
     expiresAt: r.expires_at as number,
     retainUntil: (r.retain_until as number | null) ?? null,
     workerId: (r.worker_id as string | null) ?? null,
-    output: parse(r.output),
+    output: raw(r.output),
     error: (r.error as string | null) ?? null,
     retries: r.retries as number,
-    progress: parse(r.progress),
+    progress: raw(r.progress),
   }
 }

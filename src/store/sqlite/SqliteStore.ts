@@ -1,29 +1,54 @@
 import Database from 'better-sqlite3'
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
-import type { AccountRecord, AccountStore, ApiKeyRecord, ApiKeyStore, DocumentStore, OwnedDocument, Store } from '../Store.js'
+import type { AccountStore, ApiKeyStore } from '../AccountStore.js'
+import type { EndpointStore, ReleaseStore } from '../EndpointStore.js'
+import type { NetworkVolumeStore } from '../NetworkVolumeStore.js'
+import type { PodStore } from '../PodStore.js'
+import type { ClusterRecord, ClusterStore } from '../ClusterStore.js'
+import type { DelegationRecord, DelegationStore, RegistryRecord, RegistryStore } from '../RegistryStore.js'
+import type { SshKeyStore } from '../SshKeyStore.js'
+import type { Collections, Store } from '../Store.js'
+import type { TemplateStore } from '../TemplateStore.js'
+import type { UsageStore } from '../UsageStore.js'
+import type { WebhookStore } from '../WebhookStore.js'
+import type { WorkerStore } from '../WorkerStore.js'
 import { Checkpointer } from './Checkpointer.js'
 import { migrate } from './migrate.js'
+import { SqliteAccountStore, SqliteApiKeyStore } from './SqliteAccountStore.js'
+import { SqliteEndpointStore, SqliteReleaseStore, SqliteSshKeyStore, SqliteTemplateStore } from './SqliteCollections.js'
+import { SqliteDocuments } from './SqliteDocuments.js'
 import { SqliteJobStore } from './SqliteJobStore.js'
+import { SqlitePodStore } from './SqlitePodStore.js'
+import { SqliteUsageStore } from './SqliteUsageStore.js'
+import type { NetworkVolumeRecord } from '../NetworkVolumeStore.js'
 import { SqliteWebhookStore } from './SqliteWebhookStore.js'
 import { SqliteWorkerStore } from './SqliteWorkerStore.js'
+import { TxGate } from './TxGate.js'
 
 /** The embedded default store: one SQLite file in WAL mode. */
 export class SqliteStore implements Store {
+  readonly dialect = 'sqlite'
   readonly accounts: AccountStore
   readonly apiKeys: ApiKeyStore
-  readonly templates: SqliteDocuments<OwnedDocument & { public: boolean }>
-  readonly registries: SqliteDocuments<OwnedDocument>
-  readonly networkVolumes: SqliteDocuments<OwnedDocument>
-  readonly endpoints: SqliteDocuments<OwnedDocument>
-  readonly releases: SqliteDocuments<OwnedDocument & { endpointId: string }>
+  readonly templates: TemplateStore
+  readonly registries: RegistryStore
+  readonly delegations: DelegationStore
+  readonly networkVolumes: NetworkVolumeStore
+  readonly endpoints: EndpointStore
+  readonly releases: ReleaseStore
+  readonly sshKeys: SshKeyStore
   readonly jobs: SqliteJobStore
-  readonly workers: SqliteWorkerStore
-  readonly webhooks: SqliteWebhookStore
-  readonly delegations: SqliteDocuments<OwnedDocument>
-  readonly sshKeys: SqliteDocuments<OwnedDocument>
+  readonly workers: WorkerStore
+  readonly webhooks: WebhookStore
+  readonly pods: PodStore
+  readonly clusters: ClusterStore
+  readonly usage: UsageStore
   private readonly db: Database.Database
   private readonly checkpointer: Checkpointer | null
+  private readonly gate = new TxGate()
+  /** The same collections without the gate, handed to `transaction`'s callback. */
+  private readonly tx: Collections
 
   /** Opens (creating if needed) the database file and brings its schema up to date. */
   constructor(file: string) {
@@ -39,183 +64,70 @@ export class SqliteStore implements Store {
     // as a backstop at 10,000 pages (40 MB).
     this.checkpointer = file === ':memory:' ? null : new Checkpointer(file)
     if (this.checkpointer) this.db.pragma('wal_autocheckpoint = 10000')
-    this.accounts = new SqliteAccounts(this.db)
-    this.apiKeys = new SqliteApiKeys(this.db)
-    this.templates = new SqliteDocuments(this.db, 'template')
-    this.registries = new SqliteDocuments(this.db, 'registry')
-    this.networkVolumes = new SqliteDocuments(this.db, 'network_volume')
-    this.endpoints = new SqliteDocuments(this.db, 'endpoint')
-    this.releases = new SqliteDocuments(this.db, 'release', (d) => d.endpointId)
-    this.webhooks = new SqliteWebhookStore(this.db)
-    this.jobs = new SqliteJobStore(this.db, this.webhooks)
-    this.workers = new SqliteWorkerStore(this.db)
-    this.delegations = new SqliteDocuments(this.db, 'delegation')
-    this.sshKeys = new SqliteDocuments(this.db, 'ssh_keys')
+    const db = this.db
+    const webhooks = new SqliteWebhookStore(db)
+    this.jobs = new SqliteJobStore(db, webhooks, this.gate)
+    this.tx = {
+      accounts: new SqliteAccountStore(db),
+      apiKeys: new SqliteApiKeyStore(db),
+      templates: new SqliteTemplateStore(db),
+      registries: new SqliteDocuments<RegistryRecord>(db, 'registry'),
+      delegations: new SqliteDocuments<DelegationRecord>(db, 'delegation'),
+      networkVolumes: new SqliteDocuments<NetworkVolumeRecord>(db, 'network_volume'),
+      endpoints: new SqliteEndpointStore(db),
+      releases: new SqliteReleaseStore(db),
+      sshKeys: new SqliteSshKeyStore(db),
+      jobs: this.jobs.inTransaction(),
+      workers: new SqliteWorkerStore(db),
+      webhooks,
+      pods: new SqlitePodStore(db),
+      clusters: new SqliteDocuments<ClusterRecord>(db, 'cluster'),
+      usage: new SqliteUsageStore(db),
+    }
+    const g = <T extends object>(c: T) => this.gate.guard(c)
+    this.accounts = g(this.tx.accounts)
+    this.apiKeys = g(this.tx.apiKeys)
+    this.templates = g(this.tx.templates)
+    this.registries = g(this.tx.registries)
+    this.delegations = g(this.tx.delegations)
+    this.networkVolumes = g(this.tx.networkVolumes)
+    this.endpoints = g(this.tx.endpoints)
+    this.releases = g(this.tx.releases)
+    this.sshKeys = g(this.tx.sshKeys)
+    this.workers = g(this.tx.workers)
+    this.webhooks = g(webhooks)
+    this.pods = g(this.tx.pods)
+    this.clusters = g(this.tx.clusters)
+    this.usage = g(this.tx.usage)
   }
 
-  async transaction<T>(fn: () => Promise<T>): Promise<T> {
-    // better-sqlite3 transactions are synchronous; an async callback is bracketed by hand. Safe because
-    // the adapter's own awaits never yield to other work touching this connection mid-statement.
-    this.db.exec('BEGIN IMMEDIATE')
-    try {
-      const result = await fn()
-      this.db.exec('COMMIT')
-      return result
-    } catch (err) {
-      if (this.db.inTransaction) this.db.exec('ROLLBACK')
-      throw err
-    }
+  transaction<T>(fn: (tx: Collections) => Promise<T>): Promise<T> {
+    // better-sqlite3 transactions are synchronous; an async callback is bracketed by hand, and the gate
+    // keeps everything else off the connection until it ends.
+    return this.gate.run(async () => {
+      this.db.exec('BEGIN IMMEDIATE')
+      try {
+        const result = await fn(this.tx)
+        this.db.exec('COMMIT')
+        return result
+      } catch (err) {
+        if (this.db.inTransaction) {
+          this.db.exec('ROLLBACK')
+          // Job counts followed writes that are now undone.
+          this.jobs.recount()
+        }
+        throw err
+      }
+    })
   }
 
   async close(): Promise<void> {
     if (!this.db.open) return
+    await this.gate.wait()
     await this.checkpointer?.stop()
     if (!this.db.open) return
     // Job writes waiting for their group commit go in before the file closes.
     this.jobs.flush()
     this.db.close()
   }
-}
-
-class SqliteAccounts implements AccountStore {
-  private readonly byId
-  private readonly byName
-  private readonly all
-  private readonly ins
-  constructor(db: Database.Database) {
-    this.byId = db.prepare('SELECT * FROM accounts WHERE id = ?')
-    this.byName = db.prepare('SELECT * FROM accounts WHERE name = ?')
-    this.all = db.prepare('SELECT * FROM accounts ORDER BY created_at, name')
-    this.ins = db.prepare('INSERT INTO accounts (id, name, rate_limit_exempt, created_at) VALUES (@id, @name, @rateLimitExempt, @createdAt)')
-  }
-  async insert(a: AccountRecord) {
-    this.ins.run({ ...a, rateLimitExempt: a.rateLimitExempt ? 1 : 0 })
-  }
-  async get(id: string) {
-    return toAccount(this.byId.get(id))
-  }
-  async getByName(name: string) {
-    return toAccount(this.byName.get(name))
-  }
-  async list() {
-    return this.all.all().map((r) => toAccount(r)!)
-  }
-}
-
-function toAccount(row: unknown): AccountRecord | undefined {
-  if (!row) return undefined
-  const r = row as Record<string, unknown>
-  return { id: r.id as string, name: r.name as string, rateLimitExempt: r.rate_limit_exempt === 1, createdAt: r.created_at as string }
-}
-
-class SqliteApiKeys implements ApiKeyStore {
-  private readonly stmts
-  constructor(db: Database.Database) {
-    this.stmts = {
-      insert: db.prepare(
-        `INSERT INTO api_keys (id, account_id, name, hash, prefix, permission, endpoint_ids, admin, expires_at, revoked_at, last_used_at, created_at)
-         VALUES (@id, @accountId, @name, @hash, @prefix, @permission, @endpointIds, @admin, @expiresAt, @revokedAt, @lastUsedAt, @createdAt)`,
-      ),
-      get: db.prepare('SELECT * FROM api_keys WHERE id = ?'),
-      byHash: db.prepare('SELECT * FROM api_keys WHERE hash = ?'),
-      all: db.prepare('SELECT * FROM api_keys ORDER BY created_at, id'),
-      ofAccount: db.prepare('SELECT * FROM api_keys WHERE account_id = ? ORDER BY created_at, id'),
-      revoke: db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL'),
-      touch: db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ?'),
-    }
-  }
-  async insert(k: ApiKeyRecord) {
-    this.stmts.insert.run({ ...k, endpointIds: JSON.stringify(k.endpointIds), admin: k.admin ? 1 : 0 })
-  }
-  async get(id: string) {
-    return toKey(this.stmts.get.get(id))
-  }
-  async findByHash(hash: string) {
-    return toKey(this.stmts.byHash.get(hash))
-  }
-  async list(accountId?: string) {
-    const rows = accountId ? this.stmts.ofAccount.all(accountId) : this.stmts.all.all()
-    return rows.map((r) => toKey(r)!)
-  }
-  async revoke(id: string, at: string) {
-    return this.stmts.revoke.run(at, id).changes > 0
-  }
-  async touch(id: string, at: string) {
-    this.stmts.touch.run(at, id)
-  }
-}
-
-function toKey(row: unknown): ApiKeyRecord | undefined {
-  if (!row) return undefined
-  const r = row as Record<string, string | number | null>
-  return {
-    id: r.id as string,
-    accountId: r.account_id as string,
-    name: r.name as string | null,
-    hash: r.hash as string,
-    prefix: r.prefix as string,
-    permission: r.permission as ApiKeyRecord['permission'],
-    endpointIds: JSON.parse(r.endpoint_ids as string),
-    admin: r.admin === 1,
-    expiresAt: r.expires_at as string | null,
-    revokedAt: r.revoked_at as string | null,
-    lastUsedAt: r.last_used_at as string | null,
-    createdAt: r.created_at as string,
-  }
-}
-
-/** One kind of owned JSON document in the shared `documents` table. */
-export class SqliteDocuments<T extends OwnedDocument> implements DocumentStore<T> {
-  private readonly stmts
-  constructor(
-    db: Database.Database,
-    private readonly kind: string,
-    private readonly parentOf: (doc: T) => string | null = () => null,
-  ) {
-    this.stmts = {
-      insert: db.prepare(
-        `INSERT INTO documents (kind, id, account_id, parent_id, public, data, created_at, seq)
-         VALUES (@kind, @id, @accountId, @parentId, @public, @data, @createdAt, (SELECT coalesce(max(seq), 0) + 1 FROM documents))`,
-      ),
-      get: db.prepare('SELECT data FROM documents WHERE kind = ? AND id = ?'),
-      ofAccount: db.prepare('SELECT data FROM documents WHERE kind = ? AND account_id = ? ORDER BY seq'),
-      ofParent: db.prepare('SELECT data FROM documents WHERE kind = ? AND parent_id = ? ORDER BY seq'),
-      publicAll: db.prepare('SELECT data FROM documents WHERE kind = ? AND public = 1 ORDER BY seq'),
-      all: db.prepare('SELECT data FROM documents WHERE kind = ? ORDER BY seq'),
-      update: db.prepare('UPDATE documents SET data = @data, public = @public WHERE kind = @kind AND id = @id'),
-      delete: db.prepare('DELETE FROM documents WHERE kind = ? AND id = ?'),
-    }
-  }
-  async insert(doc: T) {
-    this.stmts.insert.run({ kind: this.kind, id: doc.id, accountId: doc.accountId, parentId: this.parentOf(doc), public: isPublic(doc), data: JSON.stringify(doc), createdAt: doc.createdAt })
-  }
-  async get(id: string) {
-    const row = this.stmts.get.get(this.kind, id) as { data: string } | undefined
-    return row ? (JSON.parse(row.data) as T) : undefined
-  }
-  async list(filter: { accountId?: string; public?: boolean; parentId?: string }) {
-    const rows = (
-      filter.parentId !== undefined
-        ? this.stmts.ofParent.all(this.kind, filter.parentId)
-        : filter.accountId !== undefined
-          ? this.stmts.ofAccount.all(this.kind, filter.accountId)
-          : filter.public
-            ? this.stmts.publicAll.all(this.kind)
-            : this.stmts.all.all(this.kind)
-    ) as Array<{ data: string }>
-    let docs = rows.map((r) => JSON.parse(r.data) as T)
-    if (filter.accountId !== undefined && filter.parentId !== undefined) docs = docs.filter((d) => d.accountId === filter.accountId)
-    if (filter.public !== undefined && (filter.accountId !== undefined || filter.parentId !== undefined)) docs = docs.filter((d) => (isPublic(d) === 1) === filter.public)
-    return docs
-  }
-  async update(doc: T) {
-    return this.stmts.update.run({ kind: this.kind, id: doc.id, data: JSON.stringify(doc), public: isPublic(doc) }).changes > 0
-  }
-  async delete(id: string) {
-    return this.stmts.delete.run(this.kind, id).changes > 0
-  }
-}
-
-function isPublic(doc: object): number {
-  return (doc as { public?: unknown }).public === true ? 1 : 0
 }

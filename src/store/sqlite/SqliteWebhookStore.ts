@@ -1,3 +1,4 @@
+import { stringifyWithRaw } from '../../domain/RawJson.js'
 import type Database from 'better-sqlite3'
 import type { WebhookAttempt, WebhookDelivery, WebhookStore } from '../WebhookStore.js'
 
@@ -22,7 +23,7 @@ export class SqliteWebhookStore implements WebhookStore {
 
   /** Synchronous insert, for the job store to record a delivery inside its own transaction. */
   insertNow(d: WebhookDelivery): void {
-    this.s.insert.run({ ...d, payload: JSON.stringify(d.payload), attempts: JSON.stringify(d.attempts) })
+    this.s.insert.run({ ...d, payload: stringifyWithRaw(d.payload), attempts: JSON.stringify(d.attempts) })
   }
 
   async due(now: number, limit: number): Promise<WebhookDelivery[]> {

@@ -9,8 +9,8 @@ const COLUMNS: Record<string, string> = {
   gpuTypeId: 'gpu_type_id',
   gpuCount: 'gpu_count',
   dataCenterId: 'data_center_id',
-  pid: 'pid',
-  pidMarker: 'pid_marker',
+  hostId: 'host_id',
+  runtimeRef: 'runtime_ref',
   createdAt: 'created_at',
   startedAt: 'started_at',
   stoppedAt: 'stopped_at',
@@ -24,8 +24,8 @@ export class SqliteWorkerStore implements WorkerStore {
 
   constructor(private readonly db: Database.Database) {
     this.s = {
-      insert: db.prepare(`INSERT INTO workers (id, endpoint_id, account_id, state, token_hash, version, image, gpu_type_id, gpu_count, data_center_id, pid, pid_marker, created_at, started_at, stopped_at, last_error)
-        VALUES (@id, @endpointId, @accountId, @state, @tokenHash, @version, @image, @gpuTypeId, @gpuCount, @dataCenterId, @pid, @pidMarker, @createdAt, @startedAt, @stoppedAt, @lastError)`),
+      insert: db.prepare(`INSERT INTO workers (id, endpoint_id, account_id, state, token_hash, version, image, gpu_type_id, gpu_count, data_center_id, host_id, runtime_ref, created_at, started_at, stopped_at, last_error)
+        VALUES (@id, @endpointId, @accountId, @state, @tokenHash, @version, @image, @gpuTypeId, @gpuCount, @dataCenterId, @hostId, @runtimeRef, @createdAt, @startedAt, @stoppedAt, @lastError)`),
       get: db.prepare('SELECT * FROM workers WHERE id = ?'),
       active: db.prepare(`SELECT * FROM workers WHERE state NOT IN ('EXITED', 'FAILED') ORDER BY created_at, id`),
       activeOf: db.prepare(`SELECT * FROM workers WHERE endpoint_id = ? AND state NOT IN ('EXITED', 'FAILED') ORDER BY created_at, id`),
@@ -73,8 +73,8 @@ function toWorker(r: Record<string, unknown>): WorkerRecord {
     gpuTypeId: (r.gpu_type_id as string | null) ?? null,
     gpuCount: r.gpu_count as number,
     dataCenterId: (r.data_center_id as string | null) ?? null,
-    pid: (r.pid as number | null) ?? null,
-    pidMarker: (r.pid_marker as string | null) ?? null,
+    hostId: (r.host_id as string | null) ?? null,
+    runtimeRef: (r.runtime_ref as string | null) ?? null,
     createdAt: r.created_at as number,
     startedAt: (r.started_at as number | null) ?? null,
     stoppedAt: (r.stopped_at as number | null) ?? null,
