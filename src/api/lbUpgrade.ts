@@ -1,0 +1,111 @@
+import type { IncomingMessage, Server } from 'node:http'
+import { STATUS_CODES } from 'node:http'
+import type { Duplex } from 'node:stream'
+import { WebSocket, WebSocketServer, type RawData } from 'ws'
+import { lbHostEndpoint } from '../domain/endpoint.js'
+import { DomainError } from '../domain/errors.js'
+import { endToEnd, type Headers } from '../domain/hopByHop.js'
+import type { AccountService } from '../services/AccountService.js'
+import type { EndpointService } from '../services/EndpointService.js'
+import type { Lease, LoadBalancer } from '../services/LoadBalancer.js'
+import { bearer } from './auth.js'
+
+export interface LbUpgradeDeps {
+  accounts: Pick<AccountService, 'authenticate'>
+  endpoints: Pick<EndpointService, 'loadBalancer'>
+  balancer: Pick<LoadBalancer, 'acquire'>
+  /** Host-based addressing (`{id}.{domain}`), when configured. */
+  domain?: string
+}
+
+/** Handshake fields ws sets itself on the upstream connection; the rest of the client's headers go through. */
+const HANDSHAKE = ['host', 'sec-websocket-key', 'sec-websocket-version', 'sec-websocket-extensions', 'sec-websocket-protocol', 'authorization']
+
+/**
+ * WebSocket upgrades to LOAD_BALANCER endpoints (`/lb/{id}/...` or host `{id}.{domain}`): authenticated
+ * like HTTP traffic, given a worker by the balancer (the connection holds its slot until it closes), then
+ * bridged message by message between the client and the worker with the `ws` library, close codes and
+ * subprotocol passed along. Upgrades to other paths are left to other listeners.
+ */
+export function registerLbUpgrades(server: Server, deps: LbUpgradeDeps): void {
+  const protocolOf = new WeakMap<IncomingMessage, string>()
+  const wss = new WebSocketServer({ noServer: true, handleProtocols: (_offered, req) => protocolOf.get(req) || false })
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const target = lbTarget(req, deps.domain)
+    if (!target) {
+      if (server.listenerCount('upgrade') === 1) socket.destroy()
+      return
+    }
+    void upgrade(req, socket, head, target).catch((err) => refuse(socket, err))
+  })
+
+  async function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, target: { endpointId: string; path: string }): Promise<void> {
+    const principal = await deps.accounts.authenticate(bearer(req.headers.authorization, false))
+    if (principal.permission === 'RESTRICTED' && !principal.endpointIds.includes(target.endpointId)) {
+      throw new DomainError('forbidden', `this key is restricted to endpoints ${principal.endpointIds.join(', ')}, not ${JSON.stringify(target.endpointId)}`)
+    }
+    const ep = await deps.endpoints.loadBalancer(principal, target.endpointId)
+    const gone = new AbortController()
+    socket.once('close', () => gone.abort())
+    const lease = await deps.balancer.acquire(ep.id, ep.scaling.type === 'REQUEST_COUNT' ? ep.scaling.requestCount : 1, gone.signal)
+    const offered = String(req.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim()).filter(Boolean)
+    const headers = endToEnd(req.headers as Headers, HANDSHAKE) as Record<string, string>
+    const upstream = new WebSocket(`ws://${lease.address.host}:${lease.address.port}${target.path}`, offered, { headers, perMessageDeflate: false })
+    upstream.once('open', () => {
+      if (upstream.protocol) protocolOf.set(req, upstream.protocol)
+      wss.handleUpgrade(req, socket, head, (client) => bridge(client, upstream, lease))
+    })
+    upstream.once('unexpected-response', (_r, res) => {
+      lease.release()
+      refuse(socket, new DomainError('bad_gateway', `worker ${lease.workerId} refused the WebSocket upgrade with HTTP ${res.statusCode}`))
+      res.resume()
+      upstream.terminate()
+    })
+    upstream.once('error', (err) => {
+      if (upstream.readyState === WebSocket.OPEN) return
+      lease.release()
+      refuse(socket, new DomainError('bad_gateway', `worker ${lease.workerId} could not be reached for the WebSocket: ${err.message}`))
+    })
+  }
+}
+
+function bridge(client: WebSocket, upstream: WebSocket, lease: Lease): void {
+  const forward = (to: WebSocket) => (data: RawData, isBinary: boolean) => {
+    if (to.readyState === WebSocket.OPEN) to.send(data, { binary: isBinary })
+  }
+  client.on('message', forward(upstream))
+  upstream.on('message', forward(client))
+  let closed = 0
+  const onClose = (other: WebSocket) => (code: number, reason: Buffer) => {
+    // 1005/1006 (no code, abnormal) may not be sent: the other side gets a normal close.
+    if (other.readyState === WebSocket.OPEN) other.close(code === 1005 || code === 1006 ? 1000 : code, reason)
+    if (++closed === 2) lease.release()
+  }
+  client.once('close', onClose(upstream))
+  upstream.once('close', onClose(client))
+  client.on('error', () => upstream.terminate())
+  upstream.on('error', () => client.terminate())
+}
+
+/** The endpoint and worker path an upgrade request addresses, or null when it is not load-balancer traffic. */
+function lbTarget(req: IncomingMessage, domain: string | undefined): { endpointId: string; path: string } | null {
+  const url = req.url ?? '/'
+  const byHost = domain ? lbHostEndpoint(req.headers.host, domain) : null
+  if (byHost) return { endpointId: byHost, path: url }
+  const m = /^\/lb\/([a-z0-9][a-z0-9-]*)(\/[^]*|\?[^]*)?$/.exec(url)
+  if (!m) return null
+  const rest = m[2] ?? '/'
+  return { endpointId: m[1], path: rest.startsWith('/') ? rest : `/${rest}` }
+}
+
+const STATUS: Partial<Record<DomainError['kind'], number>> = { unauthorized: 401, forbidden: 403, not_found: 404, bad_request: 400, unavailable: 503, bad_gateway: 502, too_many_requests: 429 }
+
+/** Answers a refused upgrade with a problem, on the raw socket (no HTTP response object exists for it). */
+function refuse(socket: Duplex, err: unknown): void {
+  if (!socket.writable) return
+  const status = err instanceof DomainError ? (STATUS[err.kind] ?? 500) : 500
+  const detail = err instanceof DomainError ? err.detail : 'internal error'
+  const body = JSON.stringify({ title: STATUS_CODES[status], status, detail })
+  const extra = err instanceof DomainError && err.headers ? Object.entries(err.headers).map(([k, v]) => `${k}: ${v}\r\n`).join('') : ''
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/problem+json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n${extra}\r\n${body}`)
+}
