@@ -1,0 +1,63 @@
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createEndpoint, endpointBody, waitFinal } from '../helpers/endpoints.js'
+import { openSocket, readAnswer } from '../helpers/raw.js'
+import { startTestServer, type TestServer } from '../helpers/server.js'
+
+const MiB = 1024 * 1024
+
+describe('big bodies: raw input, bounded bytes in flight', () => {
+  let s: TestServer
+  beforeAll(async () => {
+    s = await startTestServer({
+      limits: { bodyBytesInFlight: 64 * MiB },
+      images: { 'test/raw-echo:latest': { command: [process.execPath, join(import.meta.dirname, '..', 'fixtures', 'raw-echo.mjs')] } },
+    })
+  })
+  afterAll(() => s.stop())
+
+  it('hands a job input to the worker byte for byte, never parsed and written again', async () => {
+    const ep = await createEndpoint(s, endpointBody('test/raw-echo:latest', { workers: { min: 0, max: 1, idleTimeout: 60 } }))
+    // Written again by JSON, 9007199254740993 would become ...992, 1.50 would become 1.5 and the spacing would go.
+    const input = '{ "big": 9007199254740993, "f": 1.50, "s": "\\u00e9\u00e9", "nested": {"a": [1, 2.0e3]} }'
+    const res = await fetch(`${s.url}/v2/${ep.id}/run`, { method: 'POST', headers: { authorization: `Bearer ${s.adminKey}`, 'content-type': 'application/json' }, body: `{"input": ${input}, "policy": {"ttl": 60000}}` })
+    expect(res.status).toBe(200)
+    const { id } = (await res.json()) as { id: string }
+    const final = await waitFinal(s, ep.id, id, 30_000)
+    expect(final.status).toBe('COMPLETED')
+    const taken = JSON.parse(final.output as string) as Record<string, unknown>
+    expect(final.output).toContain(`"input":${input}`)
+    expect(taken).toMatchObject({ id, policy: { ttl: 60000 } })
+  })
+
+  it('answers 503 with Retry-After once the request bodies held would pass the configured cap', async () => {
+    const ep = await createEndpoint(s, endpointBody('hangar/echo:latest', { name: 'budget', workers: { min: 0, max: 0, idleTimeout: 60 } }))
+    const head = (bytes: number) => `POST /v2/${ep.id}/runsync HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${s.adminKey}\r\nContent-Type: application/json\r\nContent-Length: ${bytes}\r\n\r\n{"input":`
+    // Three clients announce 19 MiB bodies and send them slowly: 57 of the 64 MiB are held.
+    const slow = await Promise.all([1, 2, 3].map(() => openSocket(s.url)))
+    for (const socket of slow) socket.write(head(19 * MiB))
+    await new Promise((r) => setTimeout(r, 300))
+    const fourth = await openSocket(s.url)
+    const answer = readAnswer(fourth)
+    fourth.write(head(19 * MiB))
+    const a = (await answer)!
+    expect(a.status).toBe(503)
+    expect(a.headers['content-type']).toMatch(/^application\/problem\+json/)
+    expect(a.headers['retry-after']).toBe('2')
+    expect(JSON.parse(a.body).detail).toMatch(/64 MiB limit/)
+    fourth.destroy()
+    // Small requests still fit; once the slow clients go, their budget is free again.
+    expect((await s.api('POST', `/v2/${ep.id}/run`, { input: { small: true } })).status).toBe(200)
+    for (const socket of slow) socket.destroy()
+    const deadline = Date.now() + 10_000
+    let status = 0
+    while (Date.now() < deadline) {
+      const big = await fetch(`${s.url}/v2/${ep.id}/run`, { method: 'POST', headers: { authorization: `Bearer ${s.adminKey}`, 'content-type': 'application/json' }, body: `{"input":{"d":"${'x'.repeat(9 * MiB)}"}}` })
+      status = big.status
+      await big.body?.cancel()
+      if (status === 200) break
+      await new Promise((r) => setTimeout(r, 100))
+    }
+    expect(status).toBe(200)
+  })
+})
