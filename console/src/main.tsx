@@ -1,0 +1,95 @@
+import { render } from 'preact'
+import { LocationProvider, Route, Router, useLocation } from 'preact-iso'
+import { useEffect, useState } from 'preact/hooks'
+import { PAGES } from './pages/index.js'
+import { SignIn } from './pages/SignIn.js'
+import { SessionContext, signIn, signOut, storedKey, type Session } from './session.js'
+import './styles.css'
+
+function NotFound() {
+  return (
+    <section class="page">
+      <h1>Not found</h1>
+      <p>
+        <a href="/console/endpoints">Back to endpoints</a>
+      </p>
+    </section>
+  )
+}
+
+function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void }) {
+  const { path } = useLocation()
+  const [menu, setMenu] = useState(false)
+  const pages = PAGES.filter((p) => !p.admin || session.admin)
+  useEffect(() => setMenu(false), [path])
+  return (
+    <div class="shell">
+      <header class="top">
+        <a class="brand" href="/console/endpoints">
+          Hangar
+        </a>
+        <button class="menu-toggle" type="button" aria-expanded={menu} onClick={() => setMenu(!menu)}>
+          Menu
+        </button>
+        <nav class={menu ? 'nav open' : 'nav'} aria-label="Main">
+          {pages
+            .filter((p) => p.nav)
+            .map((p) => (
+              <a key={p.nav!.href} href={p.nav!.href} class={path.startsWith(p.nav!.href) ? 'active' : ''}>
+                {p.nav!.label}
+              </a>
+            ))}
+          <a href="/docs" target="_blank" rel="noreferrer">
+            API docs
+          </a>
+          <button type="button" class="link" onClick={onSignOut}>
+            Sign out
+          </button>
+        </nav>
+      </header>
+      <main>
+        <Router>
+          {[...pages.flatMap((p) => p.paths.map((path) => <Route key={path} path={path} component={p.component} />)), <Route key="404" default component={NotFound} />]}
+        </Router>
+      </main>
+    </div>
+  )
+}
+
+function App() {
+  const [session, setSession] = useState<Session | null>(null)
+  const [checking, setChecking] = useState(() => storedKey() !== null)
+  const [notice, setNotice] = useState<string | null>(null)
+  // The server stopped accepting the key: back to the sign-in form, saying why.
+  const onRefused = (detail: string) => {
+    signOut()
+    setSession(null)
+    setNotice(detail)
+  }
+  useEffect(() => {
+    // A reload keeps the tab's key: check it again (it may have been revoked) before showing pages.
+    const key = storedKey()
+    if (!key) return
+    signIn(key, onRefused)
+      .then(setSession)
+      .catch(() => signOut())
+      .finally(() => setChecking(false))
+  }, [])
+  if (checking) return <p class="muted center">Signing in…</p>
+  if (!session) return <SignIn onSignedIn={setSession} onRefused={onRefused} notice={notice} />
+  return (
+    <SessionContext.Provider value={session}>
+      <LocationProvider scope="/console">
+        <Shell
+          session={session}
+          onSignOut={() => {
+            signOut()
+            setSession(null)
+          }}
+        />
+      </LocationProvider>
+    </SessionContext.Provider>
+  )
+}
+
+render(<App />, document.getElementById('app')!)

@@ -1,0 +1,18 @@
+import type { FastifyInstance } from 'fastify'
+
+/** Worker-protocol routes: long-polls and heartbeats every few seconds per worker, logged only at debug. */
+const WORKER_PROTOCOL = /^\/v2\/:endpointId\/(job-take|job-take-batch|job-stop|ping|job-done|job-stream)\//
+
+/**
+ * One line per answered request: at info for clients (management API, job operations), at debug for the
+ * worker protocol, whose polling would drown everything else. Fastify's own request logging (two lines per
+ * request, with the whole request object) stays off.
+ */
+export function registerRequestLog(app: FastifyInstance): void {
+  app.addHook('onResponse', (req, reply, done) => {
+    const route = req.routeOptions.url ?? ''
+    const level = WORKER_PROTOCOL.test(route) ? 'debug' : 'info'
+    req.log[level]({ method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, `${req.method} ${req.url.split('?')[0]} ${reply.statusCode}`)
+    done()
+  })
+}

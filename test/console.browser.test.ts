@@ -1,0 +1,198 @@
+import { existsSync, mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { chromium, type Browser, type Page } from 'playwright-core'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { findChromium } from './helpers/chromium.js'
+import { startTestServer, type TestServer } from './helpers/server.js'
+
+const root = fileURLToPath(new URL('..', import.meta.url))
+const built = existsSync(join(root, 'dist/console/index.html'))
+const browserAt = findChromium()
+const skip = browserAt.path === null ? browserAt.reason : !built ? 'the console is not built: run `npm run build` (npm test does)' : null
+if (skip) console.log(`[console browser tests skipped] ${skip}`)
+
+/** Screenshots of each flow, for people to look at (test-results/ is not committed). */
+const shots = join(root, 'test-results/console')
+
+describe.skipIf(skip !== null)('web console in a real browser', () => {
+  let s: TestServer
+  let browser: Browser
+  let page: Page
+  let endpointId = ''
+  const shot = (name: string) => page.screenshot({ path: join(shots, `${name}.png`), fullPage: true })
+
+  beforeAll(async () => {
+    mkdirSync(shots, { recursive: true })
+    s = await startTestServer({ jobs: { pingIntervalMs: 500 } })
+    // Running as root (CI containers) needs --no-sandbox.
+    browser = await chromium.launch({ executablePath: browserAt.path!, args: ['--no-sandbox', '--disable-dev-shm-usage'] })
+    page = await browser.newPage({ viewport: { width: 1280, height: 900 } })
+    page.setDefaultTimeout(20_000)
+  }, 60_000)
+  afterEach(async (ctx) => {
+    // What the browser showed when a flow failed, to see why.
+    if (ctx.task.result?.state === 'fail') await shot(`failed-${ctx.task.name.replace(/\W+/g, '-').slice(0, 60)}`)
+  })
+  afterAll(async () => {
+    await browser?.close()
+    await s?.stop()
+  })
+
+  it('redirects / to the console and signs in with an API key (a wrong key is refused)', async () => {
+    await page.goto(s.url + '/')
+    expect(new URL(page.url()).pathname).toBe('/console/')
+    await page.fill('input[name=apiKey]', 'hk_not-a-real-key-0000000000')
+    await page.click('button[type=submit]')
+    await expect.poll(() => page.textContent('.problem')).toContain('unknown API key')
+    await page.fill('input[name=apiKey]', s.adminKey)
+    await page.click('button[type=submit]')
+    await page.waitForSelector('h1:has-text("Endpoints")')
+    expect(await page.isVisible('nav a:has-text("API keys")')).toBe(true)
+    // The key lives in this tab's session storage, not in a cookie.
+    expect(await page.evaluate(() => sessionStorage.getItem('hangar.apiKey'))).toBe(s.adminKey)
+    expect(await page.context().cookies()).toEqual([])
+    await shot('1-signed-in')
+  })
+
+  it("creates an endpoint from a template, showing the server's validation error beside its field first", async () => {
+    await page.click('a:has-text("New endpoint")')
+    await page.waitForSelector('select[name=templateId] option:has-text("hangar/echo:latest")', { state: 'attached' })
+    // No name: the server answers 422 and the form puts "name: ..." under the Name field.
+    await page.click('button:has-text("Create endpoint")')
+    const nameError = page.locator('[data-field=name] .field-error')
+    await nameError.waitFor()
+    expect(await nameError.textContent()).toMatch(/^name: must NOT have fewer than 1 characters/)
+    await shot('2-validation-error')
+
+    await page.fill('input[name=name]', 'browser-echo')
+    await page.fill('input[name=scalingValue]', '1')
+    await page.click('button:has-text("Create endpoint")')
+    await page.waitForURL(/\/console\/endpoints\/[^/]+\/jobs$/)
+    endpointId = /\/endpoints\/([^/]+)\/jobs/.exec(page.url())![1]
+    const created = await s.api('GET', `/v2/serverless/${endpointId}`)
+    expect(created.body).toMatchObject({ name: 'browser-echo', image: 'hangar/echo:latest', scaling: { type: 'QUEUE_DELAY', queueDelay: 1 } })
+    await shot('3-endpoint-created')
+  })
+
+  it('runs a job and follows it to COMPLETED with its output', async () => {
+    await page.fill('textarea[name=input]', '{"greeting": "hello from the browser"}')
+    await page.click('button:has-text("Run")')
+    await page.waitForSelector('.job .badge:has-text("COMPLETED")', { timeout: 30_000 })
+    expect(await page.textContent('.job .output')).toContain('hello from the browser')
+    await shot('4-job-completed')
+    // The job is in the endpoint's recent requests.
+    await page.click('.tabs a:has-text("Requests")')
+    await page.click('td:has(.badge:has-text("COMPLETED")) >> xpath=.. >> button.link')
+    await page.waitForSelector('.request-output')
+    expect(await page.textContent('.request-output')).toContain('hello from the browser')
+  })
+
+  it("opens a worker's live logs", async () => {
+    await page.click('.tabs a:has-text("Workers")')
+    await page.click('tbody button:has-text("Logs")')
+    await page.waitForSelector('.log div')
+    expect(await page.textContent('.logs h2')).toMatch(/live|ended/)
+    // The history comes first: the process driver's line telling how the worker was started.
+    expect(await page.textContent('.log')).toContain('starting:')
+    await shot('5-worker-logs')
+  })
+
+  it('edits the endpoint, which makes a release listed with its diff', async () => {
+    await page.click('.tabs a:has-text("Edit")')
+    await page.fill('textarea[name=env]', 'GREETING=hi')
+    await page.click('button:has-text("Save changes")')
+    await page.waitForURL(/\/overview$/)
+    await page.click('.tabs a:has-text("Releases")')
+    await page.waitForSelector('td:has-text("env.GREETING")')
+    expect(await page.textContent('tbody tr:first-child')).toContain('env.GREETING: null → "hi"')
+    expect((await s.api('GET', `/v2/serverless/${endpointId}`)).body.env).toEqual({ GREETING: 'hi' })
+  })
+
+  it('creates an API key for an account and shows it once', async () => {
+    await s.api('POST', '/v2/admin/accounts', { name: 'acme' })
+    await page.click('nav a:has-text("API keys")')
+    await page.waitForSelector('select[name=account] option:text-is("acme")', { state: 'attached' })
+    await page.selectOption('select[name=account]', 'acme')
+    await page.click('button:has-text("Create key")')
+    const key = (await page.locator('.notice .secret').textContent())!
+    // The key shown works, and is an ALL key of acme.
+    const r = await s.api('GET', '/v2/serverless', undefined, key)
+    expect(r.status).toBe(200)
+    expect(await page.textContent('tbody')).toContain('acme')
+  })
+
+  it('creates a pod (after a validation error), shows its cost and logs, and stops it', async () => {
+    await page.click('nav a:has-text("Pods")')
+    await page.waitForSelector('h1:has-text("Pods")')
+    await page.fill('input[name=image]', 'hangar/pod:latest')
+    await page.click('button:has-text("Create pod")')
+    await page.locator('[data-field=name] .field-error').waitFor()
+    await page.fill('input[name=name]', 'browser-pod')
+    await page.fill('input[name=ports]', '8080/http')
+    await page.click('button:has-text("Create pod")')
+    const row = page.locator('tbody tr:has-text("browser-pod")')
+    await row.locator('.badge:has-text("RUNNING")').waitFor({ timeout: 30_000 })
+    const pod = ((await s.api('GET', '/v2/pods')).body.pods as Array<{ name: string; cost: number }>).find((p) => p.name === 'browser-pod')!
+    expect(pod.cost).toBeGreaterThan(0)
+    expect(await row.textContent()).toContain(`$${pod.cost.toFixed(3)}/h`)
+    await row.locator('button:has-text("Logs")').click()
+    await page.waitForSelector('.log div:has-text("listening for port 8080")')
+    await shot('7-pod-logs')
+    await row.locator('button:has-text("Stop")').click()
+    await row.locator('.badge:has-text("EXITED")').waitFor({ timeout: 30_000 })
+  })
+
+  it('charts billing per bucket as stacked bars', async () => {
+    await page.click('nav a:has-text("Billing")')
+    await page.waitForSelector('.chart svg')
+    expect(await page.locator('.chart g.bar').count()).toBe(30)
+    expect(await page.textContent('.legend')).toContain('Serverless')
+    await page.selectOption('select[name=bucketSize]', 'hour')
+    await expect.poll(() => page.locator('.chart g.bar').count()).toBe(48)
+    expect(await page.textContent('.total')).toMatch(/^Total \$/)
+    await shot('8-billing')
+  })
+
+  it('fits a phone-width screen', async () => {
+    await page.setViewportSize({ width: 390, height: 844 })
+    await page.click('button:has-text("Menu")')
+    await page.click('nav a:has-text("Endpoints")')
+    await page.waitForSelector('h1:has-text("Endpoints")')
+    expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true)
+    await shot('6-phone-endpoints')
+  })
+
+  it('signs out, saying why, once the key is revoked', async () => {
+    const key = await s.accountKey('revoked-later')
+    const tab = await browser.newPage({ viewport: { width: 1280, height: 900 } })
+    tab.setDefaultTimeout(15_000)
+    try {
+      await tab.goto(s.url + '/console/')
+      await tab.fill('input[name=apiKey]', key)
+      await tab.click('button[type=submit]')
+      await tab.waitForSelector('h1:has-text("Endpoints")')
+      // Not an admin key: no API keys page.
+      expect(await tab.isVisible('nav a:has-text("API keys")')).toBe(false)
+      const keys = (await s.api('GET', '/v2/admin/keys')).body.keys as Array<{ id: string; accountName: string }>
+      await s.api('POST', `/v2/admin/keys/${keys.find((k) => k.accountName === 'revoked-later')!.id}/revoke`)
+      // The next call is refused (revocation clears the server's key cache): back to the sign-in form.
+      await tab.click('nav a:has-text("Templates")')
+      await tab.waitForSelector('input[name=apiKey]', { timeout: 15_000 })
+      expect(await tab.textContent('.problem')).toContain('Signed out: API key was revoked')
+      expect(await tab.evaluate(() => sessionStorage.getItem('hangar.apiKey'))).toBeNull()
+    } finally {
+      await tab.close()
+    }
+  })
+
+  it('deletes the endpoint after confirmation', async () => {
+    await page.setViewportSize({ width: 1280, height: 900 })
+    await page.goto(`${s.url}/console/endpoints/${endpointId}/overview`)
+    page.once('dialog', (d) => void d.accept())
+    await page.click('button:has-text("Delete")')
+    await page.waitForURL(/\/console\/endpoints$/)
+    await page.waitForSelector('.empty')
+    expect((await s.api('GET', `/v2/serverless/${endpointId}`)).status).toBe(404)
+  })
+})
