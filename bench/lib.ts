@@ -176,6 +176,7 @@ export function benchImages(): Record<string, { command: string[]; env?: Record<
   return {
     'bench/noop:latest': { command: worker('noop') },
     'bench/idle:latest': { command: worker('idle') },
+    'bench/echo:latest': { command: worker('echo'), env: { HANGAR_BENCH_CONCURRENCY: '8' } },
   }
 }
 

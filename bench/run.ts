@@ -1,12 +1,17 @@
 import { appendFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { commit, machine, ROOT, type BenchContext, type Row } from './lib.js'
+import { bigBodies } from './workloads/bigBodies.js'
+import { billing } from './workloads/billing.js'
 import { bullmqThroughput } from './workloads/bullmq.js'
 import { coldStart } from './workloads/coldStart.js'
+import { containers } from './workloads/containers.js'
 import { flashBoot } from './workloads/flashBoot.js'
 import { hangarThroughput } from './workloads/jobThroughput.js'
 import { limitOverhead } from './workloads/limitOverhead.js'
+import { loadBalancerBench } from './workloads/loadBalancer.js'
 import { managementApi } from './workloads/managementApi.js'
+import { pods } from './workloads/pods.js'
 import { runsyncLatency } from './workloads/runsync.js'
 import { scale } from './workloads/scale.js'
 
@@ -21,6 +26,11 @@ const WORKLOADS: Record<string, (ctx: BenchContext) => Promise<Row[]>> = {
   '6': managementApi,
   '7': scale,
   '8': limitOverhead,
+  '9': containers,
+  '10': bigBodies,
+  pods,
+  billing,
+  lb: loadBalancerBench,
 }
 
 async function main() {

@@ -3,8 +3,12 @@ import { resolve } from 'node:path'
 import { Type, type Static } from 'typebox'
 import { Value } from 'typebox/value'
 import { CatalogConfig, FleetConfig } from './catalog/config.js'
+import { LimitsConfig } from './api/limitsConfig.js'
+import { EngineSetting } from './runtime/docker/EngineConfig.js'
 import { ImagesConfig } from './runtime/images.js'
+import { BillingConfig } from './services/billingConfig.js'
 import { JobsConfig } from './services/jobsConfig.js'
+import { LoadBalancerConfig } from './services/loadBalancerConfig.js'
 
 /**
  * Everything Hangar can be configured with. Sources, later wins: defaults, the JSON config file,
@@ -22,14 +26,39 @@ export const Config = Type.Object(
     logLevel: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
       { default: 'info' },
     ),
+    /**
+     * Refuse to start while another Hangar uses the data dir (`<dataDir>/hangar.lock`). Off only where two
+     * processes must share one SQLite file on purpose (a test of shared rate limits): both then run workers
+     * and an autoscaler over the same database.
+     */
+    lockDataDir: Type.Boolean({ default: true }),
+    /** `auto`: readable lines on a terminal, JSON otherwise; `json` or `pretty` force one. */
+    logFormat: Type.Enum(['auto', 'json', 'pretty'], { default: 'auto' }),
     /** Largest management request body, bytes. */
     bodyLimit: Type.Integer({ minimum: 1024, default: 1024 * 1024 }),
+    /** Deadlines for slow clients, JSON depth, request-body bytes held at once. */
+    limits: LimitsConfig,
     catalog: CatalogConfig,
     fleet: FleetConfig,
     /** Timings of jobs, workers and webhooks. */
     jobs: JobsConfig,
+    /** LOAD_BALANCER endpoints: host-based addressing, proxy limits, health checks. */
+    loadBalancer: LoadBalancerConfig,
     /** Image reference -> local command, for running endpoints' images as local processes. */
     images: ImagesConfig,
+    /**
+     * This machine's Docker or Podman engine (`"unix:///var/run/docker.sock"`): its workers then run as
+     * containers of their endpoint's image instead of local processes. Hosts listed in `fleet.hosts` name their own.
+     */
+    engine: Type.Optional(EngineSetting),
+    /** Base URL workers reach the control plane at; the address it listens on when unset. */
+    workerUrl: Type.Optional(Type.String({ pattern: '^https?://' })),
+    /** How often each container engine is pinged, ms; one that does not answer marks its host down until it does. */
+    enginePingIntervalMs: Type.Integer({ minimum: 50, default: 2_000 }),
+    /** Storage prices and the usage ledger's timing (GPU and CPU prices are the catalog's). */
+    billing: BillingConfig,
+    /** Bearer token Prometheus sends to scrape /metrics; admin keys are accepted too. */
+    metricsToken: Type.Optional(Type.String({ minLength: 16 })),
     /** Redis for rate-limit counters shared by several control-plane replicas; in memory when unset. */
     redisUrl: Type.Optional(Type.String({ pattern: '^rediss?://' })),
     rateLimits: Type.Object(
@@ -74,7 +103,11 @@ const ENV: Record<string, keyof Config> = {
   HANGAR_PUBLIC_URL: 'publicUrl',
   HANGAR_ADMIN_API_KEY: 'adminApiKey',
   HANGAR_LOG_LEVEL: 'logLevel',
+  HANGAR_LOG_FORMAT: 'logFormat',
   HANGAR_REDIS_URL: 'redisUrl',
+  HANGAR_ENGINE: 'engine',
+  HANGAR_WORKER_URL: 'workerUrl',
+  HANGAR_METRICS_TOKEN: 'metricsToken',
 }
 
 /** Parses and validates the configuration once; throws with every problem listed. */
@@ -88,22 +121,44 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
       throw new Error(`config file ${file}: ${(err as Error).message}`)
     }
   }
+  // Where each top-level field came from, so that an error names what the user actually set.
+  const origin: Record<string, string> = {}
+  if (file) for (const key of Object.keys(raw)) origin[key] = `${file}: ${key}`
   for (const [name, key] of Object.entries(ENV)) {
     const v = env[name]
-    if (v !== undefined && v !== '') raw[key] = key === 'port' ? Number(v) : v
+    if (v !== undefined && v !== '') {
+      raw[key] = key === 'port' ? Number(v) : v
+      origin[key] = name
+    }
   }
-  if (flags.host !== undefined) raw.host = flags.host
-  if (flags.port !== undefined) raw.port = flags.port
-  if (flags.dataDir !== undefined) raw.dataDir = flags.dataDir
+  if (env.HANGAR_LB_DOMAIN) {
+    raw.loadBalancer = { ...(raw.loadBalancer as object | undefined), domain: env.HANGAR_LB_DOMAIN }
+    origin.loadBalancer = 'HANGAR_LB_DOMAIN'
+  }
+  const flag = (key: keyof Config, name: string, v: unknown) => {
+    if (v === undefined) return
+    raw[key] = v
+    origin[key] = name
+  }
+  flag('host', '--host', flags.host)
+  flag('port', '--port', flags.port)
+  flag('dataDir', '--data-dir', flags.dataDir)
   Object.assign(raw, overrides)
-  return parseConfig(raw)
+  return parseConfig(raw, origin)
 }
 
-/** Validates a raw configuration object and fills in defaults. */
-export function parseConfig(raw: unknown): Config {
+/**
+ * Validates a raw configuration object and fills in defaults. `origin` names where top-level fields came
+ * from (`HANGAR_ADMIN_API_KEY`, `--port`, `config.json: port`), for the error message.
+ */
+export function parseConfig(raw: unknown, origin: Record<string, string> = {}): Config {
   const withDefaults = Value.Default(Config, structuredClone(raw ?? {}))
   if (!Value.Check(Config, withDefaults)) {
-    const problems = [...Value.Errors(Config, withDefaults)].map((e) => `${e.instancePath || '/'}: ${e.message}`)
+    const problems = [...Value.Errors(Config, withDefaults)].map((e) => {
+      const top = e.instancePath.split('/')[1]
+      const from = top !== undefined ? origin[top] : undefined
+      return `${from ? `${from} (${e.instancePath})` : e.instancePath || '/'}: ${e.message}`
+    })
     throw new Error(`invalid configuration:\n  ${problems.join('\n  ')}`)
   }
   const config = withDefaults as Config

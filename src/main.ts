@@ -1,7 +1,10 @@
-import { chmodSync, mkdirSync, writeFileSync } from 'node:fs'
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import pino from 'pino'
 import { buildApp, type App } from './api/app.js'
+import { DataDirLock } from './DataDirLock.js'
+import { createLogger } from './logger.js'
 import { trackConnections } from './api/drain.js'
 import { CatalogService } from './catalog/CatalogService.js'
 import { detectMachine } from './catalog/detect.js'
@@ -12,6 +15,10 @@ import { MemoryCounterStore } from './ratelimit/MemoryCounterStore.js'
 import { RateLimiter } from './ratelimit/RateLimiter.js'
 import { RedisCounterStore } from './ratelimit/RedisCounterStore.js'
 import { AccountService } from './services/AccountService.js'
+import { BillingService } from './services/BillingService.js'
+import { UsageMeter } from './services/UsageMeter.js'
+import { podUsage, volumeUsage } from './services/usageSubjects.js'
+import { PriceBook } from './domain/billing/PriceBook.js'
 import { NetworkVolumeService } from './services/NetworkVolumeService.js'
 import { RegistryService } from './services/RegistryService.js'
 import { SecretBox } from './services/SecretBox.js'
@@ -21,16 +28,28 @@ import { EndpointService } from './services/EndpointService.js'
 import { Autoscaler } from './autoscaler/Autoscaler.js'
 import { JobEvents } from './services/JobEvents.js'
 import { JobLifecycle } from './services/JobLifecycle.js'
-import { JobService } from './services/JobService.js'
+import { JobService, type WorkerHealth } from './services/JobService.js'
 import { JobSweeper } from './services/JobSweeper.js'
+import { OpenAiService } from './services/OpenAiService.js'
+import { HealthPoller } from './services/HealthPoller.js'
+import { LoadBalancer } from './services/LoadBalancer.js'
 import { silentLog, type Log } from './services/log.js'
 import { WebhookDispatcher } from './services/WebhookDispatcher.js'
 import { WorkerJobService } from './services/WorkerJobService.js'
 import { WorkerService } from './services/WorkerService.js'
-import { ProcessDriver } from './runtime/process/ProcessDriver.js'
-import type { RuntimeDriver } from './runtime/RuntimeDriver.js'
+import { buildRuntime, hostEngines } from './runtime/buildRuntime.js'
+import { HostMonitor } from './services/HostMonitor.js'
+import { PodEvents } from './services/PodEvents.js'
+import { PodService } from './services/PodService.js'
+import { ClusterService } from './services/ClusterService.js'
+import { PromMetrics } from './metrics/PromMetrics.js'
 import { SqliteStore } from './store/sqlite/SqliteStore.js'
+import { installationId } from './installationId.js'
+import { pullAuth } from './services/pullAuth.js'
 import type { Store } from './store/Store.js'
+
+/** The web console's build output: dist/console beside both src/ and dist/ (vite writes it, see console/). */
+const CONSOLE_DIR = fileURLToPath(new URL('../dist/console', import.meta.url))
 
 /** A running control plane. */
 export interface Hangar {
@@ -48,7 +67,15 @@ export interface Hangar {
   /** Deadline checks; `sweep()` runs one now (tests move their clock, then sweep). */
   readonly sweeper: JobSweeper
   readonly scaler: Autoscaler
+  /** Engine pings; `check()` runs one round now. */
+  readonly hostMonitor: HostMonitor
   readonly webhooks: WebhookDispatcher
+  readonly pods: PodService
+  /** Pod lifecycle transitions (billing meters pods from these). */
+  readonly podEvents: PodEvents
+  /** Writes the usage ledger; `flush()` waits for what is queued (tests read billing after it). */
+  readonly meter: UsageMeter
+  readonly billing: BillingService
   /** Stops accepting requests, finishes those in flight, then closes the store. */
   stop(): Promise<void>
 }
@@ -59,25 +86,24 @@ export interface StartOptions {
   logger?: pino.Logger | false
   /** Adds routes or hooks before the server listens (embedders, and tests of error handling). */
   configureApp?: (app: App) => void | Promise<void>
+  /** Pod transitions go here (a caller that meters pods subscribes before the restart's recovery). */
+  podEvents?: PodEvents
 }
 
 /** The composition root: config -> store -> services -> api, then listen. */
 export async function startHangar(config: Config, opts: StartOptions = {}): Promise<Hangar> {
   const clock = opts.clock ?? systemClock
-  const logger = opts.logger ?? (config.logLevel === 'silent' ? false : pino({ level: config.logLevel }))
-  mkdirSync(config.dataDir, { recursive: true })
+  const logger = opts.logger ?? (config.logLevel === 'silent' ? false : await createLogger(config.logLevel, config.logFormat))
+  // Only this user may read the data dir (keys, sealed secrets, jobs' input and output).
+  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
+  chmodSync(config.dataDir, 0o700)
+  // One server per data dir: a second would run its own autoscaler over the same database.
+  const lock = config.lockDataDir ? DataDirLock.acquire(config.dataDir) : null
+  const dbFile = join(config.dataDir, 'hangar.db')
+  privateFiles(dbFile)
 
-  const store = new SqliteStore(join(config.dataDir, 'hangar.db'))
+  const store = new SqliteStore(dbFile)
   const accounts = new AccountService({ store, clock })
-  const adminKey = await accounts.bootstrap(config.adminApiKey)
-  let adminKeyFile: string | null = null
-  if (adminKey && !config.adminApiKey) {
-    adminKeyFile = join(config.dataDir, 'admin-key')
-    writeFileSync(adminKeyFile, adminKey + '\n', { mode: 0o600 })
-    chmodSync(adminKeyFile, 0o600)
-  } else if (!config.adminApiKey) {
-    adminKeyFile = join(config.dataDir, 'admin-key')
-  }
 
   // Counters live in Redis when several replicas must share one budget, else in this process.
   const counters: CounterStore = config.redisUrl ? new RedisCounterStore(config.redisUrl) : new MemoryCounterStore()
@@ -91,33 +117,64 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
 
   const machine = await detectMachine(config.fleet.detectGpus)
   const catalog = new CatalogService(config.catalog, config.fleet, machine)
-  // Registry credentials are sealed with a key kept beside (not inside) the database.
-  const registries = new RegistryService({ store, clock, secrets: SecretBox.open(join(config.dataDir, 'secret.key')) })
+  // Registry credentials and jobs' S3 secrets are sealed with a key kept beside (not inside) the database.
+  const secrets = SecretBox.open(join(config.dataDir, 'secret.key'))
+  const registries = new RegistryService({ store, clock, secrets })
   const templates = new TemplateService({ store, clock, registries })
-  const networkVolumes = new NetworkVolumeService({ store, clock, catalog, volumesDir: join(config.dataDir, 'volumes') })
+  const log: Log = logger || silentLog
+  // Billing: prices from the catalog (GPU, CPU) and the config (storage); the meter writes the ledger.
+  const prices = new PriceBook({ gpu: (id) => catalog.gpuType(id)?.price, cpu: (id) => catalog.cpuFlavor(id)?.price }, config.billing.prices)
+  const meter = new UsageMeter({ store, clock, prices, log, checkpointMs: config.billing.checkpointMs })
+  const billing = new BillingService({ store, clock })
+  const networkVolumes = new NetworkVolumeService({ store, clock, catalog, volumesDir: join(config.dataDir, 'volumes'), meter })
   const sshKeys = new SshKeyService({ store, clock })
 
   let url = ''
-  const endpoints = new EndpointService({ store, catalog, clock, templates, registries, networkVolumes, publicUrl: () => url, workerVersions: async (id) => workers.versions(id) })
+  const endpoints = new EndpointService({ store, catalog, clock, templates, registries, networkVolumes, publicUrl: () => url, lbDomain: config.loadBalancer.domain, workerVersions: async (id) => workers.versions(id) })
 
   // Jobs. The lifecycle is the only writer of job states; events wake waiting requests.
-  const log: Log = logger || silentLog
+  // Gauges are read when scraped: job tallies of every endpoint, workers by the status users see.
+  const metrics: PromMetrics = new PromMetrics({
+    now: () => clock.now(),
+    jobCounts: async () => Promise.all((await store.endpoints.listAll()).map(async (e) => ({ endpointId: e.id, ...(await store.jobs.counts(e.id)) }))),
+    workerCounts: () => workers.endpointsWithWorkers().map((endpointId: string) => ({ endpointId, byStatus: workerCountsOf(workers.health(endpointId)) })),
+  })
   const events = new JobEvents()
-  const webhooks = new WebhookDispatcher({ store, clock, log, retryDelayMs: config.jobs.webhookRetryDelayMs, timeoutMs: config.jobs.webhookTimeoutMs })
-  const lifecycle = new JobLifecycle({ store, clock, events, webhooks })
-  // Workers are local processes; another RuntimeDriver (Docker, Kubernetes) would be chosen here.
-  const runtime: RuntimeDriver = new ProcessDriver()
-  // Workers run on this machine and call the control plane on its local address, whatever publicUrl says.
-  let workerUrl = ''
-  const workers = new WorkerService({ store, clock, runtime, catalog, lifecycle, events, config: config.jobs, images: config.images, dataDir: config.dataDir, baseUrl: () => workerUrl, log, hostEnv: workerHostEnv(), waiting: (id) => scaler.waiting(id) })
+  const webhooks = new WebhookDispatcher({ store, clock, log, retryDelayMs: config.jobs.webhookRetryDelayMs, timeoutMs: config.jobs.webhookTimeoutMs, metrics })
+  const lifecycle = new JobLifecycle({ store, clock, events, webhooks, metrics })
+  // Workers are local processes, or containers on hosts that name a Docker/Podman engine.
+  const engines = hostEngines(config)
+  const runtime = buildRuntime(config, workerHostEnv())
+  // Workers call the control plane at workerUrl, or on its local address (whatever publicUrl says); a
+  // host's engine may say how its containers reach it. Known before listen unless the port is 0, so
+  // workers of a previous run can be adopted.
+  let workerUrl = config.workerUrl ?? (config.port === 0 ? '' : publicBaseUrl({ ...config, publicUrl: undefined }, config.port))
+  const workerUrlOf = (hostId: string) => engines.get(hostId)?.controlPlaneUrl ?? workerUrl
+  const workers = new WorkerService({ store, clock, runtime, catalog, lifecycle, events, config: config.jobs, dataDir: config.dataDir, installationId: installationId(config.dataDir), baseUrl: workerUrlOf, runtimeOf: (hostId) => runtime.runtimeOf(hostId), log, pullAuth: (ep) => pullAuth(registries, ep), waiting: (id) => scaler.waiting(id), metrics, lbHealth: (id) => health.health(id), lbDrainMs: config.loadBalancer.requestTimeoutMs, meter })
+  // LOAD_BALANCER endpoints: health checks make workers ready; the balancer hands requests to ready ones
+  // and tells the scaler when requests wait.
+  const health: HealthPoller = new HealthPoller({ workers, config: config.loadBalancer, log, onChecked: (id, h) => h === 'READY' && balancer.dispatch(id) })
+  const balancer: LoadBalancer = new LoadBalancer({ workers, health: (id) => health.health(id), onWaiting: () => scaler.poke(), coldStartTimeoutMs: config.loadBalancer.coldStartTimeoutMs })
   // Before anyone can call: workers of a previous run are stopped and their jobs requeued.
   await workers.recover()
-  const jobs = new JobService({ store, clock, events, lifecycle, workerHealth: (id) => workers.health(id), waitingReason: (job) => scaler.waitingReason(job.endpointId, job.lowPriority)?.message, streamWaitMs: config.jobs.streamWaitMs })
-  const workerJobs = new WorkerJobService({ store, clock, events, lifecycle, workers, takeWaitMs: config.jobs.takeWaitMs })
+  // Pods outlive the control plane: those of the previous run are adopted (or started again), before
+  // anyone can call and before the autoscaler places workers on the capacity they hold.
+  const podEvents = opts.podEvents ?? new PodEvents()
+  const pods = new PodService({ store, clock, catalog, runtime, templates, registries, networkVolumes, sshKeys, events: podEvents, log, dataDir: config.dataDir, stopGraceMs: config.jobs.stopGraceMs, installationId: installationId(config.dataDir) })
+  await pods.recover()
+  const clusters = new ClusterService({ store, clock, catalog, pods, networkVolumes, sshKeys })
+  // Then the ledger, from what really exists after both recoveries: volumes, pods (compute only when
+  // adopted RUNNING); whatever ended with the previous run (workers, dead pods) is closed.
+  const podsNow = (await store.pods.list({ includeClusterPods: true })).map((p) => podUsage(prices, p))
+  await meter.recover([...(await networkVolumes.all()).flatMap((v) => volumeUsage(prices, v)), ...podsNow.flatMap((u) => [...u.compute, ...u.disk])])
+  podEvents.on((t) => meter.podTransition(t))
+  const jobs = new JobService({ store, clock, events, lifecycle, workerHealth: (id) => workers.health(id), waitingReason: (job) => scaler.waitingReason(job.endpointId, job.lowPriority)?.message, streamWaitMs: config.jobs.streamWaitMs, secrets })
+  const workerJobs = new WorkerJobService({ store, clock, events, lifecycle, workers, takeWaitMs: config.jobs.takeWaitMs, secrets })
   const sweeper = new JobSweeper({ store, clock, lifecycle, workers, log, intervalMs: config.jobs.sweepIntervalMs })
-  const scaler: Autoscaler = new Autoscaler({ store, workers, events, log, clock, config: config.jobs })
+  const hostMonitor = new HostMonitor({ hosts: runtime.engineHosts(), runtime, fleet: catalog.fleet, workers, log, intervalMs: config.enginePingIntervalMs })
+  const scaler: Autoscaler = new Autoscaler({ store, workers, events, log, clock, config: config.jobs, loadBalancer: balancer })
 
-  const app = await buildApp({ logger: logger || false, bodyLimit: config.bodyLimit, accounts, catalog, templates, endpoints, registries, networkVolumes, sshKeys, rateLimiter, jobs, workerJobs, workers, publicUrl: () => url })
+  const app = await buildApp({ logger: logger || false, bodyLimit: config.bodyLimit, limits: config.limits, accounts, catalog, templates, endpoints, registries, networkVolumes, sshKeys, rateLimiter, jobs, openai: new OpenAiService(jobs), workerJobs, workers, pods, clusters, balancer, billing, loadBalancer: config.loadBalancer, publicUrl: () => url, metrics, metricsToken: config.metricsToken, consoleDir: CONSOLE_DIR })
   await opts.configureApp?.(app)
   const connections = trackConnections(app.server)
   try {
@@ -125,17 +182,32 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   } catch (err) {
     await counters.close()
     await store.close()
+    lock?.release()
     throw err
+  }
+  // The admin key is made only once the server listens: a start that fails (port in use) creates no key
+  // that would never be shown.
+  const adminKey = await accounts.bootstrap(config.adminApiKey)
+  let adminKeyFile: string | null = null
+  if (adminKey && !config.adminApiKey) {
+    adminKeyFile = join(config.dataDir, 'admin-key')
+    writeFileSync(adminKeyFile, adminKey + '\n', { mode: 0o600 })
+    chmodSync(adminKeyFile, 0o600)
+  } else if (!config.adminApiKey) {
+    adminKeyFile = join(config.dataDir, 'admin-key')
   }
   const address = app.server.address()
   const port = typeof address === 'object' && address ? address.port : config.port
   url = publicBaseUrl(config, port)
-  workerUrl = publicBaseUrl({ ...config, publicUrl: undefined }, port)
+  workerUrl = config.workerUrl ?? publicBaseUrl({ ...config, publicUrl: undefined }, port)
   // Started after listen (a deviation from store -> runtime -> services -> scaler order): workers must
   // be given the bound address, unknown before with port 0.
   sweeper.start()
   webhooks.start()
   scaler.start()
+  hostMonitor.start()
+  health.start()
+  meter.start()
 
   let stopping: Promise<void> | undefined
   return {
@@ -150,11 +222,18 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
     sweeper,
     scaler,
     webhooks,
+    hostMonitor,
+    pods,
+    podEvents,
+    meter,
+    billing,
     stop: () =>
       (stopping ??= (async () => {
         // Release long-polls (job-take, runsync, stream) so closing the server does not wait them out,
         // then close the server (it finishes requests in flight).
         events.close()
+        // Requests waiting for a load-balancing worker get a 503 now rather than after the cold-start limit.
+        balancer.close()
         // Connections serving no request are closed as they appear, so close() waits only for requests.
         connections.closeUnused()
         const sweepIdle = setInterval(() => connections.closeUnused(), 50)
@@ -166,12 +245,34 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
         // No new decisions, then stop the workers (SIGTERM, SIGKILL after the grace period); their running
         // jobs go back to the queue for the next start. Webhook attempts in flight finish; pending ones
         // stay recorded and resume at the next start. The store goes last: everything above writes to it.
+        await hostMonitor.stop()
         await scaler.stop()
         await sweeper.stop()
         await workers.stopAll('the control plane is stopping')
+        await health.stop()
+        // Pods keep running: the next start adopts them.
+        await pods.detach()
+        // After the workers: their last intervals close, then a final note of when the control plane stopped.
+        await meter.stop()
         await webhooks.stop()
         await counters.close()
         await store.close()
+        lock?.release()
       })()),
   }
+}
+
+/**
+ * Makes the database file and its companions owner-only (0600). SQLite creates its -wal and -shm files with
+ * the database file's permissions, so creating that file 0600 before SQLite opens it covers them too;
+ * files of an older data dir are tightened in place.
+ */
+function privateFiles(dbFile: string): void {
+  if (!existsSync(dbFile)) closeSync(openSync(dbFile, 'a', 0o600))
+  for (const f of [dbFile, `${dbFile}-wal`, `${dbFile}-shm`, `${dbFile}-journal`]) if (existsSync(f)) chmodSync(f, 0o600)
+}
+
+/** /health's worker counters under the status names GET .../workers uses (`ready` is idle + running, not a status). */
+function workerCountsOf(h: WorkerHealth): Record<string, number> {
+  return { RUNNING: h.running, IDLE: h.idle, INITIALIZING: h.initializing, THROTTLED: h.throttled, UNHEALTHY: h.unhealthy }
 }

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ManualClock } from './helpers/clock.js'
+import { createEndpoint, endpointBody } from './helpers/endpoints.js'
 import { startTestServer, type TestServer } from './helpers/server.js'
 
 describe('authentication and permissions', () => {
@@ -89,8 +90,24 @@ describe('authentication and permissions', () => {
     expect(r2.status).toBe(400)
   })
 
+  it('refuses RESTRICTED keys naming endpoints that do not exist or belong to another account, naming each id', async () => {
+    const own = await createEndpoint(s, endpointBody('hangar/echo:latest', { workers: { min: 0, max: 0 } }), await s.accountKey('limits-co'))
+    const foreign = await createEndpoint(s, endpointBody('hangar/echo:latest', { workers: { min: 0, max: 0 } }), await s.accountKey('other-co'))
+    const r = await s.api('POST', '/v2/admin/keys', { account: 'limits-co', permission: 'RESTRICTED', endpointIds: [own.id, 'doesnotexist', foreign.id] })
+    expect(r.status).toBe(400)
+    expect(r.body.errors).toEqual([
+      'endpointIds[1]: "doesnotexist" is not an endpoint of account "limits-co"; see /v2/serverless',
+      `endpointIds[2]: ${JSON.stringify(foreign.id)} is not an endpoint of account "limits-co"; see /v2/serverless`,
+    ])
+    const one = await s.api('POST', '/v2/admin/keys', { account: 'limits-co', permission: 'RESTRICTED', endpointIds: ['doesnotexist'] })
+    expect(one.body.detail).toBe('endpointIds[0]: "doesnotexist" is not an endpoint of account "limits-co"; see /v2/serverless')
+    const ok = await s.api('POST', '/v2/admin/keys', { account: 'limits-co', permission: 'RESTRICTED', endpointIds: [own.id] })
+    expect(ok.status).toBe(201)
+  })
+
   it('lets a RESTRICTED key read the catalog but not admin routes', async () => {
-    const key = await s.accountKey('restricted-reader', 'RESTRICTED', ['ep_unknown'])
+    const ep = await createEndpoint(s, endpointBody('hangar/echo:latest', { workers: { min: 0, max: 0 } }), await s.accountKey('restricted-reader'))
+    const key = await s.accountKey('restricted-reader', 'RESTRICTED', [ep.id])
     expect((await s.api('GET', '/v2/catalog/gpus', undefined, key)).status).toBe(200)
     expect((await s.api('GET', '/v2/admin/keys', undefined, key)).status).toBe(403)
   })

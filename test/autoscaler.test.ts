@@ -1,5 +1,6 @@
 import pino from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { pidOf } from './helpers/runtime.js'
 import { createEndpoint, endpointBody, jobCall, waitFinal } from './helpers/endpoints.js'
 import { startTestServer, type TestServer } from './helpers/server.js'
 import { until } from './helpers/until.js'
@@ -62,7 +63,7 @@ describe('the autoscaler', () => {
     expect(parked.parked[0]).toMatchObject({ id: cold.workerId, status: 'PARKED', parkedUntil: expect.any(String), jobsDone: 1 })
     expect(parked.summary).toMatchObject({ total: 0, parked: 1, idle: 0 })
     const record = (await s.hangar.store.workers.get(cold.workerId))!
-    expect(() => process.kill(record.pid!, 0)).not.toThrow()
+    expect(() => process.kill(pidOf(record.runtimeRef), 0)).not.toThrow()
 
     // A parked worker takes no job: lowPriority jobs never scale up, so this one waits.
     const low = (await jobCall(s, 'POST', `/v2/${ep}/run`, { input: { low: true }, policy: { lowPriority: true } })).body.id
@@ -74,7 +75,7 @@ describe('the autoscaler', () => {
     expect(warm).toMatchObject({ status: 'COMPLETED', workerId: cold.workerId })
     expect(warm.delayTime).toBeLessThan(cold.delayTime)
     expect((await waitFinal(s, ep, low)).status).toBe('COMPLETED')
-    expect((await s.hangar.store.workers.get(cold.workerId))!.pid).toBe(record.pid)
+    expect((await s.hangar.store.workers.get(cold.workerId))!.runtimeRef).toBe(record.runtimeRef)
     expect(logLines.some((l) => l.msg === 'parked worker reused' && l.workerId === cold.workerId)).toBe(true)
   }, 30_000)
 

@@ -1,26 +1,12 @@
 import Database from 'better-sqlite3'
-import { spawn, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
+import { serveWithConfig } from './helpers/process.js'
+import { pidOf } from './helpers/runtime.js'
 
-const ROOT = join(import.meta.dirname, '..')
-
-/** Starts `hangar serve` as its own process and resolves with its URL once it listens. */
-function serve(dataDir: string, configFile: string): Promise<{ proc: ChildProcess; url: string }> {
-  const proc = spawn(process.execPath, [join(ROOT, 'bin', 'hangar.js'), 'serve', '--data-dir', dataDir, '--config', configFile], { stdio: ['ignore', 'pipe', 'pipe'] })
-  return new Promise((resolve, reject) => {
-    let out = ''
-    proc.stdout!.on('data', (c) => {
-      out += c
-      const m = /listening on (\S+)/.exec(out)
-      if (m) resolve({ proc, url: m[1] })
-    })
-    proc.stderr!.on('data', (c) => (out += c))
-    proc.once('exit', (code) => reject(new Error(`hangar exited (${code}) before listening:\n${out}`)))
-  })
-}
 
 /** True while the process runs (a zombie, dead but not yet reaped by its new parent, counts as gone). */
 const alive = (pid: number) => {
@@ -50,7 +36,7 @@ describe('a control plane killed with SIGKILL under load', () => {
 
   it('loses no accepted job or result, and stops the orphaned workers on restart', async () => {
     writeFileSync(configFile, JSON.stringify({ host: '127.0.0.1', port: 0, logLevel: 'silent', fleet: { detectGpus: false }, jobs: { pingIntervalMs: 500 } }))
-    const first = await serve(dataDir, configFile)
+    const first = await serveWithConfig(dataDir, configFile)
     procs.push(first.proc)
     const key = readFileSync(join(dataDir, 'admin-key'), 'utf8').trim()
     const call = async (url: string, path: string, method = 'GET', body?: unknown) => {
@@ -85,14 +71,14 @@ describe('a control plane killed with SIGKILL under load', () => {
     expect(accepted.length).toBeGreaterThanOrEqual(20)
 
     const db = new Database(join(dataDir, 'hangar.db'), { readonly: true })
-    const orphans = (db.prepare(`SELECT pid FROM workers WHERE state NOT IN ('EXITED', 'FAILED') AND pid IS NOT NULL`).all() as Array<{ pid: number }>).map((r) => r.pid)
+    const orphans = (db.prepare(`SELECT runtime_ref FROM workers WHERE state NOT IN ('EXITED', 'FAILED') AND runtime_ref IS NOT NULL`).all() as Array<{ runtime_ref: string }>).map((r) => pidOf(r.runtime_ref))
     const states = db.prepare(`SELECT status, count(*) AS n FROM jobs GROUP BY status`).all()
     db.close()
     expect(orphans.length).toBeGreaterThan(0)
     expect(orphans.every(alive)).toBe(true)
     expect(states.length).toBeGreaterThan(0)
 
-    const second = await serve(dataDir, configFile)
+    const second = await serveWithConfig(dataDir, configFile)
     procs.push(second.proc)
     expect(await gone(orphans)).toEqual([])
     for (const id of accepted) {
@@ -104,7 +90,7 @@ describe('a control plane killed with SIGKILL under load', () => {
 
     // A graceful stop leaves no worker behind.
     const db2 = new Database(join(dataDir, 'hangar.db'), { readonly: true })
-    const workers2 = (db2.prepare(`SELECT pid FROM workers WHERE state NOT IN ('EXITED', 'FAILED') AND pid IS NOT NULL`).all() as Array<{ pid: number }>).map((r) => r.pid)
+    const workers2 = (db2.prepare(`SELECT runtime_ref FROM workers WHERE state NOT IN ('EXITED', 'FAILED') AND runtime_ref IS NOT NULL`).all() as Array<{ runtime_ref: string }>).map((r) => pidOf(r.runtime_ref))
     db2.close()
     second.proc.kill('SIGTERM')
     await new Promise((r) => second.proc.once('exit', r))

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { pidOf } from './helpers/runtime.js'
 import { createEndpoint, endpointBody, jobCall } from './helpers/endpoints.js'
 import { startTestServer, type TestServer } from './helpers/server.js'
 import { until } from './helpers/until.js'
@@ -58,7 +59,7 @@ describe('crash-looping and never-ready workers', () => {
       return recent.length >= 2 ? recent.reverse() : undefined
     }, 15_000, 'a replacement worker')
     expect(records[0]).toMatchObject({ state: 'FAILED', lastError: `worker ${records[0].id} did not call in within 1000 ms of starting` })
-    expect(() => process.kill(records[0].pid!, 0)).toThrow()
+    expect(() => process.kill(pidOf(records[0].runtimeRef), 0)).toThrow()
     expect((await jobCall(s, 'GET', `/v2/${ep}/status/${job}`)).body.status).toBe('IN_QUEUE')
     await jobCall(s, 'POST', `/v2/${ep}/cancel/${job}`)
   }, 30_000)

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { pidOf } from './helpers/runtime.js'
 import { createEndpoint, endpointBody, jobCall, waitFinal } from './helpers/endpoints.js'
 import { startTestServer, type TestServer } from './helpers/server.js'
 
@@ -31,7 +32,7 @@ describe('worker faults', () => {
     const records = await s.hangar.store.workers.listRecent(ep, 10)
     const lost = records.find((w) => w.state === 'FAILED')!
     expect(lost.lastError).toMatch(/sent no heartbeat for \d+ ms \(3 intervals of 200 ms\)/)
-    expect(() => process.kill(lost.pid!, 0)).toThrow()
+    expect(() => process.kill(pidOf(lost.runtimeRef), 0)).toThrow()
     await jobCall(s, 'POST', `/v2/${ep}/cancel/${run.body.id}`)
   }, 60_000)
 

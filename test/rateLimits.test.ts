@@ -70,14 +70,16 @@ describe('management API quotas', () => {
   })
 })
 
-describe('two control-plane processes sharing Redis', () => {
+// Two whole server processes: on a loaded machine their starts alone can take tens of seconds.
+describe('two control-plane processes sharing Redis', { timeout: 120_000 }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'hangar-replicas-'))
   afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
   it('enforce one combined budget per account', async () => {
     const configFile = join(dir, 'config.json')
     // Only the hour window is small, so a minute rolling over mid-test cannot hand out extra requests.
-    writeFileSync(configFile, JSON.stringify({ redisUrl: 'redis://127.0.0.1:6379', rateLimits: { management: { minute: 1000, hour: 6, day: 1000 } } }))
+    // Both replicas share one SQLite data dir (one set of accounts and keys), so its lock is off.
+    writeFileSync(configFile, JSON.stringify({ redisUrl: 'redis://127.0.0.1:6379', lockDataDir: false, rateLimits: { management: { minute: 1000, hour: 6, day: 1000 } } }))
     const env = { HANGAR_CONFIG: configFile }
     const a = await spawnServe(join(dir, 'data'), env)
     const b = await spawnServe(join(dir, 'data'), env)

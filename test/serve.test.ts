@@ -5,7 +5,8 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { spawnServe } from './helpers/process.js'
 
-describe('hangar serve as a process', () => {
+// Each case starts whole server processes; on a loaded machine one start can take ten seconds.
+describe('hangar serve as a process', { timeout: 120_000 }, () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'hangar-serve-'))
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }))
 

@@ -42,9 +42,9 @@ describe('/v2/serverless ownership and access (R15)', () => {
   it('deletes the releases with the endpoint', async () => {
     const ep = await endpoint()
     await s.api('PATCH', `/v2/serverless/${ep.id}`, { image: 'img:2' }, key)
-    expect(await s.hangar.store.releases.list({ parentId: ep.id })).toHaveLength(2)
+    expect(await s.hangar.store.releases.listByEndpoint(ep.id)).toHaveLength(2)
     await s.api('DELETE', `/v2/serverless/${ep.id}`, undefined, key)
-    expect(await s.hangar.store.releases.list({ parentId: ep.id })).toEqual([])
+    expect(await s.hangar.store.releases.listByEndpoint(ep.id)).toEqual([])
   })
 
   it("answers 404 for another account's endpoint everywhere, exactly as for a missing one", async () => {

@@ -206,7 +206,12 @@ describe('POST /v2/serverless: create rules', () => {
       ])
     })
     it('rejects a vcpuCount below 2 or not a power of two (422), and memory from clients', async () => {
-      await rejected(onCpu([{ id: 'cpu3c', vcpuCount: 1 }, { id: 'cpu3c', vcpuCount: 6, memory: 12 }]), 422, ['cpu[0].vcpuCount: must be >= 2', "cpu[1]: additional properties 'memory' not allowed"])
+      await rejected(onCpu([{ id: 'cpu3c', vcpuCount: 1 }, { id: 'cpu3c', vcpuCount: 6, memory: 12 }]), 422, [
+        'cpu[0].vcpuCount: must be >= 2',
+        "cpu[1]: additional properties 'memory' not allowed",
+        // A schema rule like the others, so it is reported with them.
+        'cpu[1].vcpuCount: must be a power of two, got 6',
+      ])
       await rejected(onCpu([{ id: 'cpu3c', vcpuCount: 6 }]), 422, ['cpu[0].vcpuCount: must be a power of two, got 6'])
     })
     it('rejects an unknown flavor or a count outside the flavor (400)', async () => {

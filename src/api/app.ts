@@ -1,26 +1,45 @@
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify'
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify'
+import type { IncomingMessage } from 'node:http'
 import FindMyWay from 'find-my-way'
 import type { CatalogService } from '../catalog/CatalogService.js'
 import type { AccountService } from '../services/AccountService.js'
+import type { BillingService } from '../services/BillingService.js'
 import type { EndpointService } from '../services/EndpointService.js'
 import type { JobService } from '../services/JobService.js'
+import type { OpenAiService } from '../services/OpenAiService.js'
+import type { LoadBalancer } from '../services/LoadBalancer.js'
+import type { LoadBalancerConfig } from '../services/loadBalancerConfig.js'
+import { lbHostEndpoint } from '../domain/endpoint.js'
+import { registerLbUpgrades } from './lbUpgrade.js'
+import { loadBalancerRoutes } from './routes/loadBalancer.js'
 import type { WorkerJobService } from '../services/WorkerJobService.js'
 import type { WorkerService } from '../services/WorkerService.js'
 import type { NetworkVolumeService } from '../services/NetworkVolumeService.js'
 import type { RegistryService } from '../services/RegistryService.js'
 import type { SshKeyService } from '../services/SshKeyService.js'
 import type { TemplateService } from '../services/TemplateService.js'
+import type { PodService } from '../services/PodService.js'
+import type { ClusterService } from '../services/ClusterService.js'
 import { Problem } from '../contract/problem.js'
 import { registerAuth } from './auth.js'
+import { registerMetrics } from './metrics.js'
+import { consoleRoutes } from './console.js'
+import type { PromMetrics } from '../metrics/PromMetrics.js'
 import type { RateLimiter } from '../ratelimit/RateLimiter.js'
 import { registerProblemHandling } from './problem.js'
 import { registerRateLimits } from './rateLimit.js'
+import { registerRequestLog } from './requestLog.js'
 import { adminRoutes } from './routes/admin.js'
+import { podProxyRoutes } from './routes/podProxy.js'
+import { podRoutes } from './routes/pods.js'
+import { clusterRoutes } from './routes/clusters.js'
+import { billingRoutes } from './routes/billing.js'
 import { catalogRoutes } from './routes/catalog.js'
 import { jobRoutes } from './routes/jobs.js'
+import { openAiRoutes } from './routes/openai.js'
 import { workerRoutes } from './routes/workers.js'
 import { workerProtocolRoutes } from './routes/workerProtocol.js'
 import { accountRoutes } from './routes/account.js'
@@ -29,8 +48,18 @@ import { registryRoutes } from './routes/registries.js'
 import { serverlessRoutes } from './routes/serverless.js'
 import { templateRoutes } from './routes/templates.js'
 import { validatorCompiler } from './validation.js'
+import { clientErrorHandler, frameworkErrorHandler } from './clientErrors.js'
+import type { LimitsConfig } from './limitsConfig.js'
+import { registerBodyBudget } from './bodyBudget.js'
+import { charsetOf, decodeJsonBody, readBody } from './jsonBody.js'
+import { JsonSyntaxError } from './jsonScan.js'
+import { DomainError } from '../domain/errors.js'
 
 declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** A top-level member of the JSON body kept as RawJson text rather than parsed (job `input`). */
+    rawJsonField?: string
+  }
   interface FastifyInstance {
     /** Every route registered, for the OpenAPI completeness test and 405 answers. */
     hangarRoutes: ReadonlyArray<{ method: string; url: string }>
@@ -41,6 +70,8 @@ declare module 'fastify' {
 export interface AppDeps {
   logger: FastifyBaseLogger | false
   bodyLimit: number
+  /** Deadlines, JSON depth and body bytes in flight. */
+  limits: LimitsConfig
   accounts: AccountService
   catalog: CatalogService
   templates: TemplateService
@@ -51,19 +82,37 @@ export interface AppDeps {
   rateLimiter: RateLimiter
   /** Queue job operations (clients). */
   jobs: JobService
+  /** The OpenAI-compatible route of queue endpoints. */
+  openai: OpenAiService
   /** The worker protocol (workers). */
   workerJobs: WorkerJobService
   workers: WorkerService
+  /** Chooses the worker of each request to a LOAD_BALANCER endpoint. */
+  balancer: LoadBalancer
+  loadBalancer: LoadBalancerConfig
+  pods: PodService
+  clusters: ClusterService
+  /** The /v2/billing histories. */
+  billing: BillingService
   /** Base URL clients use, for links in responses (e.g. endpoint requestUrls). */
   publicUrl: () => string
+  /** Prometheus metrics; without it there is no /metrics route. */
+  metrics?: PromMetrics
+  /** Bearer token accepted by /metrics besides admin keys. */
+  metricsToken?: string
+  /** The built web console (dist/console); without it there is no /console. */
+  consoleDir?: string
 }
 
 export type App = FastifyInstance<any, any, any, FastifyBaseLogger, TypeBoxTypeProvider>
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const
+/** Longest path parameter: every id of the API is at most 128 characters (contract/common Id). */
+const MAX_PARAM_LENGTH = 128
 
 /** Builds the HTTP application without listening, so tests and main.ts share it. */
 export async function buildApp(deps: AppDeps): Promise<App> {
+  const lbDomain = deps.loadBalancer.domain
   const app = Fastify({
     loggerInstance: deps.logger || undefined,
     logger: deps.logger ? undefined : false,
@@ -71,27 +120,49 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     requestIdHeader: 'x-request-id',
     // Per-request lines would dominate the log and cost time on the job hot path; errors are still logged.
     logController: new LogController({ disableRequestLogging: true }),
-    routerOptions: { ignoreTrailingSlash: true },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
+    // Slow clients: Node cuts a request whose headers or whole self have not arrived in time (answered 408
+    // by clientErrorHandler). Only reception counts, so long-polls and streams run as long as they need.
+    requestTimeout: deps.limits.requestTimeoutMs,
+    http: {
+      headersTimeout: Math.min(deps.limits.headersTimeoutMs, deps.limits.requestTimeoutMs),
+      // Node checks the deadlines on this interval (30 s by default, which would stretch them).
+      connectionsCheckingInterval: Math.max(100, Math.min(1_000, Math.floor(deps.limits.headersTimeoutMs / 4))),
+    },
+    clientErrorHandler: clientErrorHandler(deps.limits),
+    frameworkErrors: frameworkErrorHandler(MAX_PARAM_LENGTH),
+    // Host-based load-balancer addressing: `{id}.{domain}/path` is served as `/lb/{id}/path`.
+    ...(lbDomain ? { rewriteUrl: (req: { headers: { host?: string }; url?: string }) => rewriteLbHost(req.headers.host, req.url ?? '/', lbDomain) } : {}),
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.setValidatorCompiler(validatorCompiler())
   // The management API speaks JSON only; any other body is a 415 rather than a string that fails validation.
   app.removeContentTypeParser('text/plain')
-  // An empty body labelled JSON is no body: clients such as the Python runpod SDK send the header on every
-  // request, also on bodyless POSTs (cancel, purge-queue). Keys that could pollute prototypes stay refused.
-  const json = app.getDefaultJsonParser('error', 'error')
-  app.removeContentTypeParser('application/json')
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
-    if (body === '' || (typeof body === 'string' && body.trim() === '')) return done(null, undefined)
-    json(req, body as string, (err, parsed) => {
-      if (err && parsesAsPlainJson(body as string)) {
-        // Valid JSON refused by the secure parser: it carries a prototype key. Say so instead of "not valid JSON".
-        const e = new SyntaxError('JSON keys "__proto__" and "constructor.prototype" are not accepted') as SyntaxError & { statusCode: number }
-        e.statusCode = 400
-        return done(e, undefined)
-      }
-      done(err, parsed)
+  // One JSON parser for every route: read once into a buffer of the declared size, checked for UTF-8, depth
+  // and finite numbers before parsing (see jsonBody). An empty body labelled JSON is no body: clients such as
+  // the Python runpod SDK send the header on every request, also on bodyless POSTs (cancel, purge-queue).
+  // Keys that could pollute prototypes stay refused.
+  const secure = app.getDefaultJsonParser('error', 'error')
+  const parse = (text: string): unknown => {
+    let failed = false
+    let value: unknown
+    secure(undefined as never, text, (err, parsed) => {
+      failed = err !== null && err !== undefined
+      value = parsed
     })
+    // The text was validated already: the secure parser refuses it only for a prototype key.
+    if (failed) throw new JsonSyntaxError('JSON keys "__proto__" and "constructor.prototype" are not accepted')
+    return value
+  }
+  app.removeContentTypeParser('application/json')
+  app.addContentTypeParser('application/json', async (req: FastifyRequest, payload: IncomingMessage) => {
+    const type = req.headers['content-type'] ?? ''
+    const charset = charsetOf(type)
+    if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') throw new DomainError('unsupported_media_type', `unsupported charset ${JSON.stringify(charset)}: JSON bodies must be UTF-8`)
+    const buf = await readBody(payload, req.headers, req.routeOptions.bodyLimit ?? deps.bodyLimit)
+    const body = decodeJsonBody(buf, { maxDepth: deps.limits.maxJsonDepth, rawField: req.routeOptions.config.rawJsonField, parse })
+    if (body !== undefined && !/^\s*application\/json\s*(;|$)/i.test(type)) throw new DomainError('unsupported_media_type', `unsupported content type ${JSON.stringify(type)}: send application/json`)
+    return body
   })
 
   // Every route pattern by method, to tell "wrong method" (405) from "no such path" (404).
@@ -132,8 +203,15 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   registerAuth(app, deps.accounts)
   registerRateLimits(app, deps.rateLimiter)
+  // After authentication: a caller without a valid key is refused before it can hold any budget.
+  registerBodyBudget(app, deps.limits.bodyBytesInFlight, deps.bodyLimit)
+  registerMetrics(app, deps)
 
   app.get('/v2/openapi.json', { schema: { hide: true }, config: { access: 'public' } }, async () => app.swagger())
+  // A person opening the server's address in a browser lands on something readable: the console when there
+  // is one (it redirects / itself), else the API docs.
+  if (!deps.consoleDir) app.get('/', { schema: { hide: true }, config: { access: 'public' } }, async (_req, reply) => reply.redirect('/docs'))
+  registerRequestLog(app)
   await app.register(adminRoutes(deps))
   await app.register(catalogRoutes(deps))
   await app.register(templateRoutes(deps))
@@ -142,16 +220,20 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(networkVolumeRoutes(deps))
   await app.register(accountRoutes(deps))
   await app.register(jobRoutes(deps))
+  await app.register(openAiRoutes(deps))
   await app.register(workerProtocolRoutes(deps))
   await app.register(workerRoutes(deps))
+  await app.register(podRoutes(deps))
+  await app.register(podProxyRoutes(deps))
+  await app.register(clusterRoutes(deps))
+  await app.register(billingRoutes(deps))
+  if (deps.consoleDir) await app.register(consoleRoutes, { dir: deps.consoleDir })
+  await app.register(loadBalancerRoutes(deps))
+  registerLbUpgrades(app.server, { accounts: deps.accounts, endpoints: deps.endpoints, balancer: deps.balancer, domain: lbDomain })
   return app
 }
 
-function parsesAsPlainJson(text: string): boolean {
-  try {
-    JSON.parse(text)
-    return true
-  } catch {
-    return false
-  }
+function rewriteLbHost(host: string | undefined, url: string, domain: string): string {
+  const id = lbHostEndpoint(host, domain)
+  return id ? `/lb/${id}${url.startsWith('/') ? url : `/${url}`}` : url
 }

@@ -38,13 +38,13 @@ export function registerAuth(app: FastifyInstance, accounts: AccountService): vo
     if (!req.routeOptions.url) return
     const access = config.access ?? (req.method === 'GET' || req.method === 'HEAD' ? 'read' : 'write')
     if (access === 'public') return
-    req.principal = await accounts.authenticate(bearer(req, config.bareKey === true))
+    req.principal = await accounts.authenticate(bearer(req.headers.authorization, config.bareKey === true))
     authorize(req, access, config.restricted, config.deniedAs ?? 'forbidden')
   })
 }
 
-function bearer(req: FastifyRequest, bareKey: boolean): string | undefined {
-  const header = req.headers.authorization
+/** The key of an Authorization header (`Bearer <key>`, or bare where allowed); 401 when malformed. */
+export function bearer(header: string | undefined, bareKey: boolean): string | undefined {
   if (header === undefined || header === '') return undefined
   if (bareKey && !/^Bearer[ \t]/i.test(header)) return header.trim()
   const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header)

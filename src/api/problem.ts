@@ -21,9 +21,13 @@ const STATUS: Record<ErrorKind, number> = {
   not_found: 404,
   conflict: 409,
   payload_too_large: 413,
+  unsupported_media_type: 415,
   unprocessable: 422,
   too_many_requests: 429,
+  internal: 500,
+  bad_gateway: 502,
   unavailable: 503,
+  gateway_timeout: 504,
 }
 
 /** Sends an RFC 9457 problem. */

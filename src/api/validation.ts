@@ -14,6 +14,17 @@ const common: Options = {
 }
 
 /**
+ * `"x-powerOfTwo": true` on an integer (vCPU counts): a value rule in the schema, so that it is reported
+ * together with every other schema violation of the body rather than after them.
+ */
+const POWER_OF_TWO = {
+  keyword: 'x-powerOfTwo',
+  type: 'integer' as const,
+  schemaType: 'boolean' as const,
+  validate: (on: boolean, v: number) => !on || (v > 0 && (v & (v - 1)) === 0),
+}
+
+/**
  * Bodies are validated as sent: no type coercion ("5" is not 5) and no defaults filled in, because the
  * rules must tell an omitted field from one set to its default. Query strings and path parameters are text,
  * so they are coerced and defaulted.
@@ -23,6 +34,7 @@ export function validatorCompiler(): FastifySchemaCompiler<unknown> {
   const text = new Ajv({ ...common, coerceTypes: 'array', useDefaults: true })
   addFormats(body)
   addFormats(text)
+  for (const ajv of [body, text]) ajv.addKeyword(POWER_OF_TWO)
   return ({ schema, httpPart }) => (httpPart === 'body' ? body : text).compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>
 }
 
@@ -74,6 +86,8 @@ function message(e: ErrorObject): string {
       return `must not contain duplicates (items ${params.j} and ${params.i} are equal)`
     case 'pattern':
       return `must match ${params.pattern}, got ${JSON.stringify(e.data)}`
+    case 'x-powerOfTwo':
+      return `must be a power of two, got ${JSON.stringify(e.data)}`
     case 'format':
       return `must be a valid ${params.format}, got ${JSON.stringify(e.data)}`
     default:

@@ -2,6 +2,7 @@ import type { WaitingReason } from '../contract/worker.js'
 import type { Clock } from '../domain/clock.js'
 import type { EndpointRecord } from '../domain/endpoint.js'
 import { parkWindowMs, planScaling, type EndpointScaling, type ScaleAction, type ScalingDecision, type ScalingPolicy } from '../domain/planScaling.js'
+import { lbEndpointScaling, type LbDemand } from '../domain/planLbScaling.js'
 import { BURST_WINDOW_MS, recordSample, relativeHistory, type TimedSample } from '../domain/scalingHistory.js'
 import { waitingReason } from '../domain/waitingReason.js'
 import type { JobEvents } from '../services/JobEvents.js'
@@ -21,6 +22,8 @@ export interface AutoscalerOptions {
   config: Pick<JobsConfig, 'scaleIntervalMs' | 'requestCountIdleTimeoutMs' | 'flashbootWindowMs' | 'priorityFlashbootWindowMs'>
   /** Monotonic ms for the demand history. */
   monotonic?: () => number
+  /** Requests of LOAD_BALANCER endpoints (waiting and in flight): their demand, scaled by planLbScaling's rule. */
+  loadBalancer?: { demand(endpointId: string): LbDemand; busyEndpoints(): string[] }
 }
 
 /** Waiting jobs of an endpoint and why they wait, for the workers list. */
@@ -44,6 +47,8 @@ export class Autoscaler {
   private stopped = false
   private readonly history = new Map<string, TimedSample[]>()
   private readonly last = new Map<string, { snapshot: EndpointScaling; version: number | null }>()
+  /** The worker count each endpoint's last logged decision aimed at. */
+  private readonly loggedDesired = new Map<string, number>()
   private readonly mono: () => number
 
   constructor(private readonly o: AutoscalerOptions) {
@@ -102,6 +107,7 @@ export class Autoscaler {
     }
     const seen = new Set(snapshots.map((s) => s.endpointId))
     for (const id of [...this.last.keys()]) if (!seen.has(id)) this.last.delete(id)
+    for (const id of [...this.loggedDesired.keys()]) if (!seen.has(id)) this.loggedDesired.delete(id)
     for (const [id, h] of [...this.history]) if (!seen.has(id) && now - h[h.length - 1].at > 3_600_000) this.history.delete(id)
   }
 
@@ -118,27 +124,52 @@ export class Autoscaler {
     return waitingReason(s, { noCapacity: workers.noCapacityReason(endpointId), failures: f.consecutive, lastFailure: f.last }, lowPriority)
   }
 
-  /** Waiting jobs of an endpoint at the last decision, and why they wait. */
-  waiting(endpointId: string): WaitingView {
-    const s = this.last.get(endpointId)?.snapshot
-    if (!s || s.queued + s.queuedLow === 0) return { jobs: 0, lowPriorityJobs: 0, reason: null }
-    return { jobs: s.queued, lowPriorityJobs: s.queuedLow, reason: this.waitingReason(endpointId, s.queued === 0) }
+  /**
+   * Waiting jobs of an endpoint now, and why they wait. The counts are the store's, the very numbers /health
+   * reports, not those of the last decision (up to a tick old); only the reason comes from the decision.
+   */
+  async waiting(endpointId: string): Promise<WaitingView> {
+    const c = await this.o.store.jobs.counts(endpointId)
+    const jobs = c.inQueue - c.inQueueLow
+    if (c.inQueue === 0) return { jobs: 0, lowPriorityJobs: 0, reason: null }
+    return { jobs, lowPriorityJobs: c.inQueueLow, reason: this.waitingReason(endpointId, jobs === 0) }
   }
 
   private async snapshot(): Promise<{ endpoints: Map<string, EndpointRecord>; snapshots: EndpointScaling[] }> {
     const { store, workers, clock, config } = this.o
     const endpoints = new Map<string, EndpointRecord>()
-    for (const ep of (await store.endpoints.list({})) as EndpointRecord[]) if (ep.type === 'QUEUE') endpoints.set(ep.id, ep)
+    const lb = this.o.loadBalancer
+    for (const ep of await store.endpoints.listAll()) if (ep.type === 'QUEUE' || (lb && ep.type === 'LOAD_BALANCER')) endpoints.set(ep.id, ep)
     const demand = new Map((await store.jobs.activeEndpoints()).map((d) => [d.endpointId, d]))
     const ids = new Set([...endpoints.values()].filter((e) => e.workers.min > 0).map((e) => e.id))
     for (const id of demand.keys()) ids.add(id)
     for (const id of workers.endpointsWithWorkers()) ids.add(id)
+    for (const id of lb?.busyEndpoints() ?? []) ids.add(id)
     const now = clock.now()
     const mono = this.mono()
     const snapshots: EndpointScaling[] = []
     for (const id of ids) {
       const ep = endpoints.get(id)
       const d = demand.get(id)
+      if (lb && ep?.type === 'LOAD_BALANCER') {
+        snapshots.push(
+          lbEndpointScaling({
+            endpointId: id,
+            exists: true,
+            requestCount: ep.scaling.type === 'REQUEST_COUNT' ? ep.scaling.requestCount : 1,
+            demand: lb.demand(id),
+            min: ep.workers.min,
+            max: ep.workers.max,
+            idleTimeoutMs: (ep.workers.idleTimeout ?? 10) * 1000,
+            flashboot: ep.flashboot,
+            parkWindowMs: parkWindowMs(ep.flashboot, config),
+            workers: workers.snapshot(id, ep.version),
+            backoffMs: workers.backoffMs(id),
+            history: relativeHistory(this.history.get(id) ?? [], mono),
+          }),
+        )
+        continue
+      }
       snapshots.push({
         endpointId: id,
         exists: ep !== undefined,
@@ -194,7 +225,11 @@ export class Autoscaler {
     const workers: Record<string, number> = {}
     for (const w of s.workers) workers[w.state] = (workers[w.state] ?? 0) + 1
     const actions = d.actions.map((a) => (a.type === 'start' ? `start x${a.count}` : `${a.type} ${a.workerId}`))
-    this.o.log.info(
+    // A new target worker count is what an operator wants to see; the churn around one target (retiring,
+    // parking, replacing workers) is for debugging.
+    const notable = this.loggedDesired.get(s.endpointId) !== d.desired
+    this.loggedDesired.set(s.endpointId, d.desired)
+    this.o.log[notable ? 'info' : 'debug'](
       {
         endpointId: s.endpointId,
         policy: s.policy,

@@ -31,6 +31,10 @@ export interface PlacementRequest {
   }
   /** CPU options in preference order. */
   cpu?: Array<{ flavorId: string; vcpus: number; memoryGb: number }>
+  /** Tried first (a pod started again goes back to its host when it can). */
+  preferHostId?: string
+  /** Only this host (a pod whose persistent disk lives there). */
+  onlyHostId?: string
 }
 
 /** Capacity taken by one placed worker (or pod); give it back with `Fleet.release`. */
@@ -60,6 +64,7 @@ export class Fleet {
   private readonly allocations = new Map<string, Allocation>()
   private readonly usedGpu = new Map<string, Set<number>>() // `${hostId}\0${typeId}` -> busy indices
   private readonly usedCpu = new Map<string, { vcpus: number; memoryGb: number }>()
+  private readonly down = new Map<string, string>()
 
   constructor(readonly hosts: readonly Host[]) {}
 
@@ -110,8 +115,10 @@ export class Fleet {
 
   /** Takes capacity for one worker, trying each option in order; a failure says why nothing fits. */
   reserve(id: string, req: PlacementRequest): Allocation | PlacementFailure {
-    const hosts = [...this.hostsIn(req.dataCenterIds)]
-    if (hosts.length === 0) return { reason: `no host in data centers ${req.dataCenterIds.join(', ')}` }
+    const hosts = [...this.hostsIn(req.dataCenterIds)].filter((h) => req.onlyHostId === undefined || h.id === req.onlyHostId)
+    if (req.preferHostId !== undefined) hosts.sort((a, b) => Number(b.id === req.preferHostId) - Number(a.id === req.preferHostId))
+    if (hosts.length === 0 && this.down.size > 0) return { reason: `no host is up${req.dataCenterIds.length ? ` in data centers ${req.dataCenterIds.join(', ')}` : ''} (down: ${[...this.down].map(([h, why]) => `${h}: ${why}`).join('; ')})` }
+    if (hosts.length === 0) return { reason: req.onlyHostId !== undefined ? `host ${req.onlyHostId} is not in the fleet${req.dataCenterIds.length ? ` in data centers ${req.dataCenterIds.join(', ')}` : ''}` : `no host in data centers ${req.dataCenterIds.join(', ')}` }
     if (req.gpu) {
       const { typeIds, count, allowedCudaVersions, minCudaVersion } = req.gpu
       const cudaOk = cudaFilter(allowedCudaVersions, minCudaVersion)
@@ -160,6 +167,45 @@ export class Fleet {
     return { reason: `no host${req.dataCenterIds.length ? ` in data centers ${req.dataCenterIds.join(', ')}` : ''} has enough free vCPUs and memory for any of the CPU configurations (${configs})` }
   }
 
+  /**
+   * Takes exactly `a` again (a worker adopted after a restart keeps its host and devices); false when that
+   * capacity is taken, its host gone or down.
+   */
+  restore(a: Allocation): boolean {
+    const host = this.hosts.find((h) => h.id === a.hostId)
+    if (!host || this.down.has(host.id) || this.allocations.has(a.id)) return false
+    if (a.gpuTypeId) {
+      const g = host.gpus.find((x) => x.typeId === a.gpuTypeId)
+      const busy = this.usedGpu.get(key(host.id, a.gpuTypeId)) ?? new Set<number>()
+      if (!g || a.gpuIndices.some((i) => !g.indices.includes(i) || busy.has(i))) return false
+      for (const i of a.gpuIndices) busy.add(i)
+      this.usedGpu.set(key(host.id, a.gpuTypeId), busy)
+    }
+    if (a.vcpus || a.memoryGb) {
+      const used = this.usedCpu.get(host.id) ?? { vcpus: 0, memoryGb: 0 }
+      if (host.vcpus - used.vcpus < a.vcpus || host.memoryGb - used.memoryGb < a.memoryGb) return false
+      this.usedCpu.set(host.id, { vcpus: used.vcpus + a.vcpus, memoryGb: used.memoryGb + a.memoryGb })
+    }
+    this.remember(a)
+    return true
+  }
+
+  /** Marks a host down (nothing is placed there, its stock is not offered) with why, or up again with null. */
+  setDown(hostId: string, reason: string | null): void {
+    if (reason === null) this.down.delete(hostId)
+    else this.down.set(hostId, reason)
+  }
+
+  /** Why a host is down, or null when it is up. */
+  downReason(hostId: string): string | null {
+    return this.down.get(hostId) ?? null
+  }
+
+  /** The allocation held under `id`, if any. */
+  allocation(id: string): Allocation | undefined {
+    return this.allocations.get(id)
+  }
+
   /** Gives capacity back; unknown ids are ignored so release is idempotent. */
   release(id: string): void {
     const a = this.allocations.get(id)
@@ -181,7 +227,7 @@ export class Fleet {
   }
 
   private *hostsIn(dataCenterIds?: string[]): Iterable<Host> {
-    for (const h of this.hosts) if (!dataCenterIds?.length || dataCenterIds.includes(h.dataCenterId)) yield h
+    for (const h of this.hosts) if (!this.down.has(h.id) && (!dataCenterIds?.length || dataCenterIds.includes(h.dataCenterId))) yield h
   }
 }
 

@@ -1,6 +1,7 @@
 import { Type, type Static } from 'typebox'
 import { Compliance, Manufacturer, NetworkVolumeType, Region } from '../contract/catalog.js'
 import { CudaVersion } from '../contract/common.js'
+import { EngineSetting } from '../runtime/docker/EngineConfig.js'
 
 export const GpuTypeSpec = Type.Object(
   {
@@ -75,6 +76,8 @@ export const HostSpec = Type.Object(
     vcpus: Type.Integer({ minimum: 0 }),
     memoryGb: Type.Integer({ minimum: 0 }),
     gpus: Type.Array(HostGpuSpec, { default: [] }),
+    /** Its Docker or Podman engine: workers placed here run as its containers. Without one they run as local processes. */
+    engine: Type.Optional(EngineSetting),
   },
   { additionalProperties: false },
 )

@@ -26,8 +26,8 @@ export const ApiKey = Type.Object({
   permission: Permission,
   endpointIds: Type.Array(Type.String(), { description: 'endpoints a RESTRICTED key may read and run jobs on' }),
   admin: Type.Boolean(),
-  /** First characters of the key, enough to recognise it; the key itself is never stored. */
-  prefix: Type.String(),
+  /** Enough to recognise the key: `hk_` and 4 random characters, or `…` and the last 4 of a chosen key; the key itself is never stored. */
+  prefix: Type.String({ description: '"hk_" and 4 random characters of a generated key, "…" and the last 4 of a chosen one' }),
   expiresAt: Type.Union([DateTime, Type.Null()]),
   revokedAt: Type.Union([DateTime, Type.Null()]),
   lastUsedAt: Type.Union([DateTime, Type.Null()]),
@@ -49,5 +49,7 @@ export const CreateApiKey = Closed({
 export type CreateApiKey = Static<typeof CreateApiKey>
 
 export const AccountList = Type.Object({ accounts: Type.Array(Account) })
+export type AccountList = Static<typeof AccountList>
 export const ApiKeyList = Type.Object({ keys: Type.Array(ApiKey) })
+export type ApiKeyList = Static<typeof ApiKeyList>
 export const ApiKeyQuery = Type.Object({ account: Type.Optional(Type.String({ minLength: 1 })) })

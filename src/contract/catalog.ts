@@ -57,8 +57,11 @@ export const DataCenter = Type.Object({
 export type DataCenter = Static<typeof DataCenter>
 
 export const GpuList = Type.Object({ gpus: Type.Array(GpuType) })
+export type GpuList = Static<typeof GpuList>
 export const CpuList = Type.Object({ cpus: Type.Array(CpuFlavor) })
+export type CpuList = Static<typeof CpuList>
 export const DataCenterList = Type.Object({ dataCenters: Type.Array(DataCenter) })
+export type DataCenterList = Static<typeof DataCenterList>
 
 /** Comma-separated list parameter, e.g. `regions=EUROPE,ASIA`. */
 const CsvParam = Type.String({ minLength: 1 })
@@ -66,7 +69,7 @@ const CsvParam = Type.String({ minLength: 1 })
 export const GpuQuery = Type.Object({
   include: Type.Optional(Type.String({ description: 'AVAILABILITY' })),
   product: Type.Optional(Type.String({ description: 'POD, CLUSTER or SERVERLESS; required with include' })),
-  count: Type.Optional(Type.Integer({ minimum: 1 })),
+  count: Type.Optional(Type.Integer({ minimum: 1, maximum: 128 })),
   cloud: Type.Optional(Type.Enum(['SECURE', 'COMMUNITY'])),
   countryCodes: Type.Optional(CsvParam),
   cudaVersions: Type.Optional(CsvParam),
@@ -77,7 +80,7 @@ export type GpuQuery = Static<typeof GpuQuery>
 export const CpuQuery = Type.Object({
   include: Type.Optional(Type.String({ description: 'AVAILABILITY' })),
   product: Type.Optional(Type.String({ description: 'POD or SERVERLESS; required with include' })),
-  vcpuCount: Type.Optional(Type.Integer({ minimum: 2 })),
+  vcpuCount: Type.Optional(Type.Integer({ minimum: 2, maximum: 1024 })),
 })
 export type CpuQuery = Static<typeof CpuQuery>
 

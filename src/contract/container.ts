@@ -1,5 +1,8 @@
 import { Type } from 'typebox'
 
+/** Largest container disk, GB (a sane bound: the spec gives none). */
+const MAX_DISK_GB = 4096
+
 /** `<port>/<protocol>`, e.g. `8888/http`. */
 export const PortSpec = Type.String({ pattern: '^\\d{1,5}/(http|tcp|udp)$' })
 
@@ -9,7 +12,7 @@ export const ContainerSettingsInput = {
   args: Type.Optional(Type.String({ description: 'the container command as one raw string: a shell string (CMD) or a JSON object string {"entrypoint": [...], "cmd": [...]}; "" clears' })),
   cmd: Type.Optional(Type.Array(Type.String(), { description: 'CMD in exec form; [] clears' })),
   entrypoint: Type.Optional(Type.Array(Type.String(), { description: 'ENTRYPOINT in exec form; [] clears' })),
-  disk: Type.Optional(Type.Integer({ minimum: 1, description: 'container disk, GB' })),
+  disk: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_DISK_GB, description: 'container disk, GB' })),
   env: Type.Optional(Type.Record(Type.String(), Type.String())),
   ports: Type.Optional(Type.Array(PortSpec)),
   registry: Type.Optional(Type.Union([Type.String({ minLength: 1 }), Type.Null()], { description: 'container registry credential id' })),

@@ -2,14 +2,18 @@ import { Type, type Static } from 'typebox'
 import { Closed, CudaVersion, DateTime, Id } from './common.js'
 import { ContainerSettings, ContainerSettingsInput } from './container.js'
 
+/** Upper bounds of an endpoint's numbers: generous for any real fleet, far below where arithmetic breaks. */
+const MAX_GPUS_PER_WORKER = 128
+const MAX_WORKERS = 1000
+
 export const EndpointType = Type.Enum(['QUEUE', 'LOAD_BALANCER'])
 export type EndpointType = Static<typeof EndpointType>
 
 export const Flashboot = Type.Enum(['OFF', 'FLASHBOOT', 'PRIORITY_FLASHBOOT'])
 export type Flashboot = Static<typeof Flashboot>
 
-const QueueDelayScaling = Closed({ type: Type.Literal('QUEUE_DELAY'), queueDelay: Type.Number({ minimum: 0.5, description: 'seconds a job may wait before workers are added' }) })
-const RequestCountScaling = Closed({ type: Type.Literal('REQUEST_COUNT'), requestCount: Type.Integer({ minimum: 1, description: 'in-flight requests per worker' }) })
+const QueueDelayScaling = Closed({ type: Type.Literal('QUEUE_DELAY'), queueDelay: Type.Number({ minimum: 0.5, maximum: 3600, description: 'seconds a job may wait before workers are added' }) })
+const RequestCountScaling = Closed({ type: Type.Literal('REQUEST_COUNT'), requestCount: Type.Integer({ minimum: 1, maximum: 10_000, description: 'in-flight requests per worker' }) })
 
 /** The scaler, discriminated on `type`; Ajv validates only the branch `type` names, so errors stay precise. */
 export const Scaling = Type.Unsafe<Static<typeof QueueDelayScaling> | Static<typeof RequestCountScaling>>({
@@ -36,7 +40,7 @@ export const GpuCreate = Closed({
   excludedTypes: Type.Optional(
     Type.Array(Type.String(), { uniqueItems: true, description: 'GPU type ids subtracted from the pools; trimmed, non-empty, not starting with "-"' }),
   ),
-  count: Type.Optional(Type.Integer({ minimum: 1, description: 'GPUs per worker, default 1' })),
+  count: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_GPUS_PER_WORKER, description: 'GPUs per worker, default 1' })),
   allowedCudaVersions: Type.Optional(Type.Array(CudaVersion)),
   minCudaVersion: Type.Optional(CudaVersion),
 })
@@ -49,7 +53,7 @@ export type GpuCreate = Static<typeof GpuCreate>
 export const GpuUpdate = Closed({
   pools: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { minItems: 1 })),
   excludedTypes: Type.Optional(Type.Array(Type.String(), { uniqueItems: true, description: 'only together with pools' })),
-  count: Type.Optional(Type.Integer({ minimum: 1 })),
+  count: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_GPUS_PER_WORKER })),
   allowedCudaVersions: Type.Optional(Type.Array(CudaVersion)),
   // One pattern rather than a union with '' so a malformed value gets one precise error line.
   minCudaVersion: Type.Optional(Type.String({ pattern: '^(\\d+\\.\\d+)?$', description: '<major>.<minor>; "" clears the floor' })),
@@ -58,7 +62,7 @@ export type GpuUpdate = Static<typeof GpuUpdate>
 
 export const CpuCreate = Closed({
   id: Type.String({ minLength: 1, description: 'CPU flavor id from the catalog' }),
-  vcpuCount: Type.Integer({ minimum: 2, description: 'a power of two valid for the flavor' }),
+  vcpuCount: Type.Integer({ minimum: 2, maximum: 1024, 'x-powerOfTwo': true, description: 'a power of two valid for the flavor' }),
 })
 export type CpuCreate = Static<typeof CpuCreate>
 
@@ -66,8 +70,8 @@ export const CpuConfig = Type.Object({ id: Type.String(), vcpuCount: Type.Intege
 export type CpuConfig = Static<typeof CpuConfig>
 
 export const WorkersInput = Closed({
-  min: Type.Optional(Type.Integer({ minimum: 0 })),
-  max: Type.Optional(Type.Integer({ minimum: 0 })),
+  min: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_WORKERS })),
+  max: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_WORKERS })),
   idleTimeout: Type.Optional(Type.Integer({ minimum: 1, maximum: 3600, description: 'seconds' })),
 })
 

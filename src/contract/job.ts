@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox'
-import { Closed } from './common.js'
+import { Closed, DateTime } from './common.js'
 
 export const JobStatus = Type.Enum(['IN_QUEUE', 'IN_PROGRESS', 'COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT'])
 export type JobStatus = Static<typeof JobStatus>
@@ -31,7 +31,8 @@ export type S3Config = Static<typeof S3Config>
 /** Body of `/run` and `/runsync`. */
 export const JobRequest = Closed({
   input: Type.Record(Type.String(), Type.Unknown(), { description: "parameters for the worker's handler" }),
-  webhook: Type.Optional(Type.String({ format: 'uri', pattern: '^https?://', description: 'POSTed the status object when the job ends' })),
+  // One rule (uri), so that one mistake is one error; the http(s) scheme is checked by the job service.
+  webhook: Type.Optional(Type.String({ format: 'uri', description: 'an http or https URL, POSTed the status object when the job ends' })),
   policy: Type.Optional(ExecutionPolicy),
   s3Config: Type.Optional(S3Config),
 })
@@ -83,7 +84,16 @@ export const PurgeResult = Type.Object({ removed: Type.Integer(), status: Type.S
 export type PurgeResult = Static<typeof PurgeResult>
 
 export const Health = Type.Object({
-  jobs: Type.Object({ completed: Type.Integer(), failed: Type.Integer(), inProgress: Type.Integer(), inQueue: Type.Integer(), retried: Type.Integer() }),
+  jobs: Type.Object({
+    completed: Type.Integer(),
+    failed: Type.Integer(),
+    inProgress: Type.Integer(),
+    inQueue: Type.Integer(),
+    retried: Type.Integer({
+      description:
+        "times Hangar put a kept job back in the queue because it lost its worker (a crash, missed heartbeats), summed over the jobs kept; POST /retry is not counted: it starts a job afresh, and that job's own count starts again at 0",
+    }),
+  }),
   workers: Type.Object({
     idle: Type.Integer(),
     initializing: Type.Integer(),
@@ -104,3 +114,27 @@ export const WorkerJob = Type.Object({
   s3Config: Type.Optional(Type.Unknown()),
 })
 export type WorkerJob = Static<typeof WorkerJob>
+
+export const RequestsQuery = Type.Object({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'at most this many, default 100' })),
+})
+
+/** One job as GET /v2/{id}/requests lists it: what it is doing and where, without input or output. */
+export const RequestSummary = Type.Object({
+  id: Type.String(),
+  status: JobStatus,
+  createdAt: DateTime,
+  startedAt: Type.Union([DateTime, Type.Null()], { description: 'when a worker took it; null while it waits' }),
+  completedAt: Type.Union([DateTime, Type.Null()], { description: 'when it reached a final status' }),
+  delayTime: Type.Optional(Type.Integer({ description: 'ms from submission to the start of execution' })),
+  executionTime: Type.Optional(Type.Integer({ description: 'ms of execution' })),
+  workerId: Type.Union([Type.String(), Type.Null()], { description: 'the worker that runs or ran it' }),
+  retries: Type.Integer({ description: 'times it went back to the queue after losing its worker' }),
+  sync: Type.Boolean({ description: 'submitted through /runsync (or a non-streaming /openai request)' }),
+  error: Type.Optional(Type.String()),
+})
+export type RequestSummary = Static<typeof RequestSummary>
+
+/** GET /v2/{id}/requests: the endpoint's recent requests (jobs kept now), newest first. */
+export const RequestList = Type.Object({ requests: Type.Array(RequestSummary) })
+export type RequestList = Static<typeof RequestList>

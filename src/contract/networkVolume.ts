@@ -25,3 +25,4 @@ export const UpdateNetworkVolume = Closed({ name: Type.Optional(Type.String({ mi
 export type UpdateNetworkVolume = Static<typeof UpdateNetworkVolume>
 
 export const NetworkVolumeList = Type.Object({ networkVolumes: Type.Array(NetworkVolume) })
+export type NetworkVolumeList = Static<typeof NetworkVolumeList>

@@ -13,6 +13,7 @@ export const CreateRegistry = Closed({
 export type CreateRegistry = Static<typeof CreateRegistry>
 
 export const RegistryList = Type.Object({ registries: Type.Array(Registry) })
+export type RegistryList = Static<typeof RegistryList>
 
 export const Delegation = Type.Object({
   id: Id,

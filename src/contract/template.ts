@@ -5,7 +5,7 @@ import { ContainerSettings, ContainerSettingsInput } from './container.js'
 export const TemplateCategory = Type.Enum(['CPU', 'NVIDIA', 'AMD'])
 export type TemplateCategory = Static<typeof TemplateCategory>
 
-const PersistentMount = Closed({ size: Type.Integer({ minimum: 10, description: 'GB' }), path: Type.String({ minLength: 1, pattern: '^/' }) })
+const PersistentMount = Closed({ size: Type.Integer({ minimum: 10, maximum: 4096, description: 'GB' }), path: Type.String({ minLength: 1, pattern: '^/' }) })
 /** Templates carry only a persistent mount (network volumes are attached per pod). */
 export const TemplateMounts = Closed({ persistent: Type.Optional(PersistentMount) })
 

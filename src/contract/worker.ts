@@ -25,6 +25,17 @@ export const Worker = Type.Object({
   cpuFlavorId: Nullable(Type.String(), 'CPU flavor of a CPU worker'),
   vcpuCount: Nullable(Type.Integer()),
   hostId: Nullable(Type.String(), 'the fleet host it was placed on'),
+  runtime: Nullable(Type.String(), 'what runs it: `process` (a local process) or `docker` (a container of the host\'s Docker/Podman engine)'),
+  startPhase: Nullable(Type.Enum(['PULLING', 'CREATING', 'STARTING']), 'INITIALIZING: pulling the image, creating the container, or started and not yet called in'),
+  pull: Nullable(Type.Object({ bytes: Type.Integer(), totalBytes: Nullable(Type.Integer()) }), 'PULLING: image bytes downloaded so far'),
+  coldStart: Nullable(
+    Type.Object({
+      pullMs: Type.Integer({ description: 'getting the image (0 when the host had it)' }),
+      createMs: Type.Integer({ description: 'creating and starting the container or process' }),
+      bootMs: Nullable(Type.Integer({ description: 'from started to its first call to the control plane; null until then' })),
+    }),
+    'how its start was spent; null for adopted or never-started workers',
+  ),
   cudaVersion: Nullable(Type.String(), "CUDA version of the host's GPUs"),
   jobsInProgress: Type.Integer(),
   jobsDone: Type.Integer({ description: 'jobs that ended on this worker, whatever the outcome' }),
@@ -32,6 +43,9 @@ export const Worker = Type.Object({
   lastError: Nullable(Type.String(), 'THROTTLED: why it cannot be placed; UNHEALTHY: how it failed'),
   nextStartAt: Nullable(DateTime, 'UNHEALTHY: when the crash back-off allows a replacement'),
   parkedUntil: Nullable(DateTime, 'PARKED: when it is stopped unless a scale-up reuses it first'),
+  health: Type.Optional(
+    Type.Enum(['INITIALIZING', 'READY', 'UNHEALTHY'], { description: 'LOAD_BALANCER workers: the last health check (200 READY, 204 INITIALIZING, else UNHEALTHY); only READY workers get requests' }),
+  ),
 })
 export type Worker = Static<typeof Worker>
 

@@ -28,14 +28,16 @@ export const DEFAULT_HEALTH_CHECK_PATH = '/ping'
  *
  * QUEUE endpoints get the job operations under `{base}/v2/{id}`, as the spec's queue URL. LOAD_BALANCER
  * endpoints are addressed by path rather than by a host name per endpoint, so Hangar needs no wildcard DNS:
- * `base` is `{base}/lb/{id}` (worker-defined paths go after it) and `health` is `base` plus the endpoint's
+ * `base` is `{base}/lb/{id}` (worker-defined paths go after it), or `{scheme}://{id}.{lbDomain}` when a
+ * load-balancer domain is configured, and `health` is `base` plus the endpoint's
  * HEALTH_CHECK_PATH env value (default /ping), the path the platform polls on each worker.
  */
-export function requestUrls(endpoint: Pick<EndpointRecord, 'id' | 'type' | 'env'>, publicBase: string): Endpoint['requestUrls'] {
+export function requestUrls(endpoint: Pick<EndpointRecord, 'id' | 'type' | 'env'>, publicBase: string, lbDomain?: string): Endpoint['requestUrls'] {
   const base = publicBase.replace(/\/+$/, '')
   const id = encodeURIComponent(endpoint.id)
   if (endpoint.type === 'LOAD_BALANCER') {
-    const lb = `${base}/lb/${id}`
+    // With a load-balancer domain, the endpoint is a host of its own (apps that build absolute paths keep working).
+    const lb = lbDomain ? `${new URL(base).protocol}//${endpoint.id}.${lbDomain}` : `${base}/lb/${id}`
     return { base: lb, health: lb + healthCheckPath(endpoint.env) }
   }
   const q = `${base}/v2/${id}`
@@ -58,7 +60,21 @@ export function healthCheckPath(env: Record<string, string>): string {
 }
 
 /** The response shape of a stored endpoint. */
-export function toEndpoint(record: EndpointRecord, publicBase: string): Endpoint {
+export function toEndpoint(record: EndpointRecord, publicBase: string, lbDomain?: string): Endpoint {
   const { accountId: _a, version: _v, templateId: _t, ...rest } = record
-  return { ...rest, requestUrls: requestUrls(record, publicBase) }
+  return { ...rest, requestUrls: requestUrls(record, publicBase, lbDomain) }
+}
+
+/**
+ * The endpoint a request's Host header addresses under the load-balancer domain (`{id}.{domain}`), or
+ * null. The port is ignored unless the domain names one.
+ */
+export function lbHostEndpoint(host: string | undefined, lbDomain: string): string | null {
+  if (!host) return null
+  const h = host.toLowerCase()
+  const hostOnly = lbDomain.includes(':') ? h : h.replace(/:\d+$/, '')
+  const suffix = `.${lbDomain.toLowerCase()}`
+  if (!hostOnly.endsWith(suffix)) return null
+  const id = hostOnly.slice(0, -suffix.length)
+  return /^[a-z0-9][a-z0-9-]*$/.test(id) ? id : null
 }

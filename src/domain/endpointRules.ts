@@ -42,11 +42,11 @@ const CUDA_KEYS = ['allowedCudaVersions', 'minCudaVersion']
  * hides the actual mistake. Only that shape is caught here: a `gpu` with pools next to `cpu` is the R2
  * conflict (400), and CUDA fields at the top level or inside `cpu` items fail the closed schema (422).
  */
-export function cudaOutsideGpu(body: unknown): string[] {
+export function cudaOutsideGpu(body: unknown, what: 'endpoints' | 'pods' = 'endpoints'): string[] {
   if (!isObject(body) || body.cpu === undefined || !isObject(body.gpu)) return []
   const keys = Object.keys(body.gpu)
   if (keys.length === 0 || !keys.every((k) => CUDA_KEYS.includes(k))) return []
-  return keys.map((k) => `gpu.${k}: CUDA constraints apply only to GPU endpoints, and this create sets cpu`)
+  return keys.map((k) => `gpu.${k}: CUDA constraints apply only to GPU ${what}, and this create sets cpu`)
 }
 
 /**

@@ -65,12 +65,7 @@ export function updateGpu(current: GpuConfig, body: GpuUpdate, excludedTypes: st
  * exclusions outside the pools, and a selection with no type left.
  */
 export function checkGpu(gpu: GpuConfig, pools: Pools, conflicts: Violations, maxCount: (typeId: string) => number = () => Infinity): void {
-  if (gpu.allowedCudaVersions.length > 0 && gpu.minCudaVersion !== null) {
-    conflicts.add(
-      'gpu.allowedCudaVersions',
-      `${JSON.stringify(gpu.allowedCudaVersions)} cannot be combined with gpu.minCudaVersion ${JSON.stringify(gpu.minCudaVersion)}: use one or the other (allowedCudaVersions [] means any)`,
-    )
-  }
+  checkCudaConflict(gpu, conflicts)
   const known = gpu.pools.filter((p) => pools.has(p))
   for (const [i, p] of gpu.pools.entries()) {
     if (!pools.has(p)) conflicts.add(`gpu.pools[${i}]`, `${JSON.stringify(p)} is not a serverless GPU pool; pools are ${[...pools.keys()].join(', ')}`)
@@ -89,6 +84,16 @@ export function checkGpu(gpu: GpuConfig, pools: Pools, conflicts: Violations, ma
   // A worker's GPUs are of one type on one machine: a count no selected type offers would queue forever.
   const most = Math.max(...selected.map(maxCount))
   if (gpu.count > most) conflicts.add('gpu.count', `${gpu.count} GPUs per worker is more than any selected GPU type offers (at most ${most})`)
+}
+
+/** R4 (400), for endpoints and pods alike: a non-empty allowedCudaVersions together with a minCudaVersion. */
+export function checkCudaConflict(gpu: { allowedCudaVersions: readonly string[]; minCudaVersion: string | null }, conflicts: Violations): void {
+  if (gpu.allowedCudaVersions.length > 0 && gpu.minCudaVersion !== null) {
+    conflicts.add(
+      'gpu.allowedCudaVersions',
+      `${JSON.stringify(gpu.allowedCudaVersions)} cannot be combined with gpu.minCudaVersion ${JSON.stringify(gpu.minCudaVersion)}: use one or the other (allowedCudaVersions [] means any)`,
+    )
+  }
 }
 
 /** The GPU types a worker may be placed on, in pool order: the pools' types minus the exclusions. */

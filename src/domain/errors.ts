@@ -7,8 +7,12 @@ export type ErrorKind =
   | 'conflict'
   | 'unprocessable'
   | 'payload_too_large'
+  | 'unsupported_media_type'
   | 'too_many_requests'
   | 'unavailable'
+  | 'internal'
+  | 'bad_gateway'
+  | 'gateway_timeout'
 
 /** Raised below `api/` for any failure a caller should see; never carries internals. */
 export class DomainError extends Error {

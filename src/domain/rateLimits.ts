@@ -15,6 +15,8 @@ export const JOB_OPERATION_LIMITS = {
   stream: { rate: 2000, concurrent: 400 },
   cancel: { rate: 100, concurrent: 20 },
   'purge-queue': { rate: 2, concurrent: null },
+  openai: { rate: 2000, concurrent: 400 },
+  requests: { rate: 10, concurrent: 2 },
 } as const satisfies Record<string, { rate: number; concurrent: number | null }>
 export type JobOperation = keyof typeof JOB_OPERATION_LIMITS
 

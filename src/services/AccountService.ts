@@ -75,6 +75,13 @@ export class AccountService {
     if (body.permission !== 'RESTRICTED' && endpointIds.length > 0) {
       throw new DomainError('bad_request', `endpointIds: only RESTRICTED keys are limited to endpoints, not ${body.permission}`, ['endpointIds: only valid with permission RESTRICTED'])
     }
+    // A key limited to endpoints it can never reach would be a key that can do nothing: refuse it now.
+    const foreign: string[] = []
+    for (const [i, id] of endpointIds.entries()) {
+      const ep = await this.deps.store.endpoints.get(id)
+      if (!ep || ep.accountId !== account.id) foreign.push(`endpointIds[${i}]: ${JSON.stringify(id)} is not an endpoint of account ${JSON.stringify(account.name)}; see /v2/serverless`)
+    }
+    if (foreign.length) throw new DomainError('bad_request', foreign.length === 1 ? foreign[0] : `${foreign.length} endpoint ids are not endpoints of account ${JSON.stringify(account.name)}, listed in errors`, foreign)
     if (body.expiresAt && Date.parse(body.expiresAt) <= this.deps.clock.now()) {
       throw new DomainError('bad_request', `expiresAt: ${body.expiresAt} is in the past`, ['expiresAt: must be in the future'])
     }
@@ -158,7 +165,9 @@ export class AccountService {
       accountId: account.id,
       name: opts.name ?? null,
       hash: hashKey(key),
-      prefix: key.slice(0, 10),
+      // Enough to recognise a key, too little to matter: 4 random characters of a generated key, the last 4
+      // of a chosen one (its start may be a guessable word).
+      prefix: preset ? `…${key.slice(-4)}` : key.slice(0, KEY_PREFIX.length + 4),
       permission: opts.permission,
       endpointIds: opts.endpointIds ?? [],
       admin: opts.admin,

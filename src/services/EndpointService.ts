@@ -6,11 +6,15 @@ import { createSpec, updateSpec, type AccountView, type CatalogView, type Templa
 import { releaseDiff } from '../domain/endpointRulesRelease.js'
 import { DomainError, notFound } from '../domain/errors.js'
 import { newId } from '../domain/ids.js'
-import type { DocumentStore, Store } from '../store/Store.js'
+import type { EndpointStore, ReleaseStore } from '../store/EndpointStore.js'
+import type { Collections, Store } from '../store/Store.js'
 import type { Principal } from './AccountService.js'
 import type { NetworkVolumeService } from './NetworkVolumeService.js'
 import type { RegistryService } from './RegistryService.js'
 import type { TemplateService } from './TemplateService.js'
+
+/** How long traffic to a LOAD_BALANCER endpoint may use an endpoint read before reading it again. */
+const LB_CACHE_MS = 1_000
 
 /** What EndpointService needs. */
 export interface EndpointServiceDeps {
@@ -22,6 +26,8 @@ export interface EndpointServiceDeps {
   networkVolumes: Pick<NetworkVolumeService, 'get'>
   /** Base URL clients use; read when answering so requestUrls follow the configured public URL. */
   publicUrl: () => string
+  /** The load-balancer domain, when LOAD_BALANCER endpoints are addressed by host (`{id}.{domain}`). */
+  lbDomain?: string
   /** Release versions of the endpoint's active workers, for rollout numbers; none until workers exist. */
   workerVersions?: (endpointId: string) => Promise<number[]>
 }
@@ -33,12 +39,14 @@ export interface EndpointServiceDeps {
  * answered exactly like a missing one (404) everywhere.
  */
 export class EndpointService {
-  private readonly endpoints: DocumentStore<EndpointRecord>
-  private readonly releaseDocs: DocumentStore<ReleaseRecord>
+  private readonly endpoints: EndpointStore
+  private readonly releaseDocs: ReleaseStore
+  /** LOAD_BALANCER endpoints read by traffic, kept briefly: every proxied request needs one. */
+  private readonly lbCache = new Map<string, { record: EndpointRecord; until: number }>()
 
   constructor(private readonly deps: EndpointServiceDeps) {
-    this.endpoints = deps.store.endpoints as DocumentStore<EndpointRecord>
-    this.releaseDocs = deps.store.releases as DocumentStore<ReleaseRecord>
+    this.endpoints = deps.store.endpoints
+    this.releaseDocs = deps.store.releases
   }
 
   async create(p: Principal, body: CreateEndpoint): Promise<Endpoint> {
@@ -47,16 +55,16 @@ export class EndpointService {
     const spec = createSpec(body, { catalog: this.catalogView(), account, template })
     const now = iso(this.deps.clock.now())
     const record: EndpointRecord = { id: newId(), accountId: p.accountId, createdAt: now, version: 1, ...spec }
-    await this.deps.store.transaction(async () => {
-      await this.endpoints.insert(record)
-      await this.releaseDocs.insert(this.release(record, releaseDiff(null, spec), now))
+    await this.deps.store.transaction(async (tx) => {
+      await tx.endpoints.insert(record)
+      await tx.releases.insert(this.release(record, releaseDiff(null, spec), now))
     })
     return this.view(record)
   }
 
   /** The caller's endpoints, oldest first; a RESTRICTED key sees only the endpoints it is limited to. */
   async list(p: Principal): Promise<Endpoint[]> {
-    const all = await this.endpoints.list({ accountId: p.accountId })
+    const all = await this.endpoints.list(p.accountId)
     return all.filter((e) => p.permission !== 'RESTRICTED' || p.endpointIds.includes(e.id)).map((e) => this.view(e))
   }
 
@@ -72,15 +80,15 @@ export class EndpointService {
     const before = await this.owned(p.accountId, id)
     const template = body.templateId === undefined ? null : await this.template(p.accountId, body.templateId)
     const account = await this.accountView(p.accountId, body.networkVolumes ?? before.networkVolumes, [body.registry, template?.registry, before.registry])
-    // The read above and the write below only await the store (no network), so no other request can
-    // interleave; the re-read inside the transaction still guards against an adapter where one could.
-    return this.deps.store.transaction(async () => {
-      const current = await this.owned(p.accountId, id)
+    // The re-read inside the transaction sees any change made since the checks above.
+    this.lbCache.delete(id)
+    return this.deps.store.transaction(async (tx) => {
+      const current = await this.owned(p.accountId, id, tx)
       const spec = updateSpec(current, body, { catalog: this.catalogView(), account, template })
       const diff = releaseDiff(specOf(current), spec)
       const next: EndpointRecord = { ...spec, id: current.id, accountId: current.accountId, createdAt: current.createdAt, version: current.version + (diff.length ? 1 : 0) }
-      await this.endpoints.update(next)
-      if (diff.length) await this.releaseDocs.insert(this.release(next, diff, iso(this.deps.clock.now())))
+      await tx.endpoints.update(next)
+      if (diff.length) await tx.releases.insert(this.release(next, diff, iso(this.deps.clock.now())))
       return this.view(next)
     })
   }
@@ -88,9 +96,10 @@ export class EndpointService {
   /** R15: deletes the endpoint and its releases; then it is 404 like any unknown id. */
   async delete(p: Principal, id: string): Promise<void> {
     await this.owned(p.accountId, id)
-    await this.deps.store.transaction(async () => {
-      for (const r of await this.releaseDocs.list({ parentId: id })) await this.releaseDocs.delete(r.id)
-      await this.endpoints.delete(id)
+    this.lbCache.delete(id)
+    await this.deps.store.transaction(async (tx) => {
+      await tx.releases.deleteByEndpoint(id)
+      await tx.endpoints.delete(id)
     })
   }
 
@@ -99,7 +108,7 @@ export class EndpointService {
     const endpoint = await this.owned(p.accountId, id)
     const versions = (await this.deps.workerVersions?.(id)) ?? []
     const onLatest = versions.filter((v) => v === endpoint.version).length
-    const releases = (await this.releaseDocs.list({ parentId: id })).reverse()
+    const releases = (await this.releaseDocs.listByEndpoint(id)).reverse()
     return {
       endpointVersion: endpoint.version,
       rollout: {
@@ -117,14 +126,32 @@ export class EndpointService {
     return this.endpoints.get(id)
   }
 
-  private async owned(accountId: string, id: string): Promise<EndpointRecord> {
-    const e = await this.endpoints.get(id)
+  /**
+   * The LOAD_BALANCER endpoint a request addresses: 404 for an unknown or foreign one, 400 for a queue
+   * endpoint (it has no base URL for traffic; its jobs go to /v2/{id}/run).
+   */
+  async loadBalancer(p: Principal, id: string): Promise<EndpointRecord> {
+    // Read at most once a second per endpoint: changes made through this process apply at once (the cache
+    // entry is dropped), those of another replica within LB_CACHE_MS.
+    const now = performance.now()
+    const hit = this.lbCache.get(id)
+    const ep = hit && hit.until > now && hit.record.accountId === p.accountId ? hit.record : await this.owned(p.accountId, id)
+    if (hit?.record !== ep) {
+      if (this.lbCache.size > 10_000) this.lbCache.clear()
+      this.lbCache.set(id, { record: ep, until: now + LB_CACHE_MS })
+    }
+    if (ep.type !== 'LOAD_BALANCER') throw new DomainError('bad_request', `endpoint ${JSON.stringify(id)} is a QUEUE endpoint: send jobs to /v2/${id}/run or /v2/${id}/runsync, not requests to a base URL`)
+    return ep
+  }
+
+  private async owned(accountId: string, id: string, tx: Pick<Collections, 'endpoints'> = this.deps.store): Promise<EndpointRecord> {
+    const e = await tx.endpoints.get(id)
     if (!e || e.accountId !== accountId) throw notFound('endpoint', id)
     return e
   }
 
   private view(record: EndpointRecord): Endpoint {
-    return toEndpoint(record, this.deps.publicUrl())
+    return toEndpoint(record, this.deps.publicUrl(), this.deps.lbDomain)
   }
 
   private release(endpoint: EndpointRecord, diff: ReleaseRecord['diff'], createdAt: string): ReleaseRecord {

@@ -5,6 +5,7 @@ import type { JobPatch, JobRecord } from '../store/JobStore.js'
 import type { Store } from '../store/Store.js'
 import type { WebhookDelivery } from '../store/WebhookStore.js'
 import type { JobEvents } from './JobEvents.js'
+import type { Metrics } from './Metrics.js'
 
 /** Where finished jobs with a `webhook` are handed for delivery (the WebhookDispatcher). */
 export interface WebhookQueue {
@@ -20,7 +21,7 @@ export interface WebhookQueue {
  * told to stop a job it may still run, and a webhook delivery is recorded atomically with the move.
  */
 export class JobLifecycle {
-  constructor(private readonly deps: { store: Store; clock: Clock; events: JobEvents; webhooks: WebhookQueue }) {}
+  constructor(private readonly deps: { store: Store; clock: Clock; events: JobEvents; webhooks: WebhookQueue; metrics?: Metrics }) {}
 
   /**
    * Applies `event` to job `id`, with the fields in `patch`; when `workerId` is given the job must be
@@ -40,6 +41,7 @@ export class JobLifecycle {
     const job = await store.jobs.transition(id, sourcesOf(event), full, workerId, outbox)
     if (!job) return undefined
     if (outbox && job.webhook) webhooks.notify()
+    if (isFinal(to)) this.deps.metrics?.jobFinished(job.endpointId, to, job.startedAt !== null && job.completedAt !== null ? job.completedAt - job.startedAt : null)
     // The worker it ran on: given by the caller, or still recorded for moves out of IN_PROGRESS.
     const ranOn = workerId ?? (job.startedAt !== null || event === 'requeue' || event === 'timeout' ? job.workerId : null)
     if (ranOn && event !== 'take' && event !== 'retry') {

@@ -1,5 +1,5 @@
-import type { Health, JobRef, JobRequest, JobStatusView, PurgeResult, StreamView } from '../contract/job.js'
-import type { Clock } from '../domain/clock.js'
+import type { Health, JobRef, JobRequest, JobStatusView, PurgeResult, RequestList, StreamView } from '../contract/job.js'
+import { iso, type Clock } from '../domain/clock.js'
 import type { EndpointRecord } from '../domain/endpoint.js'
 import { DomainError, notFound } from '../domain/errors.js'
 import { isFinal, retentionMs } from '../domain/jobState.js'
@@ -10,6 +10,8 @@ import type { Store } from '../store/Store.js'
 import type { Principal } from './AccountService.js'
 import type { JobEvents } from './JobEvents.js'
 import type { JobLifecycle } from './JobLifecycle.js'
+import { sealS3Config } from './s3Secret.js'
+import type { SecretBox } from './SecretBox.js'
 
 /** Defaults of the spec: 24 h TTL, 10 min execution timeout (when the endpoint sets none), 90 s runsync wait. */
 export const DEFAULT_TTL_MS = 86_400_000
@@ -32,6 +34,8 @@ export interface JobServiceDeps {
   waitingReason?: (job: JobRecord) => string | undefined
   /** How long /stream holds a request with nothing new, unless `?wait=` says otherwise. */
   streamWaitMs: number
+  /** Seals a job's `s3Config.accessSecret` before it is stored. */
+  secrets: SecretBox
 }
 
 /**
@@ -50,18 +54,24 @@ export class JobService {
   /** POST /run (`sync` false) and /runsync (waits up to `waitMs` for a final state). */
   async submit(p: Principal, endpointId: string, body: JobRequest, sync: boolean, waitMs?: number): Promise<JobRef | JobStatusView> {
     const ep = await this.endpoint(p, endpointId)
+    // The schema checks that it is a URI (one error for "notaurl"); only http(s) can be POSTed to.
+    if (body.webhook !== undefined && !/^https?:\/\//i.test(body.webhook)) {
+      throw new DomainError('bad_request', `webhook: must be an http or https URL, got ${JSON.stringify(body.webhook)}`, [`webhook: must be an http or https URL, got ${JSON.stringify(body.webhook)}`])
+    }
     const now = this.deps.clock.now()
     const ttlMs = body.policy?.ttl ?? DEFAULT_TTL_MS
+    // Time-ordered UUIDs (v7): the jobs table's id index grows at its end (see jobUuid).
+    const id = sync ? `sync-${jobUuid()}` : jobUuid()
     const job: JobRecord = {
-      // Time-ordered UUIDs (v7): the jobs table's id index grows at its end (see jobUuid).
-      id: sync ? `sync-${jobUuid()}` : jobUuid(),
+      id,
       endpointId: ep.id,
       accountId: ep.accountId,
       status: 'IN_QUEUE',
       input: body.input,
       webhook: body.webhook ?? null,
       policy: body.policy ?? null,
-      s3Config: body.s3Config ?? null,
+      // Kept only in the database, and sealed there: a copy of the database alone does not reveal it.
+      s3Config: body.s3Config ? sealS3Config(this.deps.secrets, id, body.s3Config) : null,
       sync,
       lowPriority: body.policy?.lowPriority ?? false,
       // The job's policy overrides the endpoint's timeout, which overrides the spec's default.
@@ -189,6 +199,33 @@ export class JobService {
     }
   }
 
+  /**
+   * GET /requests: the endpoint's recent requests (its jobs still kept), newest first, with status, times
+   * and worker; inputs and outputs are left out (they can be large; /status has them).
+   */
+  async requests(p: Principal, endpointId: string, limit = 100): Promise<RequestList> {
+    const ep = await this.endpoint(p, endpointId)
+    const jobs = (await this.deps.store.jobs.listRecent(ep.id, limit)).filter((j) => !this.expired(j))
+    return {
+      requests: jobs.map((j) => {
+        const v = jobStatusView(j)
+        return {
+          id: j.id,
+          status: j.status,
+          createdAt: iso(j.createdAt),
+          startedAt: j.startedAt === null ? null : iso(j.startedAt),
+          completedAt: j.completedAt === null ? null : iso(j.completedAt),
+          ...(v.delayTime !== undefined ? { delayTime: v.delayTime } : {}),
+          ...(v.executionTime !== undefined ? { executionTime: v.executionTime } : {}),
+          workerId: j.workerId,
+          retries: j.retries,
+          sync: j.sync,
+          ...(j.error !== null ? { error: j.error } : {}),
+        }
+      }),
+    }
+  }
+
   /** Waits on JobEvents until the job is final, `waitMs` passed, or the service is closing. */
   private async waitFinal(jobId: string, waitMs: number): Promise<JobStatusView> {
     const sub = this.deps.events.subscribe(`job:${jobId}`)
@@ -215,7 +252,7 @@ export class JobService {
   }
 
   private async endpoint(p: Principal, id: string): Promise<EndpointRecord> {
-    const ep = (await this.deps.store.endpoints.get(id)) as EndpointRecord | undefined
+    const ep = await this.deps.store.endpoints.get(id)
     if (!ep || ep.accountId !== p.accountId) throw notFound('endpoint', id)
     if (ep.type !== 'QUEUE') throw new DomainError('bad_request', `endpoint ${JSON.stringify(id)} is a ${ep.type} endpoint: it has no job queue; send requests to its base URL`)
     return ep

@@ -1,6 +1,6 @@
 import type { Allocation } from '../catalog/Fleet.js'
 import type { WorkerSnapshot } from '../domain/planScaling.js'
-import type { WorkerHandle } from '../runtime/RuntimeDriver.js'
+import type { StartPhase, Workload, WorkloadExit } from '../runtime/RuntimeDriver.js'
 import type { WorkerRecord } from '../store/WorkerStore.js'
 
 /**
@@ -20,7 +20,7 @@ export interface LiveWorker {
   /** Its stored record: null while throttled (never placed). */
   record: WorkerRecord | null
   allocation: Allocation | null
-  handle: WorkerHandle | null
+  handle: Workload | null
   jobs: Set<string>
   jobsDone: number
   lastContact: number
@@ -39,6 +39,13 @@ export interface LiveWorker {
   /** Why it cannot be placed (throttled) or how it failed (unhealthy). */
   lastError: string | null
   finished: Promise<void>
+  /** While starting: the runtime's step (pull, create, start) and image bytes pulled. */
+  startPhase: StartPhase | null
+  pull: { bytes: number; totalBytes: number | null } | null
+  /** Monotonic ms of the start's steps: launch, pull done, runtime started, first call. */
+  timeline: { launch: number; pulled: number | null; started: number | null; called: number | null } | null
+  /** Ends its watch without the runtime's word (its host stopped answering). */
+  abandon: ((exit: WorkloadExit) => void) | null
 }
 
 /** A new worker slot of an endpoint, not yet placed. */
@@ -63,6 +70,10 @@ export function newLiveWorker(id: string, endpointId: string, accountId: string,
     lostReason: null,
     lastError: null,
     finished: Promise.resolve(),
+    startPhase: null,
+    pull: null,
+    timeline: null,
+    abandon: null,
   }
 }
 

@@ -3,12 +3,12 @@ import { join } from 'node:path'
 import type { CatalogService } from '../catalog/CatalogService.js'
 import type { CreateNetworkVolume, NetworkVolume, UpdateNetworkVolume } from '../contract/networkVolume.js'
 import { iso, type Clock } from '../domain/clock.js'
-import type { EndpointRecord } from '../domain/endpoint.js'
 import { DomainError, notFound, Violations } from '../domain/errors.js'
 import { newId } from '../domain/ids.js'
-import type { DocumentStore, OwnedDocument, Store } from '../store/Store.js'
-
-type VolumeRecord = NetworkVolume & OwnedDocument
+import type { NetworkVolumeRecord, NetworkVolumeStore } from '../store/NetworkVolumeStore.js'
+import type { Store } from '../store/Store.js'
+import { refuseDeleteInUse } from './inUse.js'
+import type { VolumeMeter } from './UsageMeter.js'
 
 /**
  * Network volumes: a directory per volume on its data center's storage, which for this machine's
@@ -16,10 +16,10 @@ type VolumeRecord = NetworkVolume & OwnedDocument
  * as a quota (a plain directory has none).
  */
 export class NetworkVolumeService {
-  private readonly docs: DocumentStore<VolumeRecord>
+  private readonly docs: NetworkVolumeStore
 
-  constructor(private readonly deps: { store: Store; clock: Clock; catalog: CatalogService; volumesDir: string }) {
-    this.docs = deps.store.networkVolumes as DocumentStore<VolumeRecord>
+  constructor(private readonly deps: { store: Store; clock: Clock; catalog: CatalogService; volumesDir: string; /** Bills each volume's size while it exists. */ meter?: VolumeMeter }) {
+    this.docs = deps.store.networkVolumes
   }
 
   /**
@@ -37,7 +37,7 @@ export class NetworkVolumeService {
       v.add('type', `${JSON.stringify(body.type)} is not offered by data center ${JSON.stringify(dc.id)}, which offers ${dc.networkVolumeTypes.join(', ')}`)
     }
     v.throwIfAny('bad_request')
-    const record: VolumeRecord = {
+    const record: NetworkVolumeRecord = {
       id: newId('vol_'),
       accountId,
       createdAt: iso(this.deps.clock.now()),
@@ -54,11 +54,18 @@ export class NetworkVolumeService {
       await rm(dir, { recursive: true, force: true })
       throw err
     }
+    await this.deps.meter?.volumeChanged(record)
     return view(record)
   }
 
   async list(accountId: string): Promise<NetworkVolume[]> {
-    return (await this.docs.list({ accountId })).map(view)
+    return (await this.docs.list(accountId)).map(view)
+  }
+
+  /** Every volume of every account, with its owner (billing resumes them at start). */
+  async all(): Promise<NetworkVolumeRecord[]> {
+    const accounts = await this.deps.store.accounts.list()
+    return (await Promise.all(accounts.map((a) => this.docs.list(a.id)))).flat()
   }
 
   async get(accountId: string, id: string): Promise<NetworkVolume> {
@@ -72,8 +79,9 @@ export class NetworkVolumeService {
       const line = `size: ${body.size} GB is smaller than the current ${current.size} GB; network volumes can only grow`
       throw new DomainError('bad_request', line, [line])
     }
-    const next: VolumeRecord = { ...current, name: body.name ?? current.name, size: body.size ?? current.size }
+    const next: NetworkVolumeRecord = { ...current, name: body.name ?? current.name, size: body.size ?? current.size }
     await this.docs.update(next)
+    await this.deps.meter?.volumeChanged(next)
     return view(next)
   }
 
@@ -84,14 +92,11 @@ export class NetworkVolumeService {
   async delete(accountId: string, id: string): Promise<void> {
     const volume = await this.owned(accountId, id)
     const { store } = this.deps
-    await store.transaction(async () => {
-      const users = ((await store.endpoints.list({ accountId })) as EndpointRecord[]).filter((e) => e.networkVolumes?.includes(id))
-      if (users.length) {
-        const line = `networkVolume: ${JSON.stringify(id)} is attached to endpoint${users.length > 1 ? 's' : ''} ${users.map((e) => e.id).join(', ')}; detach it first`
-        throw new DomainError('bad_request', line, [line])
-      }
-      await this.docs.delete(id)
+    await store.transaction(async (tx) => {
+      await refuseDeleteInUse(tx, accountId, { kind: 'networkVolume', id })
+      await tx.networkVolumes.delete(id)
     })
+    await this.deps.meter?.volumeDeleted(id)
     // After the record is gone: a failure here leaves an orphaned directory, never a volume without one.
     await rm(this.pathOf(volume), { recursive: true, force: true })
   }
@@ -117,13 +122,13 @@ export class NetworkVolumeService {
     return join(this.deps.volumesDir, volume.dataCenter, volume.id)
   }
 
-  private async owned(accountId: string, id: string): Promise<VolumeRecord> {
+  private async owned(accountId: string, id: string): Promise<NetworkVolumeRecord> {
     const vol = await this.docs.get(id)
     if (!vol || vol.accountId !== accountId) throw notFound('network volume', id)
     return vol
   }
 }
 
-function view(v: VolumeRecord): NetworkVolume {
+function view(v: NetworkVolumeRecord): NetworkVolume {
   return { id: v.id, name: v.name, size: v.size, dataCenter: v.dataCenter, type: v.type }
 }

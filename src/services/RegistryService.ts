@@ -1,21 +1,12 @@
 import type { CreateDelegation, CreateRegistry, Delegation, Registry } from '../contract/registry.js'
 import { iso, type Clock } from '../domain/clock.js'
 import { parseEcrArn } from '../domain/ecrArn.js'
-import type { EndpointRecord } from '../domain/endpoint.js'
 import { DomainError, notFound } from '../domain/errors.js'
 import { newId } from '../domain/ids.js'
-import type { DocumentStore, OwnedDocument, Store } from '../store/Store.js'
+import type { DelegationRecord, DelegationStore, RegistryRecord, RegistryStore } from '../store/RegistryStore.js'
+import type { Store } from '../store/Store.js'
+import { refuseDeleteInUse } from './inUse.js'
 import type { SecretBox } from './SecretBox.js'
-import type { TemplateRecord } from './TemplateService.js'
-
-/** A registry credential as stored: username and password sealed by the SecretBox, never in clear. */
-interface RegistryRecord extends OwnedDocument {
-  name: string
-  username: string
-  password: string
-}
-
-type DelegationRecord = OwnedDocument & Delegation
 
 /** Credentials to pull a private image, for runtimes only; never sent to a client or a log. */
 export interface RegistryCredentials {
@@ -29,12 +20,12 @@ export interface RegistryCredentials {
  * an image) opens them.
  */
 export class RegistryService {
-  private readonly registries: DocumentStore<RegistryRecord>
-  private readonly delegations: DocumentStore<DelegationRecord>
+  private readonly registries: RegistryStore
+  private readonly delegations: DelegationStore
 
   constructor(private readonly deps: { store: Store; clock: Clock; secrets: SecretBox }) {
-    this.registries = deps.store.registries as DocumentStore<RegistryRecord>
-    this.delegations = deps.store.delegations as DocumentStore<DelegationRecord>
+    this.registries = deps.store.registries
+    this.delegations = deps.store.delegations
   }
 
   async create(accountId: string, body: CreateRegistry): Promise<Registry> {
@@ -52,7 +43,7 @@ export class RegistryService {
   }
 
   async list(accountId: string): Promise<Registry[]> {
-    return (await this.registries.list({ accountId })).map(view)
+    return (await this.registries.list(accountId)).map(view)
   }
 
   async get(accountId: string, id: string): Promise<Registry> {
@@ -89,22 +80,15 @@ export class RegistryService {
   async delete(accountId: string, id: string): Promise<void> {
     await this.owned(accountId, id)
     const { store } = this.deps
-    await store.transaction(async () => {
-      const users = ((await store.endpoints.list({ accountId })) as EndpointRecord[]).filter((e) => e.registry === id)
-      if (users.length) {
-        const line = `registry: ${JSON.stringify(id)} is used by endpoint${users.length > 1 ? 's' : ''} ${users.map((e) => e.id).join(', ')}; change their registry first`
-        throw new DomainError('bad_request', line, [line])
-      }
-      const templates = store.templates as DocumentStore<TemplateRecord>
-      for (const t of await templates.list({ accountId })) {
-        if (t.registry === id) await templates.update({ ...t, registry: null })
-      }
-      await this.registries.delete(id)
+    await store.transaction(async (tx) => {
+      await refuseDeleteInUse(tx, accountId, { kind: 'registry', id })
+      await tx.templates.clearRegistry(accountId, id)
+      await tx.registries.delete(id)
     })
   }
 
   async listDelegations(accountId: string): Promise<Delegation[]> {
-    return (await this.delegations.list({ accountId })).map(delegationView)
+    return (await this.delegations.list(accountId)).map(delegationView)
   }
 
   /** Records delegated pull access to an ECR repository; a malformed ARN is 422 naming the bad part. */

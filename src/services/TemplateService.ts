@@ -2,14 +2,14 @@ import { OFFICIAL_TEMPLATES, officialTemplate } from '../catalog/officialTemplat
 import type { CreateTemplate, Template, TemplateSource, UpdateTemplate } from '../contract/template.js'
 import { iso, type Clock } from '../domain/clock.js'
 import { resolveCommand } from '../domain/containerCommand.js'
-import type { EndpointRecord } from '../domain/endpoint.js'
-import { DomainError, notFound } from '../domain/errors.js'
+import { notFound } from '../domain/errors.js'
 import { newId } from '../domain/ids.js'
-import type { DocumentStore, OwnedDocument, Store } from '../store/Store.js'
+import type { Store } from '../store/Store.js'
+import type { TemplateRecord, TemplateStore } from '../store/TemplateStore.js'
+import { refuseDeleteInUse } from './inUse.js'
 import type { RegistryService } from './RegistryService.js'
 
-/** A template as stored: the response shape plus its owner. */
-export type TemplateRecord = Template & OwnedDocument
+export type { TemplateRecord } from '../store/TemplateStore.js'
 
 /** Container disk of a template that does not say, GB. */
 export const DEFAULT_TEMPLATE_DISK = 20
@@ -22,10 +22,10 @@ const CATALOG_LIMIT = 100
  * exactly like a missing one.
  */
 export class TemplateService {
-  private readonly docs: DocumentStore<TemplateRecord>
+  private readonly docs: TemplateStore
 
   constructor(private readonly deps: { store: Store; clock: Clock; registries: RegistryService }) {
-    this.docs = deps.store.templates as DocumentStore<TemplateRecord>
+    this.docs = deps.store.templates
   }
 
   async create(accountId: string, body: CreateTemplate): Promise<Template> {
@@ -56,7 +56,7 @@ export class TemplateService {
 
   /** The account's own templates, oldest first. */
   async list(accountId: string): Promise<Template[]> {
-    return (await this.docs.list({ accountId })).map((t) => view(t, accountId))
+    return (await this.docs.list(accountId)).map((t) => view(t, accountId))
   }
 
   /** A template the account may read: its own, a public one of any account, or an official one. */
@@ -110,13 +110,9 @@ export class TemplateService {
   async delete(accountId: string, id: string): Promise<void> {
     await this.owned(accountId, id)
     const { store } = this.deps
-    await store.transaction(async () => {
-      const bound = ((await store.endpoints.list({ accountId })) as EndpointRecord[]).filter((e) => e.templateId === id)
-      if (bound.length) {
-        const line = `template: ${JSON.stringify(id)} is bound to endpoint${bound.length > 1 ? 's' : ''} ${bound.map((e) => e.id).join(', ')}; delete them first`
-        throw new DomainError('bad_request', line, [line])
-      }
-      await this.docs.delete(id)
+    await store.transaction(async (tx) => {
+      await refuseDeleteInUse(tx, accountId, { kind: 'template', id })
+      await tx.templates.delete(id)
     })
   }
 
@@ -131,7 +127,7 @@ export class TemplateService {
       case 'verified':
         return []
       case 'community':
-        return (await this.docs.list({ public: true })).slice(-CATALOG_LIMIT).map((t) => view(t, accountId))
+        return (await this.docs.listPublic()).slice(-CATALOG_LIMIT).map((t) => view(t, accountId))
     }
   }
 

@@ -7,6 +7,7 @@ import type { Store } from '../store/Store.js'
 import type { WebhookDelivery } from '../store/WebhookStore.js'
 import type { WebhookQueue } from './JobLifecycle.js'
 import type { Log } from './log.js'
+import type { Metrics } from './Metrics.js'
 
 /** The spec: one attempt plus up to 2 retries. */
 export const WEBHOOK_ATTEMPTS = 3
@@ -21,6 +22,8 @@ export interface WebhookDispatcherOptions {
   timeoutMs: number
   /** How many deliveries may be in flight at once. */
   concurrency?: number
+  /** Counts attempts by outcome. */
+  metrics?: Metrics
 }
 
 /**
@@ -111,7 +114,9 @@ export class WebhookDispatcher implements WebhookQueue {
     try {
       const res = await request(d.url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'user-agent': 'hangar-webhook/1' },
+        // webhook-id names the delivery, the same on every attempt and after a restart: delivery is at least
+        // once (an attempt whose answer was lost is made again), so receivers drop ids they have seen.
+        headers: { 'content-type': 'application/json', 'user-agent': 'hangar-webhook/1', 'webhook-id': d.id, 'webhook-timestamp': String(Math.floor(d.createdAt / 1000)) },
         body: JSON.stringify(d.payload),
         headersTimeout: timeoutMs,
         bodyTimeout: timeoutMs,
@@ -127,6 +132,7 @@ export class WebhookDispatcher implements WebhookQueue {
     const now = clock.now()
     const next = error === null ? { state: 'DELIVERED' as const, nextAttemptAt: null } : attempts >= WEBHOOK_ATTEMPTS ? { state: 'FAILED' as const, nextAttemptAt: null } : { state: 'PENDING' as const, nextAttemptAt: now + retryDelayMs }
     await store.webhooks.recordAttempt(d.id, { at: now, statusCode, error, durationMs: Date.now() - started }, next)
+    this.o.metrics?.webhookAttempt(next.state === 'DELIVERED' ? 'delivered' : next.state === 'FAILED' ? 'failed' : 'retry')
     if (error) log.warn({ jobId: d.jobId, url: d.url, attempt: attempts, error }, next.state === 'FAILED' ? 'webhook delivery failed' : 'webhook attempt failed')
   }
 }

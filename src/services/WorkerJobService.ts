@@ -7,6 +7,8 @@ import type { Store } from '../store/Store.js'
 import type { JobEvents } from './JobEvents.js'
 import type { JobLifecycle } from './JobLifecycle.js'
 import type { WorkerService } from './WorkerService.js'
+import { openS3Config } from './s3Secret.js'
+import type { SecretBox } from './SecretBox.js'
 
 /** What a worker posts to job-done (the Python SDK's shapes, see the worker protocol reference). */
 export interface DoneBody {
@@ -30,6 +32,8 @@ export interface WorkerJobServiceDeps {
   workers: WorkerService
   /** How long job-take and job-stop hold the request when there is nothing. */
   takeWaitMs: number
+  /** Opens a job's sealed `s3Config.accessSecret` for the worker. */
+  secrets: SecretBox
 }
 
 /**
@@ -68,7 +72,7 @@ export class WorkerJobService {
         if (jobs.length > 0) {
           workers.jobsTaken(workerId, jobs.map((j) => j.id))
           for (const j of jobs) events.jobChanged(j.id)
-          return jobs.map(toWorkerJob)
+          return jobs.map((j) => toWorkerJob(j, this.deps.secrets))
         }
         const left = deadline - Date.now()
         if (left <= 0) return []
@@ -151,10 +155,10 @@ export class WorkerJobService {
   }
 }
 
-function toWorkerJob(j: JobRecord): WorkerJob {
+function toWorkerJob(j: JobRecord, secrets: SecretBox): WorkerJob {
   const job: WorkerJob = { id: j.id, input: j.input }
   if (j.webhook) job.webhook = j.webhook
   if (j.policy) job.policy = j.policy
-  if (j.s3Config) job.s3Config = j.s3Config
+  if (j.s3Config) job.s3Config = openS3Config(secrets, j.id, j.s3Config)
   return job
 }

@@ -1,15 +1,14 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
-import { rmSync } from 'node:fs'
-import { join } from 'node:path'
 import type { CatalogService } from '../catalog/CatalogService.js'
 import type { WorkerList } from '../contract/worker.js'
 import type { Clock } from '../domain/clock.js'
-import type { EndpointRecord } from '../domain/endpoint.js'
+import { healthCheckPath, type EndpointRecord } from '../domain/endpoint.js'
 import { notFound } from '../domain/errors.js'
 import { newId } from '../domain/ids.js'
 import { parkWindowMs, type WorkerSnapshot } from '../domain/planScaling.js'
-import type { ImagesConfig } from '../runtime/images.js'
-import type { RuntimeDriver, WorkerExit, WorkerHandle } from '../runtime/RuntimeDriver.js'
+import { LABELS } from '../runtime/labels.js'
+import type { ListedWorkload, RuntimeDriver, Workload, WorkloadExit, WorkloadSpec } from '../runtime/RuntimeDriver.js'
+import type { LbHealth } from '../domain/planLbScaling.js'
 import type { WorkerLog } from '../runtime/WorkerLog.js'
 import { buildWorkerSpec } from '../runtime/workerSpec.js'
 import type { Store } from '../store/Store.js'
@@ -20,12 +19,18 @@ import type { JobsConfig } from './jobsConfig.js'
 import type { WorkerHealth } from './JobService.js'
 import { newLiveWorker, snapshotOf, type LiveWorker, type WorkerPhase } from './LiveWorker.js'
 import type { Log } from './log.js'
+import { lastOutput } from './lastOutput.js'
+import type { Metrics } from './Metrics.js'
 import { loseJob } from './loseJob.js'
 import { WorkerLogArchive } from './WorkerLogArchive.js'
 import { WorkerPlacer } from './WorkerPlacer.js'
+import type { WorkerMeter } from './UsageMeter.js'
 import { workerHealth, workerList, type WorkerListContext } from './workerList.js'
 import { newWorkerRecord } from './workerRecord.js'
+import { adoptableAllocation } from './adoptableAllocation.js'
+import type { WorkerRecord } from '../store/WorkerStore.js'
 import { volumePath } from './volumePath.js'
+import { lbAddress, lbWorkloadPorts } from './lbWorker.js'
 
 export interface WorkerServiceDeps {
   store: Store
@@ -35,17 +40,53 @@ export interface WorkerServiceDeps {
   lifecycle: JobLifecycle
   events: JobEvents
   config: JobsConfig
-  images: ImagesConfig
+  /** Where ended workers' logs are read back from (`<dataDir>/workers/<id>/worker.log`). */
   dataDir: string
-  /** Base URL of the control plane as workers reach it (read at each start: known only after listen). */
-  baseUrl: () => string
+  /** Id of this installation: every workload is labelled with it. */
+  installationId: string
+  /**
+   * Base URL of the control plane as workers on `hostId` reach it (read at each start: known only after
+   * listen; '' while unknown).
+   */
+  baseUrl: (hostId: string) => string
   log: Log
-  /** Host variables a local worker process inherits (PATH, LANG, ...), read by config.ts. */
-  hostEnv: Record<string, string>
+  /** The runtime name of a host (`process`, `docker`), for the workers view. */
+  runtimeOf?: (hostId: string) => string
+  /** Credentials for an endpoint's private image (its `registry`), or null when it has none. */
+  pullAuth?: (ep: EndpointRecord) => Promise<WorkloadSpec['pullAuth']>
   /** Monotonic ms for heartbeats: process liveness is real time, whatever the business clock says. */
   monotonic?: () => number
   /** Why an endpoint's waiting jobs wait (from the autoscaler), for the workers list. */
-  waiting?: (endpointId: string) => WorkerListContext['waiting']
+  waiting?: (endpointId: string) => Promise<WorkerListContext['waiting']>
+  /** Billing: told when a worker starts serving (its first call, or unparked) and stops (parked, exited). */
+  meter?: WorkerMeter
+  /** Observes cold starts. */
+  metrics?: Metrics
+  /** How long a retiring load-balancing worker may keep requests and WebSockets before it is stopped anyway. */
+  lbDrainMs?: number
+  /** Health of a load-balancing worker as its health checks report it, for the workers list. */
+  lbHealth?: (workerId: string) => LbHealth | undefined
+}
+
+/** Where a load-balancing worker serves HTTP (PORT) and answers health checks (PORT_HEALTH), as published by the runtime. */
+export interface HttpAddress {
+  host: string
+  port: number
+  healthPort: number
+  /** HEALTH_CHECK_PATH, starting with `/`. */
+  healthPath: string
+}
+
+/** A load-balancing worker as the balancer and the health checks see it. */
+export interface HttpWorker {
+  id: string
+  endpointId: string
+  /** 'ready' once a health check answered 200 (only those get traffic, unless parked or retiring). */
+  phase: WorkerPhase
+  retiring: boolean
+  /** Requests in flight on it. */
+  inFlight: number
+  address: HttpAddress
 }
 
 /** Outcome of adding a worker; `capacity` tells "no room in the fleet" (it stays THROTTLED) from a broken worker. */
@@ -62,6 +103,8 @@ export class WorkerService {
   private readonly backoff: CrashBackoff
   private readonly placer: WorkerPlacer
   private readonly mono: () => number
+  /** HTTP addresses of load-balancing workers. */
+  private readonly http = new Map<string, HttpAddress>()
 
   constructor(private readonly deps: WorkerServiceDeps) {
     this.mono = deps.monotonic ?? (() => performance.now())
@@ -72,16 +115,26 @@ export class WorkerService {
   }
 
   /**
-   * After a restart: stops the workers of the previous run that still run (same pid and start marker),
-   * marks them gone, and sends their running jobs back to the queue (counted as retried).
+   * After a restart: adopts the workers of the previous run that still run and can still reach the control
+   * plane (same URL), on their own capacity, for endpoints that still exist; removes the others and any
+   * workload of this installation no record knows. Running jobs of every previous worker go back to the
+   * queue (counted as retried): results posted while no control plane listened are lost, so a job runs
+   * again rather than never ends.
    */
   async recover(): Promise<void> {
     const { store, runtime, clock, log } = this.deps
+    const listed = new Map<string, ListedWorkload>()
+    for (const l of await runtime.list({ [LABELS.installation]: this.deps.installationId, [LABELS.kind]: 'worker' })) listed.set(l.ref, l)
     for (const w of await store.workers.listActive()) {
-      const killed = await runtime.reap({ pid: w.pid, pidMarker: w.pidMarker })
+      const found = w.runtimeRef ? listed.get(w.runtimeRef) : undefined
+      if (w.runtimeRef) listed.delete(w.runtimeRef)
+      if (found && (await this.adopt(w, found))) continue
+      if (w.runtimeRef) await runtime.remove(w.runtimeRef).catch((err: Error) => log.warn({ workerId: w.id, err: err.message }, 'cannot remove a worker of the previous run'))
       await store.workers.update(w.id, { state: 'EXITED', stoppedAt: clock.now(), lastError: 'the control plane restarted' })
-      log.info({ workerId: w.id, endpointId: w.endpointId, killed }, 'worker of the previous run stopped')
+      log.info({ workerId: w.id, endpointId: w.endpointId, runtimeRef: w.runtimeRef }, 'worker of the previous run removed')
     }
+    // Started by the previous run but never recorded as started (it crashed in between): not wanted.
+    for (const l of listed.values()) await runtime.remove(l.ref).catch(() => undefined)
     for (const job of await store.jobs.listInProgress()) await loseJob(this.deps.lifecycle, job, job.workerId ?? '', 'the control plane restarted while it ran', true)
   }
 
@@ -115,38 +168,48 @@ export class WorkerService {
       return { ok: false, capacity: true, reason: allocation.reason }
     }
     w.phase = 'starting'
+    w.timeline = { launch: this.mono(), pulled: null, started: null, called: null }
+    w.startPhase = null
+    w.pull = null
     const token = `hw_${randomBytes(24).toString('base64url')}`
     const now = clock.now()
     w.allocation = allocation
     w.record = newWorkerRecord(w.id, ep, allocation, hash(token), now)
-    const spec = buildWorkerSpec({
-      endpoint: ep,
-      workerId: w.id,
-      token,
-      baseUrl: this.deps.baseUrl(),
-      images: this.deps.images,
-      dataDir: this.deps.dataDir,
-      pingIntervalMs: this.deps.config.pingIntervalMs,
-      allocation,
-      volumePath: await volumePath(store, this.deps.dataDir, ep),
-      hostEnv: this.deps.hostEnv,
-    })
-    if ('error' in spec) return this.startFailed(w, spec.error, false)
     await store.workers.insert(w.record)
-    let handle: WorkerHandle
+    let handle: Workload
     try {
-      handle = await runtime.start(spec)
+      const spec = buildWorkerSpec({
+        endpoint: ep,
+        workerId: w.id,
+        token,
+        baseUrl: this.deps.baseUrl(allocation.hostId),
+        installationId: this.deps.installationId,
+        pingIntervalMs: this.deps.config.pingIntervalMs,
+        allocation,
+        volumePath: await volumePath(store, this.deps.dataDir, ep),
+        pullAuth: ep.registry ? await this.deps.pullAuth?.(ep) : null,
+      })
+      if (ep.type === 'LOAD_BALANCER') spec.ports = lbWorkloadPorts(spec.ports, ep.env)
+      handle = await runtime.start(spec, { onPhase: (phase, detail) => this.onStartPhase(w, phase, detail) })
     } catch (err) {
       return this.startFailed(w, (err as Error).message, true)
     }
+    if (ep.type === 'LOAD_BALANCER') {
+      const address = lbAddress(handle.ports, ep.env)
+      if (address) this.http.set(w.id, address)
+      else log.warn({ workerId: w.id, endpointId: ep.id }, 'the runtime published no PORT for a load-balancing worker: it gets no traffic')
+    }
     const m = this.mono()
-    Object.assign(w, { handle, startedAt: m, lastContact: m, idleSince: m, phaseSince: m, lastError: null })
-    w.finished = handle.exited.then((exit) => this.onExit(w, exit))
+    Object.assign(w, { handle, startedAt: m, lastContact: m, idleSince: m, phaseSince: m, lastError: null, startPhase: 'STARTING', pull: null })
+    w.timeline.pulled ??= w.timeline.launch
+    w.timeline.started = m
+    this.watch(w, handle)
     w.record.startedAt = now
-    await store.workers.update(w.id, { pid: handle.pid, pidMarker: handle.pidMarker, startedAt: now })
+    w.record.runtimeRef = handle.ref
+    await store.workers.update(w.id, { runtimeRef: handle.ref, startedAt: now })
     // Stopped while it was being started (endpoint deleted, shutdown): finish the job now.
     if ((w.phase as WorkerPhase) === 'stopping') void handle.stop(this.deps.config.stopGraceMs)
-    log.info({ workerId: w.id, endpointId: ep.id, pid: handle.pid, host: allocation.hostId, gpu: allocation.gpuTypeId, cpu: allocation.cpuFlavorId }, 'worker started')
+    log.info({ workerId: w.id, endpointId: ep.id, runtimeRef: handle.ref, host: allocation.hostId, gpu: allocation.gpuTypeId, cpu: allocation.cpuFlavorId }, 'worker started')
     return { ok: true, workerId: w.id }
   }
 
@@ -173,6 +236,36 @@ export class WorkerService {
     await w.finished
   }
 
+  /**
+   * A host's runtime stopped answering: its workers are lost (their jobs requeued by the usual rules) without
+   * waiting for a word from that runtime. The fleet places nothing there meanwhile (Fleet.setDown).
+   */
+  hostDown(hostId: string, reason: string): void {
+    for (const w of this.live.values()) {
+      if (w.allocation?.hostId !== hostId || !w.handle || !w.abandon) continue
+      w.lostReason = `worker ${w.id} lost: host ${hostId} is down (${reason})`
+      this.deps.log.warn({ workerId: w.id, endpointId: w.endpointId, hostId, reason }, 'worker lost with its host')
+      if (w.phase !== 'stopping') {
+        w.phase = 'stopping'
+        this.deps.events.workerChanged(w.id)
+      }
+      w.abandon({ code: null, signal: null, reason: w.lostReason })
+    }
+  }
+
+  /**
+   * A host answers again: workloads of this installation there that no live worker owns (lost while it was
+   * down) are removed.
+   */
+  async reconcileHost(hostId: string): Promise<void> {
+    const owned = new Set([...this.live.values()].map((w) => w.record?.runtimeRef).filter((r): r is string => !!r))
+    for (const l of await this.deps.runtime.list({ [LABELS.installation]: this.deps.installationId, [LABELS.kind]: 'worker', [LABELS.host]: hostId })) {
+      if (owned.has(l.ref)) continue
+      await this.deps.runtime.remove(l.ref).catch(() => undefined)
+      this.deps.log.info({ hostId, runtimeRef: l.ref }, 'removed a worker left on a host that was down')
+    }
+  }
+
   /** Stops every worker (shutdown). */
   async stopAll(reason: string): Promise<void> {
     await Promise.all([...this.live.keys()].map((id) => this.stop(id, reason)))
@@ -185,6 +278,7 @@ export class WorkerService {
     w.phase = 'parked'
     w.phaseSince = this.mono()
     w.parkedPriority = priority
+    this.deps.meter?.workerUnbillable(w)
     this.deps.log.info({ workerId, endpointId: w.endpointId, reason, priority }, 'worker parked')
     return true
   }
@@ -195,6 +289,7 @@ export class WorkerService {
     if (w?.phase !== 'parked') return false
     w.phase = 'ready'
     w.idleSince = this.mono()
+    this.deps.meter?.workerBillable(w)
     this.deps.log.info({ workerId, endpointId: w.endpointId, parkedMs: Math.round(w.idleSince - w.phaseSince) }, 'parked worker reused')
     this.deps.events.workerChanged(workerId)
     return true
@@ -204,7 +299,17 @@ export class WorkerService {
   retire(workerId: string, reason: string): void {
     const w = this.live.get(workerId)
     if (!w) return
-    if (!w.retiring) this.deps.log.info({ workerId, endpointId: w.endpointId, reason }, 'worker retiring')
+    if (!w.retiring) {
+      this.deps.log.info({ workerId, endpointId: w.endpointId, reason }, 'worker retiring')
+      // A load-balancing worker drains for at most lbDrainMs: an open WebSocket must not keep it forever
+      // (any HTTP request that long was already answered 504).
+      const drainMs = this.deps.lbDrainMs
+      if (drainMs !== undefined && this.http.has(workerId)) {
+        setTimeout(() => {
+          if (this.live.get(workerId) === w && w.retiring) void this.stop(workerId, `still draining after ${drainMs} ms`)
+        }, drainMs).unref()
+      }
+    }
     w.retiring = true
     if (w.jobs.size === 0) void this.stop(workerId, reason)
   }
@@ -228,8 +333,13 @@ export class WorkerService {
     w.lastContact = this.mono()
     if (w.phase === 'starting') {
       w.phase = 'ready'
+      w.startPhase = null
+      if (w.timeline && w.timeline.called === null) w.timeline.called = w.lastContact
       w.idleSince = w.lastContact
       if (w.record) w.record.state = 'READY'
+      this.deps.meter?.workerBillable(w)
+      // From the record's creation (before the runtime was asked to start it): image pulls count too.
+      if (w.record) this.deps.metrics?.workerReady(w.endpointId, this.deps.clock.now() - w.record.createdAt)
       void this.deps.store.workers.update(workerId, { state: 'READY' })
     }
   }
@@ -251,7 +361,10 @@ export class WorkerService {
     if (!w) return
     for (const id of jobIds) w.jobs.add(id)
     // Parked while its take was completing: it runs a job, so it is active again.
-    if (w.phase === 'parked' && jobIds.length > 0) w.phase = 'ready'
+    if (w.phase === 'parked' && jobIds.length > 0) {
+      w.phase = 'ready'
+      this.deps.meter?.workerBillable(w)
+    }
   }
 
   /** Gives up on workers silent for too long (heartbeats) or that never called in; their jobs are requeued. */
@@ -272,6 +385,44 @@ export class WorkerService {
       this.deps.events.workerChanged(id)
       void w.handle.stop(0)
     }
+  }
+
+  /** Load-balancing workers with a process and an address (of one endpoint, or all). */
+  httpWorkers(endpointId?: string): HttpWorker[] {
+    const out: HttpWorker[] = []
+    for (const w of this.live.values()) {
+      const address = this.http.get(w.id)
+      if (!address || !w.handle || (endpointId !== undefined && w.endpointId !== endpointId)) continue
+      out.push({ id: w.id, endpointId: w.endpointId, phase: w.phase, retiring: w.retiring, inFlight: w.jobs.size, address })
+    }
+    return out
+  }
+
+  /**
+   * A proxied request began on a load-balancing worker. Requests count like jobs: the worker is RUNNING
+   * while it has any, idle time starts when the last ends, and a retiring worker stops after it (draining).
+   */
+  requestStarted(workerId: string, requestId: string): void {
+    this.jobsTaken(workerId, [requestId])
+  }
+
+  /** A proxied request ended (however it ended). */
+  requestEnded(workerId: string, requestId: string): void {
+    this.jobLeft(workerId, requestId)
+  }
+
+  /**
+   * Gives up on a worker that failed its health checks: it is stopped and counts as a crash (UNHEALTHY,
+   * replaced after the crash back-off).
+   */
+  lose(workerId: string, reason: string): void {
+    const w = this.live.get(workerId)
+    if (!w?.handle || w.phase === 'stopping' || w.phase === 'unhealthy') return
+    w.lostReason = reason
+    w.phase = 'stopping'
+    this.deps.log.warn({ workerId, endpointId: w.endpointId, reason }, 'worker lost')
+    this.deps.events.workerChanged(workerId)
+    void w.handle.stop(0)
   }
 
   /** Workers of an endpoint as the scaler sees them; `version` is the endpoint's current release. */
@@ -312,15 +463,17 @@ export class WorkerService {
 
   /** GET /v2/serverless/{id}/workers: the workers of an endpoint the caller owns, and why jobs wait. */
   async list(accountId: string, endpointId: string): Promise<WorkerList> {
-    const ep = (await this.deps.store.endpoints.get(endpointId)) as EndpointRecord | undefined
+    const ep = await this.deps.store.endpoints.get(endpointId)
     if (!ep || ep.accountId !== accountId) throw notFound('endpoint', endpointId)
     return workerList(this.of(endpointId), {
+      health: this.deps.lbHealth,
       endpointVersion: ep.version,
       now: this.deps.clock.now(),
       mono: this.mono(),
       backoffMs: this.backoff.remainingMs(endpointId),
       parkWindowMs: parkWindowMs(ep.flashboot, this.deps.config),
-      waiting: this.deps.waiting?.(endpointId) ?? { jobs: 0, lowPriorityJobs: 0, reason: null },
+      waiting: (await this.deps.waiting?.(endpointId)) ?? { jobs: 0, lowPriorityJobs: 0, reason: null },
+      runtimeOf: this.deps.runtimeOf,
     })
   }
 
@@ -358,28 +511,78 @@ export class WorkerService {
     if (w.retiring) void this.stop(workerId, 'retired once its jobs ended')
   }
 
-  private async onExit(w: LiveWorker, exit: WorkerExit): Promise<void> {
+  private async onExit(w: LiveWorker, exit: WorkloadExit): Promise<void> {
     const { store, catalog, clock, events, log } = this.deps
     const id = w.id
+    this.http.delete(id)
+    this.deps.meter?.workerUnbillable(w)
     catalog.fleet.release(id)
     events.forgetWorker(id)
     if (w.handle) this.endedLogs.remember(id, w.handle.logs)
     const how = exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`
     const crashed = !w.intentional
-    const reason = w.lostReason ?? `worker ${id} exited (${how})`
+    const reason = w.lostReason ?? `worker ${id} exited (${exit.reason ?? how})`
+    // The worker's own error says what it printed last (the cause, usually); jobs keep the short reason.
+    const lastError = crashed && w.handle ? reason + lastOutput(w.handle.logs.history()) : reason
     // A crash leaves an UNHEALTHY slot behind until the back-off allows a replacement; a parked worker
     // that dies served nobody and is just gone.
-    if (crashed && w.phase !== 'parked' && this.live.get(id) === w) this.markUnhealthy(w, reason)
+    if (crashed && w.phase !== 'parked' && this.live.get(id) === w) this.markUnhealthy(w, lastError)
     else if (this.live.get(id) === w) this.live.delete(id)
-    await store.workers.update(id, { state: crashed ? 'FAILED' : 'EXITED', stoppedAt: clock.now(), lastError: crashed ? reason : null })
-    rmSync(join(this.deps.dataDir, 'workers', id, 'disk'), { recursive: true, force: true })
+    await store.workers.update(id, { state: crashed ? 'FAILED' : 'EXITED', stoppedAt: clock.now(), lastError: crashed ? lastError : null })
+    // Its container disk is gone with it (the log stays for the logs API). A host that is down keeps it
+    // until it answers again (see reconcileHost).
+    if (w.record?.runtimeRef) await this.deps.runtime.remove(w.record.runtimeRef).catch((err: Error) => log.warn({ workerId: id, err: err.message }, 'cannot remove a stopped worker'))
     for (const job of await store.jobs.listInProgress(id)) await loseJob(this.deps.lifecycle, job, id, reason, crashed)
     log[crashed ? 'warn' : 'info']({ workerId: id, endpointId: w.endpointId, exit: how }, crashed ? 'worker failed' : 'worker stopped')
+  }
+
+  /** Follows a started or adopted workload until it ends, or until its host is given up on. */
+  private watch(w: LiveWorker, handle: Workload): void {
+    const abandoned = new Promise<WorkloadExit>((resolve) => (w.abandon = resolve))
+    w.finished = Promise.race([handle.exited, abandoned]).then((exit) => {
+      w.abandon = null
+      return this.onExit(w, exit)
+    })
+  }
+
+  private onStartPhase(w: LiveWorker, phase: NonNullable<LiveWorker['startPhase']>, detail?: { bytes?: number; totalBytes?: number }): void {
+    w.startPhase = phase
+    if (phase === 'PULLING') w.pull = { bytes: detail?.bytes ?? 0, totalBytes: detail?.totalBytes || null }
+    else if (w.timeline && w.timeline.pulled === null) w.timeline.pulled = this.mono()
+  }
+
+  /**
+   * Takes back a worker of the previous run: it must still run, reach this control plane at the URL it was
+   * given, belong to an existing endpoint, and get its own capacity back.
+   */
+  private async adopt(r: WorkerRecord, found: ListedWorkload): Promise<boolean> {
+    const { store, catalog, runtime, log } = this.deps
+    const allocation = adoptableAllocation(r, found, r.hostId ? this.deps.baseUrl(r.hostId) : '')
+    const ep = allocation ? await store.endpoints.get(r.endpointId) : undefined
+    if (!allocation || !ep || !catalog.fleet.restore(allocation)) return false
+    const handle = await runtime.adopt(found.ref).catch(() => null)
+    if (!handle) {
+      catalog.fleet.release(r.id)
+      return false
+    }
+    const m = this.mono()
+    const w = newLiveWorker(r.id, r.endpointId, r.accountId, m)
+    // It calls in again like a new worker: READY at its next protocol call (or lost after the start timeout).
+    Object.assign(w, { phase: 'starting', record: { ...r, state: 'STARTING' }, allocation, handle, startedAt: m, lastContact: m, idleSince: m, phaseSince: m, startPhase: 'STARTING' })
+    this.live.set(w.id, w)
+    // A load-balancing worker gets traffic again once its health checks pass.
+    const address = ep.type === 'LOAD_BALANCER' ? lbAddress(handle.ports, ep.env) : null
+    if (address) this.http.set(w.id, address)
+    this.watch(w, handle)
+    await store.workers.update(r.id, { state: 'STARTING' })
+    log.info({ workerId: r.id, endpointId: r.endpointId, runtimeRef: r.runtimeRef, hostId: r.hostId }, 'worker of the previous run adopted')
+    return true
   }
 
   private async startFailed(w: LiveWorker, reason: string, inserted: boolean): Promise<StartResult> {
     const { store, catalog, clock, log } = this.deps
     catalog.fleet.release(w.id)
+    this.http.delete(w.id)
     const stoppedAt = clock.now()
     if (inserted) await store.workers.update(w.id, { state: 'FAILED', stoppedAt, lastError: reason })
     else if (w.record) await store.workers.insert({ ...w.record, state: 'FAILED', stoppedAt, lastError: reason })

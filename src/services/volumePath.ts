@@ -7,7 +7,7 @@ import type { Store } from '../store/Store.js'
 export async function volumePath(store: Store, dataDir: string, ep: Pick<EndpointRecord, 'networkVolumes'>): Promise<string | null> {
   const volumeId = ep.networkVolumes[0]
   if (!volumeId) return null
-  const volume = (await store.networkVolumes.get(volumeId)) as { dataCenter?: string } | undefined
+  const volume = await store.networkVolumes.get(volumeId)
   if (!volume?.dataCenter) return null
   const dir = join(dataDir, 'volumes', volume.dataCenter, volumeId)
   mkdirSync(dir, { recursive: true })

@@ -2,6 +2,7 @@ import type { Worker, WorkerList, WorkerStatus, WaitingReason } from '../contrac
 import { iso } from '../domain/clock.js'
 import type { WorkerHealth } from './JobService.js'
 import type { LiveWorker } from './LiveWorker.js'
+import type { LbHealth } from '../domain/planLbScaling.js'
 
 /** What the listing needs besides the workers. Times: `now` from the business clock, `mono` monotonic. */
 export interface WorkerListContext {
@@ -13,6 +14,10 @@ export interface WorkerListContext {
   /** How long a worker of this endpoint stays parked. */
   parkWindowMs: number
   waiting: { jobs: number; lowPriorityJobs: number; reason: WaitingReason | null }
+  /** The runtime of a host (`process`, `docker`), for workers still being started. */
+  runtimeOf?: (hostId: string) => string
+  /** Health-check state of a load-balancing worker (none for queue workers). */
+  health?: (workerId: string) => LbHealth | undefined
 }
 
 /** The API status of a worker; null for one on its way out (not listed). */
@@ -59,6 +64,10 @@ export function workerList(live: LiveWorker[], c: WorkerListContext): WorkerList
       cpuFlavorId: a?.cpuFlavorId ?? null,
       vcpuCount: a?.vcpus ? a.vcpus : null,
       hostId: a?.hostId ?? null,
+      runtime: r?.runtimeRef ? r.runtimeRef.slice(0, r.runtimeRef.indexOf(':')) : a && c.runtimeOf ? c.runtimeOf(a.hostId) : null,
+      startPhase: status === 'INITIALIZING' ? w.startPhase : null,
+      pull: status === 'INITIALIZING' && w.startPhase === 'PULLING' ? w.pull : null,
+      coldStart: coldStart(w),
       cudaVersion: a?.cudaVersion ?? null,
       jobsInProgress: w.jobs.size,
       jobsDone: w.jobsDone,
@@ -67,6 +76,8 @@ export function workerList(live: LiveWorker[], c: WorkerListContext): WorkerList
       nextStartAt: status === 'UNHEALTHY' ? iso(c.now + c.backoffMs) : null,
       parkedUntil: status === 'PARKED' ? iso(c.now + Math.max(0, w.phaseSince + c.parkWindowMs - c.mono)) : null,
     }
+    const health = c.health?.(w.id)
+    if (health) view.health = health
     ;(status === 'PARKED' ? parked : workers).push(view)
   }
   const count = (s: WorkerStatus) => workers.filter((w) => w.status === s).length
@@ -85,4 +96,12 @@ export function workerHealth(live: LiveWorker[]): WorkerHealth {
   const idle = count('IDLE')
   const running = count('RUNNING')
   return { idle, initializing: count('INITIALIZING'), ready: idle + running, running, throttled: count('THROTTLED'), unhealthy: count('UNHEALTHY') }
+}
+
+/** How a worker's start was spent, from its timeline (monotonic ms). */
+function coldStart(w: LiveWorker): Worker['coldStart'] {
+  const t = w.timeline
+  if (!t || t.started === null) return null
+  const pulled = t.pulled ?? t.launch
+  return { pullMs: Math.round(pulled - t.launch), createMs: Math.round(t.started - pulled), bootMs: t.called === null ? null : Math.round(t.called - t.started) }
 }

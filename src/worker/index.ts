@@ -55,8 +55,6 @@ interface JobTarget {
 }
 
 const VERSION = 'hangar-worker/0.1.0'
-/** Consecutive failed calls (about one a second) after which the platform is taken to be gone. */
-const MAX_FAILURES = 60
 let active: Settings | null = null
 
 /** Sends a progress update for a running job; `/status` shows it as the job's output until it ends. */
@@ -66,13 +64,15 @@ export async function progress(job: Pick<Job, 'id'>, data: unknown): Promise<voi
 }
 
 /**
- * Runs the worker until the process is told to stop (SIGTERM/SIGINT) or the platform is unreachable for
- * about a minute. Without RUNPOD_WEBHOOK_GET_JOB it runs the handler once on `test_input.json` (or
+ * Runs the worker until the process is told to stop (SIGTERM/SIGINT), or rejects once the platform has not
+ * answered any call for the orphan timeout (see `orphanTimeoutMs`): a worker whose control plane is gone
+ * stops its jobs and ends instead of running on unseen. Without RUNPOD_WEBHOOK_GET_JOB it runs the handler once on `test_input.json` (or
  * `{"input": {}}`), prints the result and returns, like the Python SDK's local test mode.
  */
 export async function serve(opts: ServeOptions): Promise<void> {
   const env = opts.env ?? process.env
   if (!env.RUNPOD_WEBHOOK_GET_JOB) return localTest(opts.handler)
+  let lastAnswer = Date.now()
   const concurrency = Math.max(1, opts.concurrency ?? 1)
   const takeUrl = env.RUNPOD_WEBHOOK_GET_JOB
   const workerId = env.RUNPOD_POD_ID ?? ''
@@ -87,12 +87,11 @@ export async function serve(opts: ServeOptions): Promise<void> {
     workerId,
     pingIntervalMs: Math.max(100, Number(env.RUNPOD_PING_INTERVAL ?? 10_000) || 10_000),
     // A connection per running job (its result), plus the take, stop and ping calls.
-    http: new Transport(concurrency + 3),
+    http: new Transport(concurrency + 3, () => (lastAnswer = Date.now())),
   }
   active = s
   const running = new Map<string, AbortController>()
   let stopping = false
-  let failures = 0
   let slotFreed: (() => void) | null = null
   const stopAll = () => {
     stopping = true
@@ -108,7 +107,20 @@ export async function serve(opts: ServeOptions): Promise<void> {
   if (s.ping) void ping(s, []).catch(() => {})
   void stopChannel(s, running, () => stopping)
 
-  try {
+  // The orphan watchdog: the platform answers a ping at once and a take within its hold time, so silence
+  // past the limit means it is gone (crashed, or cut off): stop the jobs, close the connections, and end.
+  const limitMs = orphanTimeoutMs(env, s.ping !== null, s.pingIntervalMs)
+  let orphaned: (err: Error) => void = () => {}
+  const orphan = new Promise<never>((_, reject) => (orphaned = reject))
+  const watchdog = setInterval(() => {
+    const silentMs = Date.now() - lastAnswer
+    if (silentMs <= limitMs) return
+    stopAll()
+    s.http.destroy()
+    orphaned(new Error(`the platform has not answered for ${silentMs} ms (the limit is ${limitMs} ms): stopping this worker`))
+  }, Math.min(1_000, Math.max(100, limitMs / 4)))
+
+  const loop = async () => {
     while (!stopping) {
       if (running.size >= concurrency) {
         await new Promise<void>((r) => (slotFreed = r))
@@ -117,9 +129,8 @@ export async function serve(opts: ServeOptions): Promise<void> {
       let jobs: Array<Omit<Job, 'signal'>>
       try {
         jobs = await take(s, concurrency - running.size, running.size > 0, concurrency > 1)
-        failures = 0
-      } catch (err) {
-        if (++failures >= MAX_FAILURES) throw new Error(`the platform is unreachable: ${(err as Error).message}`)
+      } catch {
+        // Unreachable for now: try again; the watchdog ends the worker if it stays so.
         await sleep(1_000)
         continue
       }
@@ -133,10 +144,27 @@ export async function serve(opts: ServeOptions): Promise<void> {
         })
       }
     }
+  }
+  try {
+    await Promise.race([loop(), orphan])
   } finally {
+    clearInterval(watchdog)
     if (pinger) clearInterval(pinger)
     active = null
   }
+}
+
+/**
+ * How long the worker waits for any answer from the platform before taking it for gone:
+ * HANGAR_ORPHAN_TIMEOUT_MS when set (but at least 2 ping intervals + 1 s), else 3 ping intervals but at least
+ * 30 s; without pings 90 s (a take is held at most 80 s).
+ */
+export function orphanTimeoutMs(env: Record<string, string | undefined>, pings: boolean, pingIntervalMs: number): number {
+  const set = Number(env.HANGAR_ORPHAN_TIMEOUT_MS)
+  // Never shorter than the silence a live platform can leave: two ping intervals, or a held take.
+  const floor = pings ? 2 * pingIntervalMs + 1_000 : 90_000
+  if (Number.isFinite(set) && set > 0) return Math.max(set, floor)
+  return pings ? Math.max(30_000, 3 * pingIntervalMs) : 90_000
 }
 
 async function runJob(s: Settings, handler: Handler, job: Job): Promise<void> {
@@ -271,3 +299,5 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     }, { once: true })
   })
 }
+
+export { openai, openAiCall, openAiError, type OpenAiCall, type OpenAiHandler } from './openai.js'

@@ -40,10 +40,22 @@ export function withQuery(t: Target, params: Record<string, string>): Target {
 export class Transport {
   private readonly agents: { http: http.Agent; https: https.Agent }
 
-  /** `connections` per host: one per job running at once, plus the take, stop and ping calls. */
-  constructor(connections: number) {
+  /**
+   * `connections` per host: one per job running at once, plus the take, stop and ping calls. `onAnswer` is
+   * told of every answer (any status): the platform is there.
+   */
+  constructor(
+    connections: number,
+    private readonly onAnswer: () => void = () => {},
+  ) {
     const options = { keepAlive: true, maxSockets: connections, maxFreeSockets: connections }
     this.agents = { http: new http.Agent(options), https: new https.Agent(options) }
+  }
+
+  /** Closes every connection; requests in flight fail. */
+  destroy(): void {
+    this.agents.http.destroy()
+    this.agents.https.destroy()
   }
 
   get(t: Target, key: string, timeoutMs: number): Promise<Answer> {
@@ -59,6 +71,7 @@ export class Transport {
     const request = t.secure ? https.request : http.request
     return new Promise<Answer>((resolve, reject) => {
       const req = request({ hostname: t.hostname, port: t.port, path: t.path, method, headers, agent: t.secure ? this.agents.https : this.agents.http }, (res) => {
+        this.onAnswer()
         resolve({ status: res.statusCode ?? 0, json: () => readJson(res), drop: () => drain(res) })
       })
       // Inactivity on the connection, the whole exchange included (a long-poll answers within the server's hold time).

@@ -34,3 +34,18 @@ export async function spawnServe(dataDir: string, env: Record<string, string> = 
   })
   return { child, url, output: () => out, exited }
 }
+
+/** `hangar serve` with a config file (its port included), as its own process that tests may SIGKILL; resolves once it listens. */
+export function serveWithConfig(dataDir: string, configFile: string): Promise<{ proc: ChildProcess; url: string }> {
+  const proc = spawn(process.execPath, [BIN, 'serve', '--data-dir', dataDir, '--config', configFile], { stdio: ['ignore', 'pipe', 'pipe'] })
+  return new Promise((resolve, reject) => {
+    let out = ''
+    proc.stdout!.on('data', (c) => {
+      out += c
+      const m = /listening on (\S+)/.exec(out)
+      if (m) resolve({ proc, url: m[1] })
+    })
+    proc.stderr!.on('data', (c) => (out += c))
+    proc.once('exit', (code) => reject(new Error(`hangar exited (${code}) before listening:\n${out}`)))
+  })
+}

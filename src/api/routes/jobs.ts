@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyContextConfig } from 'fastify'
-import { EndpointJobParams, Health, JobParams, JobRef, JobRequest, JobStatusView, PurgeResult, StatusQuery, StreamQuery, StreamView, WaitQuery } from '../../contract/job.js'
+import { EndpointJobParams, Health, JobParams, JobRef, JobRequest, JobStatusView, PurgeResult, RequestList, RequestsQuery, StatusQuery, StreamQuery, StreamView, WaitQuery } from '../../contract/job.js'
 import type { JobOperation } from '../../domain/rateLimits.js'
+import { RawJson, stringifyWithRaw } from '../../domain/RawJson.js'
 import type { AppDeps } from '../app.js'
 
 const tags = ['jobs']
@@ -12,7 +13,7 @@ const MB = 1024 * 1024
  * endpoint, let RESTRICTED keys use their own endpoints, answer a malformed request with 400 (the spec's
  * job-operation errors list no 422), and are rate limited per endpoint.
  */
-const jobConfig = (op?: JobOperation): FastifyContextConfig => ({
+export const jobConfig = (op?: JobOperation): FastifyContextConfig => ({
   bareKey: true,
   deniedAs: 'unauthorized' as const,
   restricted: 'jobs' as const,
@@ -31,16 +32,21 @@ export const jobRoutes =
       if (jobs.closing) reply.header('connection', 'close')
       done(null, payload)
     })
+    // Results are kept as the text workers sent (RawJson): written out as is, not through the schema's serializer.
+    app.addHook('preSerialization', (_req, reply, payload, done) => {
+      if (carriesRaw(payload)) reply.serializer(stringifyWithRaw)
+      done(null, payload)
+    })
     app.post(
       '/v2/:endpointId/run',
-      { bodyLimit: 10 * MB, config: jobConfig('run'), schema: { tags, summary: 'Submit a job (asynchronous)', params: EndpointJobParams, body: JobRequest, response: { 200: JobRef } } },
+      { bodyLimit: 10 * MB, config: { ...jobConfig('run'), rawJsonField: 'input' }, schema: { tags, summary: 'Submit a job (asynchronous)', params: EndpointJobParams, body: JobRequest, response: { 200: JobRef } } },
       async (req) => jobs.submit(req.principal, req.params.endpointId, req.body, false),
     )
     app.post(
       '/v2/:endpointId/runsync',
       {
         bodyLimit: 20 * MB,
-        config: jobConfig('runsync'),
+        config: { ...jobConfig('runsync'), rawJsonField: 'input' },
         schema: { tags, summary: 'Submit a job and wait for its result', params: EndpointJobParams, querystring: WaitQuery, body: JobRequest, response: { 200: JobStatusView } },
       },
       async (req) => jobs.submit(req.principal, req.params.endpointId, req.body, true, req.query.wait),
@@ -80,4 +86,25 @@ export const jobRoutes =
       { config: jobConfig(), schema: { tags, summary: 'Job and worker counters', params: EndpointJobParams, response: { 200: Health } } },
       async (req) => jobs.health(req.principal, req.params.endpointId),
     )
+    app.get(
+      '/v2/:endpointId/requests',
+      {
+        config: jobConfig('requests'),
+        schema: {
+          tags,
+          summary: "The endpoint's recent requests",
+          description: 'Jobs still kept (within their retention), newest first, with status, times and worker; no inputs or outputs (see /status).',
+          params: EndpointJobParams,
+          querystring: RequestsQuery,
+          response: { 200: RequestList },
+        },
+      },
+      async (req) => jobs.requests(req.principal, req.params.endpointId, req.query.limit),
+    )
   }
+
+/** Whether a job view carries a RawJson result (`output`, or a stream chunk's). */
+function carriesRaw(payload: unknown): boolean {
+  const v = payload as { output?: unknown; stream?: Array<{ output?: unknown }> } | null
+  return v !== null && typeof v === 'object' && (v.output instanceof RawJson || (Array.isArray(v.stream) && v.stream.some((c) => c.output instanceof RawJson)))
+}

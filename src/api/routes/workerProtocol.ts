@@ -2,6 +2,9 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import { DomainError } from '../../domain/errors.js'
+import { stringifyWithRaw } from '../../domain/RawJson.js'
+import { decodeJsonBody, readBody, type JsonBodyOptions } from '../jsonBody.js'
+import type { IncomingMessage } from 'node:http'
 import type { DoneBody } from '../../services/WorkerJobService.js'
 import type { AppDeps } from '../app.js'
 
@@ -23,11 +26,14 @@ const security: Array<Record<string, string[]>> = []
  * reference). URLs carry the worker id; `$ID` became the job id; the SDK appends `&` parameters.
  */
 export const workerProtocolRoutes =
-  ({ workerJobs, workers }: AppDeps): FastifyPluginAsyncTypebox =>
+  ({ workerJobs, workers, limits }: AppDeps): FastifyPluginAsyncTypebox =>
   async (app) => {
-    // Results arrive as JSON text labelled application/x-www-form-urlencoded (or anything): read raw text.
+    // Results arrive as JSON text labelled application/x-www-form-urlencoded (or anything): read the bytes,
+    // decoded by the handler (so a refused result can fail its job).
     app.removeAllContentTypeParsers()
-    app.addContentTypeParser('*', { parseAs: 'string', bodyLimit: MAX_RESULT_BYTES }, (_req, body, done) => done(null, body))
+    app.addContentTypeParser('*', { bodyLimit: MAX_RESULT_BYTES }, async (req: FastifyRequest, payload: IncomingMessage) => readBody(payload, req.headers, MAX_RESULT_BYTES))
+    // A result's output is only stored and handed on: kept as raw text (see RawJson); chunks are split, so parsed.
+    const decode = (body: unknown, rawField?: string) => parseJson(body, { maxDepth: limits.maxJsonDepth, rawField, rawAnyType: true, parse: JSON.parse })
 
     app.addHook('onRequest', async (req) => {
       const { endpointId, workerId } = req.params as { endpointId: string; workerId: string }
@@ -48,11 +54,12 @@ export const workerProtocolRoutes =
 
     app.get('/v2/:endpointId/job-take/:workerId', { config, schema: { tags, security, summary: 'Take one job (long-poll; 204 when none)', params: WorkerParams } }, async (req, reply) => {
       const [job] = await workerJobs.take(req.params.endpointId, req.params.workerId, 1, gone(req))
-      return job ? job : reply.code(204).send()
+      // The input goes out as the text it came in (RawJson), not parsed and written again.
+      return job ? reply.type('application/json').send(stringifyWithRaw(job)) : reply.code(204).send()
     })
     app.get('/v2/:endpointId/job-take-batch/:workerId', { config, schema: { tags, security, summary: 'Take up to batch_size jobs (long-poll; 204 when none)', params: WorkerParams, querystring: BatchQuery } }, async (req, reply) => {
       const jobs = await workerJobs.take(req.params.endpointId, req.params.workerId, req.query.batch_size ?? 1, gone(req))
-      return jobs.length ? jobs : reply.code(204).send()
+      return jobs.length ? reply.type('application/json').send(stringifyWithRaw(jobs)) : reply.code(204).send()
     })
     app.get('/v2/:endpointId/job-stop/:workerId', { config, schema: { tags, security, summary: 'Running jobs to stop (long-poll; 204 when none)', params: WorkerParams } }, async (req, reply) => {
       const ids = await workerJobs.stops(req.params.workerId, gone(req))
@@ -69,15 +76,15 @@ export const workerProtocolRoutes =
         config,
         schema: { tags, security, summary: 'Post a result, an error or a progress update (JSON text, any content type)', params: WorkerJobParams, querystring: DoneQuery },
         // A result too large to take fails the job with that reason instead of leaving it to time out.
-        errorHandler: async (err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
+        errorHandler: async (err: FastifyError | DomainError, req: FastifyRequest, reply: FastifyReply) => {
           const { workerId, jobId } = req.params as { workerId: string; jobId: string }
-          if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') await workerJobs.rejectResult(workerId, jobId, `it is larger than ${MAX_RESULT_BYTES} bytes`)
+          if (err instanceof DomainError ? err.kind === 'payload_too_large' : err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') await workerJobs.rejectResult(workerId, jobId, `it is larger than ${MAX_RESULT_BYTES} bytes`)
           throw err
         },
       },
       async (req) => {
         const { workerId, jobId } = req.params
-        const body = parseJson(req.body)
+        const body = decode(req.body, 'output')
         if (!body.ok || typeof body.value !== 'object' || body.value === null || Array.isArray(body.value)) {
           const why = body.ok ? 'it is not a JSON object' : `it is not valid JSON (${body.error})`
           await workerJobs.rejectResult(workerId, jobId, why)
@@ -87,16 +94,16 @@ export const workerProtocolRoutes =
       },
     )
     app.post('/v2/:endpointId/job-stream/:workerId/:jobId', { config, schema: { tags, security, summary: 'Post a stream chunk {"output": chunk}', params: WorkerJobParams } }, async (req) => {
-      const body = parseJson(req.body)
+      const body = decode(req.body)
       if (!body.ok) throw new DomainError('bad_request', `job-stream body is not valid JSON (${body.error})`)
       return workerJobs.streamChunk(req.params.workerId, req.params.jobId, body.value)
     })
   }
 
-function parseJson(text: unknown): { ok: true; value: unknown } | { ok: false; error: string } {
-  if (typeof text !== 'string' || text.trim() === '') return { ok: false, error: 'empty body' }
+function parseJson(body: unknown, o: JsonBodyOptions): { ok: true; value: unknown } | { ok: false; error: string } {
   try {
-    return { ok: true, value: JSON.parse(text) }
+    const value = Buffer.isBuffer(body) ? decodeJsonBody(body, o) : undefined
+    return value === undefined ? { ok: false, error: 'empty body' } : { ok: true, value }
   } catch (err) {
     return { ok: false, error: (err as Error).message }
   }
