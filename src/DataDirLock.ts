@@ -29,7 +29,7 @@ export class DataDirLock {
     const me: Owner = { pid: process.pid, host: hostname(), startedAt: new Date().toISOString(), procStart: procStart(process.pid) }
     for (let attempt = 0; ; attempt++) {
       try {
-        writeFileSync(path, JSON.stringify(me) + '\n', { flag: 'wx', mode: 0o644 })
+        writeFileSync(path, JSON.stringify(me) + '\n', { flag: 'wx', mode: 0o600 })
         return new DataDirLock(path)
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || attempt >= 3) throw err

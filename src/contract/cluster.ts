@@ -8,7 +8,7 @@ export type ClusterType = Static<typeof ClusterType>
 
 export const ClusterCompute = Closed({
   gpuTypeId: Type.String({ minLength: 1, description: 'GPU type id from the catalog' }),
-  gpuCountPerPod: Type.Integer({ minimum: 1, description: "up to the type's maxCount" }),
+  gpuCountPerPod: Type.Integer({ minimum: 1, maximum: 128, description: "up to the type's maxCount" }),
   podCount: Type.Integer({ minimum: 2, maximum: 250 }),
 })
 export type ClusterCompute = Static<typeof ClusterCompute>

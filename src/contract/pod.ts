@@ -12,7 +12,7 @@ export const Cloud = Type.Enum(['SECURE', 'COMMUNITY'])
 export type Cloud = Static<typeof Cloud>
 
 const PersistentMount = Closed({
-  size: Type.Integer({ minimum: 10, description: 'GB' }),
+  size: Type.Integer({ minimum: 10, maximum: 4096, description: 'GB' }),
   path: Type.String({ minLength: 1, pattern: '^/', description: 'absolute path inside the pod' }),
 })
 const NetworkMount = Closed({
@@ -29,7 +29,7 @@ export type PodMounts = Static<typeof PodMounts>
 
 export const PodGpuCreate = Closed({
   id: Type.String({ minLength: 1, description: 'GPU type id from the catalog' }),
-  count: Type.Optional(Type.Integer({ minimum: 1, description: 'default 1' })),
+  count: Type.Optional(Type.Integer({ minimum: 1, maximum: 128, description: 'default 1' })),
   allowedCudaVersions: Type.Optional(Type.Array(CudaVersion, { description: 'host CUDA versions accepted, exact match; [] = any' })),
   minCudaVersion: Type.Optional(CudaVersion),
 })
@@ -37,7 +37,7 @@ export type PodGpuCreate = Static<typeof PodGpuCreate>
 
 export const PodCpuCreate = Closed({
   id: Type.String({ minLength: 1, description: 'CPU flavor id from the catalog' }),
-  vcpuCount: Type.Integer({ minimum: 2, description: 'a power of two valid for the flavor' }),
+  vcpuCount: Type.Integer({ minimum: 2, maximum: 1024, description: 'a power of two valid for the flavor' }),
 })
 export type PodCpuCreate = Static<typeof PodCpuCreate>
 
