@@ -5,35 +5,10 @@ import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import type { JobRecord } from '../src/store/JobStore.js'
 import { SqliteStore } from '../src/store/sqlite/SqliteStore.js'
+import { job as contractJob } from './contracts/store.js'
 
-function job(id: string, over: Partial<JobRecord> = {}): JobRecord {
-  return {
-    id,
-    endpointId: 'ep1',
-    accountId: 'acc',
-    status: 'IN_QUEUE',
-    input: { id },
-    webhook: null,
-    policy: null,
-    s3Config: null,
-    sync: false,
-    lowPriority: false,
-    executionTimeoutMs: 600_000,
-    ttlMs: 86_400_000,
-    retentionMs: 1_800_000,
-    createdAt: 1_000,
-    startedAt: null,
-    completedAt: null,
-    expiresAt: 1_000 + 86_400_000,
-    retainUntil: null,
-    workerId: null,
-    output: undefined,
-    error: null,
-    retries: 0,
-    progress: undefined,
-    ...over,
-  }
-}
+/** A queued job of endpoint `ep1` (the contract suite's record, with a fixed id). */
+const job = (id: string, over: Partial<JobRecord> = {}): JobRecord => contractJob('ep1', { id, input: { id }, ...over })
 
 /** The counts as the table holds them, to compare with the store's in-memory ones. */
 function recount(file: string, endpointId: string) {
