@@ -67,12 +67,14 @@ export class PgChangeFeed implements ChangeFeed {
 
   private async connect(): Promise<void> {
     const c = new pg.Client({ connectionString: this.o.connectionString, keepAlive: true, connectionTimeoutMillis: 5000, application_name: 'hangar-feed' })
+    let ownPid = -1
     c.on('notification', (n) => {
-      if (n.channel === this.channel && n.processId !== c.processID && n.payload) this.receive(n.payload)
+      if (n.channel === this.channel && n.processId !== ownPid && n.payload) this.receive(n.payload)
     })
     c.on('error', (err) => this.lost(c, err.message))
     c.on('end', () => this.lost(c, 'connection ended'))
     await c.connect()
+    ownPid = (await c.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid
     await c.query(`LISTEN ${this.channel}`)
     this.client = c
   }
