@@ -14,6 +14,11 @@ export interface Leadership {
    * so a process that can lead at once has led (its `onLead` has finished) when `start` resolves.
    */
   start(onLead: () => Promise<void>, onLose: (reason: string) => Promise<void>): Promise<void>
+  /**
+   * True when other processes may serve the same installation: while nobody led, they kept answering
+   * workers (results were not lost), and workers and pods are handed over rather than stopped.
+   */
+  readonly shared: boolean
   /** True from the moment leadership is won until it is lost (while `onLead` runs too). */
   readonly isLeader: boolean
   /** Stops contending; a leader runs `onLose` and then gives leadership up for another process to take. */

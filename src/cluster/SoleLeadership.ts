@@ -8,6 +8,8 @@ export class SoleLeadership implements Leadership {
   private leading = false
   private onLose: ((reason: string) => Promise<void>) | null = null
 
+  readonly shared = false
+
   get isLeader(): boolean {
     return this.leading
   }

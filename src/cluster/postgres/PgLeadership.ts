@@ -38,6 +38,8 @@ export class PgLeadership implements Leadership {
     this.transitions = new TransitionQueue((err) => o.log.error({ err: err.message }, 'leadership transition failed'))
   }
 
+  readonly shared = true
+
   get isLeader(): boolean {
     return this.leading
   }
