@@ -43,7 +43,7 @@ import { PodEvents } from './services/PodEvents.js'
 import { PodService } from './services/PodService.js'
 import { ClusterService } from './services/ClusterService.js'
 import { PromMetrics } from './metrics/PromMetrics.js'
-import { SqliteStore } from './store/sqlite/SqliteStore.js'
+import { openStore } from './store/openStore.js'
 import { installationId } from './installationId.js'
 import { pullAuth } from './services/pullAuth.js'
 import type { Store } from './store/Store.js'
@@ -102,7 +102,7 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   const dbFile = join(config.dataDir, 'hangar.db')
   privateFiles(dbFile)
 
-  const store = new SqliteStore(dbFile)
+  const store = await openStore(config, config.dataDir)
   const accounts = new AccountService({ store, clock })
 
   // Counters live in Redis when several replicas must share one budget, else in this process.
