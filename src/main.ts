@@ -43,7 +43,8 @@ import { PodEvents } from './services/PodEvents.js'
 import { PodService } from './services/PodService.js'
 import { ClusterService } from './services/ClusterService.js'
 import { PromMetrics } from './metrics/PromMetrics.js'
-import { SqliteStore } from './store/sqlite/SqliteStore.js'
+import { openStore } from './store/openStore.js'
+import { pgTarget } from './store/postgres/PgStore.js'
 import { clusterFor } from './cluster/clusterFor.js'
 import { installationId } from './installationId.js'
 import { pullAuth } from './services/pullAuth.js'
@@ -98,16 +99,18 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   // Only this user may read the data dir (keys, sealed secrets, jobs' input and output).
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
   chmodSync(config.dataDir, 0o700)
-  // One server per data dir: a second would run its own autoscaler over the same database.
-  const lock = config.lockDataDir ? DataDirLock.acquire(config.dataDir) : null
+  // One server per data dir on SQLite: a second would run its own autoscaler over the same database. On
+  // PostgreSQL, replicas elect one leader and may share a data dir (secret key, installation id, workers' logs).
+  const lock = config.lockDataDir && !config.databaseUrl ? DataDirLock.acquire(config.dataDir) : null
   const dbFile = join(config.dataDir, 'hangar.db')
   privateFiles(dbFile)
 
-  const store = new SqliteStore(dbFile)
+  const store = await openStore(config, config.dataDir)
   const log: Log = logger || silentLog
   // One process on SQLite; with PostgreSQL, any number of them: one leads (runs the loops, owns workers and
   // pods), all serve the API, and they wake each other through the change feed.
-  const { leadership, feed } = clusterFor({ dialect: 'sqlite' })
+  const target = config.databaseUrl ? pgTarget({ url: config.databaseUrl, schema: config.databaseSchema }) : null
+  const { leadership, feed } = clusterFor(target ? { dialect: 'postgres', connectionString: target.url, namespace: target.schema, log } : { dialect: 'sqlite' })
   await feed.start()
   const accounts = new AccountService({ store, clock, feed })
 
