@@ -6,10 +6,10 @@ import { PgChangeFeed } from '../src/cluster/postgres/PgChangeFeed.js'
 import { PgLeadership } from '../src/cluster/postgres/PgLeadership.js'
 import { leaderLockKey } from '../src/cluster/postgres/pgNames.js'
 import { silentLog } from '../src/services/log.js'
-import { postgresReachable, TEST_DATABASE_URL } from './helpers/postgresReachable.js'
+import { pgAvailableOrSkip, PG_TEST_URL as TEST_DATABASE_URL } from './helpers/postgres.js'
 import { until } from './helpers/until.js'
 
-const reachable = await postgresReachable('cluster.postgres')
+const reachable = await pgAvailableOrSkip('the leadership and change-feed tests')
 const cleanup: Array<() => Promise<void>> = []
 afterEach(async () => {
   for (const c of cleanup.splice(0).reverse()) await c()
