@@ -203,16 +203,16 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
     startLoops()
   }
   // Leadership lost (another process leads now), or the control plane stops. No new decisions first, then
-  // the workers: a sole process stops them (SIGTERM, SIGKILL after the grace period; their running jobs go
-  // back to the queue for the next start); with other processes they are handed over, running, to the next
-  // leader, which adopts them. Webhook attempts in flight finish; pending ones stay recorded and resume on
+  // the workers: the last process stops them (SIGTERM, SIGKILL after the grace period; their running jobs go
+  // back to the queue for the next start); when another process will take over they are handed over,
+  // running, to it, and it adopts them. Webhook attempts in flight finish; pending ones stay recorded and resume on
   // the next leader.
-  const onLose = async () => {
+  const onLose = async (_reason: string, handover: boolean) => {
     looping = false
     await hostMonitor.stop()
     await scaler.stop()
     await sweeper.stop()
-    if (leadership.shared) workers.follow()
+    if (handover) workers.follow()
     else await workers.stopAll('the control plane is stopping')
     await health.stop()
     // Pods keep running: the next leader (or start) adopts them.

@@ -23,7 +23,7 @@ function contender(namespace: string, connectionString = TEST_DATABASE_URL) {
   const start = () =>
     l.start(
       async () => void log.push('lead'),
-      async (why) => void log.push(`lose: ${why}`),
+      async (why, handover) => void log.push(`lose: ${why}${handover ? ' (handover)' : ''}`),
     )
   return { l, log, start }
 }
@@ -56,9 +56,16 @@ describe.skipIf(!reachable)('PgLeadership', () => {
     await a.start()
     await b.start()
     await a.l.stop()
-    expect(a.log).toEqual(['lead', 'lose: the control plane is stopping'])
+    expect(a.log).toEqual(['lead', 'lose: the control plane is stopping (handover)'])
     await until(async () => b.l.isLeader, 3000, 'takeover')
     expect(b.log).toEqual(['lead'])
+  })
+
+  it('the last contender to stop does not hand over (it stops its workers like a single process)', async () => {
+    const a = contender(`t_${randomUUID()}`)
+    await a.start()
+    await a.l.stop()
+    expect(a.log).toEqual(['lead', 'lose: the control plane is stopping'])
   })
 
   it('loses leadership at once when its session is killed, and a follower takes over', async () => {
@@ -71,7 +78,7 @@ describe.skipIf(!reachable)('PgLeadership', () => {
     const admin = new pg.Client({ connectionString: TEST_DATABASE_URL })
     await admin.connect()
     cleanup.push(() => admin.end())
-    await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'hangar-leadership' AND pid IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objid = $1::oid)`, [leaderObjId(ns)])
+    await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE 'hangar-leader-%' AND pid IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objid = $1::oid)`, [leaderObjId(ns)])
     await until(async () => !a.l.isLeader, 2000, 'loss')
     expect(a.log[1]).toMatch(/^lose: the leadership connection/)
     await until(async () => b.l.isLeader || a.l.isLeader, 3000, 'takeover')

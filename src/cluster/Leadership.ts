@@ -10,10 +10,11 @@
 export interface Leadership {
   /**
    * Begins contending. `onLead` runs each time this process becomes the leader, `onLose` each time it stops
-   * being one (with why); the two never overlap and alternate strictly. Resolves after the first attempt,
+   * being one (with why, and `handover`: whether another process will take over, so workers and pods are
+   * left running for it rather than stopped); the two never overlap and alternate strictly. Resolves after the first attempt,
    * so a process that can lead at once has led (its `onLead` has finished) when `start` resolves.
    */
-  start(onLead: () => Promise<void>, onLose: (reason: string) => Promise<void>): Promise<void>
+  start(onLead: () => Promise<void>, onLose: (reason: string, handover: boolean) => Promise<void>): Promise<void>
   /**
    * True when other processes may serve the same installation: while nobody led, they kept answering
    * workers (results were not lost), and workers and pods are handed over rather than stopped.

@@ -6,7 +6,7 @@ import type { Leadership } from './Leadership.js'
  */
 export class SoleLeadership implements Leadership {
   private leading = false
-  private onLose: ((reason: string) => Promise<void>) | null = null
+  private onLose: ((reason: string, handover: boolean) => Promise<void>) | null = null
 
   readonly shared = false
 
@@ -14,7 +14,7 @@ export class SoleLeadership implements Leadership {
     return this.leading
   }
 
-  async start(onLead: () => Promise<void>, onLose: (reason: string) => Promise<void>): Promise<void> {
+  async start(onLead: () => Promise<void>, onLose: (reason: string, handover: boolean) => Promise<void>): Promise<void> {
     this.leading = true
     this.onLose = onLose
     await onLead()
@@ -23,6 +23,6 @@ export class SoleLeadership implements Leadership {
   async stop(): Promise<void> {
     if (!this.leading) return
     this.leading = false
-    await this.onLose?.('the control plane is stopping')
+    await this.onLose?.('the control plane is stopping', false)
   }
 }

@@ -27,14 +27,17 @@ export class PgLeadership implements Leadership {
   private stopped = false
   private timer: NodeJS.Timeout | null = null
   private onLead: () => Promise<void> = async () => {}
-  private onLose: (reason: string) => Promise<void> = async () => {}
+  private onLose: (reason: string, handover: boolean) => Promise<void> = async () => {}
   private readonly transitions: TransitionQueue
   private readonly key: number
   private readonly pollMs: number
+  /** Every contender of a namespace connects under this name (see othersContend). */
+  private readonly appName: string
 
   constructor(private readonly o: PgLeadershipOptions) {
     this.key = leaderLockKey(o.namespace)
     this.pollMs = o.pollMs ?? 1000
+    this.appName = `hangar-leader-${(this.key >>> 0).toString(16)}`
     this.transitions = new TransitionQueue((err) => o.log.error({ err: err.message }, 'leadership transition failed'))
   }
 
@@ -44,7 +47,7 @@ export class PgLeadership implements Leadership {
     return this.leading
   }
 
-  async start(onLead: () => Promise<void>, onLose: (reason: string) => Promise<void>): Promise<void> {
+  async start(onLead: () => Promise<void>, onLose: (reason: string, handover: boolean) => Promise<void>): Promise<void> {
     this.onLead = onLead
     this.onLose = onLose
     await this.tick()
@@ -55,7 +58,9 @@ export class PgLeadership implements Leadership {
     if (this.timer) clearTimeout(this.timer)
     this.timer = null
     await this.transitions.idle()
-    if (this.leading) await this.lose('the control plane is stopping')
+    // A leader that stops hands workers and pods over only when another process contends for the lock;
+    // the last one stops them, as a single process does.
+    if (this.leading) await this.lose('the control plane is stopping', await this.othersContend())
     const c = this.client
     this.client = null
     // Ending the session releases the lock: a follower takes over at its next try.
@@ -84,7 +89,7 @@ export class PgLeadership implements Leadership {
   }
 
   private async connect(): Promise<pg.Client> {
-    const c = new pg.Client({ connectionString: this.o.connectionString, keepAlive: true, connectionTimeoutMillis: 5000, query_timeout: 5000, application_name: 'hangar-leadership' })
+    const c = new pg.Client({ connectionString: this.o.connectionString, keepAlive: true, connectionTimeoutMillis: 5000, query_timeout: 5000, application_name: this.appName })
     // An idle connection that breaks says so here: leadership is lost now, not at the next poll.
     c.on('error', (err) => void this.drop(`the leadership connection failed: ${err.message}`, c))
     c.on('end', () => void this.drop('the leadership connection ended', c))
@@ -106,13 +111,26 @@ export class PgLeadership implements Leadership {
     c.removeAllListeners('end')
     c.on('error', () => undefined)
     void c.end().catch(() => undefined)
-    if (this.leading) await this.lose(reason)
+    // Cut off from the database: the fleet goes on under whoever takes the lock (possibly this process again).
+    if (this.leading) await this.lose(reason, true)
   }
 
-  private async lose(reason: string): Promise<void> {
+  private async lose(reason: string, handover: boolean): Promise<void> {
     if (!this.leading) return
     this.leading = false
-    this.o.log.warn({ namespace: this.o.namespace, reason }, 'leadership lost')
-    await this.transitions.run(() => this.onLose(reason))
+    this.o.log.warn({ namespace: this.o.namespace, reason, handover }, 'leadership lost')
+    await this.transitions.run(() => this.onLose(reason, handover))
+  }
+
+  /** Whether other processes of this namespace contend (their sessions carry its application name). */
+  private async othersContend(): Promise<boolean> {
+    const c = this.client
+    if (!c) return true
+    try {
+      const r = await c.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()', [this.appName])
+      return (r.rows[0]?.n ?? 0) > 0
+    } catch {
+      return true
+    }
   }
 }
