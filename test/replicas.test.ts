@@ -183,7 +183,9 @@ describe.skipIf(!available)('two control-plane replicas on one PostgreSQL', () =
     expect(lb.served.get('a') ?? 0).toBeGreaterThan(0)
     expect(lb.served.get('b') ?? 0).toBeGreaterThan(0)
 
-    // The leader dies under load.
+    // The leader dies under load, its workers running.
+    const before = workerPids(dataDir)
+    expect(before.length).toBeGreaterThan(0)
     a.proc.kill('SIGKILL')
     const killedAt = Date.now()
     await Promise.all(first)
@@ -220,6 +222,10 @@ describe.skipIf(!available)('two control-plane replicas on one PostgreSQL', () =
       20_000,
       'worker processes all owned by the new leader',
     )
+
+    // The workers of the dead leader were adopted (they belong to the fleet), not replaced.
+    expect(b.out()).toContain('worker of the previous run adopted')
+    expect(before.filter((pid) => workerPids(dataDir).includes(pid)).length).toBeGreaterThan(0)
 
     // The last replica to stop stops the workers, as a single process does.
     b.proc.kill('SIGTERM')
