@@ -59,6 +59,13 @@ export const Config = Type.Object(
     billing: BillingConfig,
     /** Bearer token Prometheus sends to scrape /metrics; admin keys are accepted too. */
     metricsToken: Type.Optional(Type.String({ minLength: 16 })),
+    /**
+     * PostgreSQL to keep everything in (`postgres://user:password@host:5432/db`, optionally `?schema=name`);
+     * the embedded SQLite file in the data dir when unset.
+     */
+    databaseUrl: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
+    /** The PostgreSQL schema (created if missing; default `public`); a `schema` parameter in databaseUrl wins. */
+    databaseSchema: Type.Optional(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,62}$' })),
     /** Redis for rate-limit counters shared by several control-plane replicas; in memory when unset. */
     redisUrl: Type.Optional(Type.String({ pattern: '^rediss?://' })),
     rateLimits: Type.Object(
@@ -105,6 +112,8 @@ const ENV: Record<string, keyof Config> = {
   HANGAR_LOG_LEVEL: 'logLevel',
   HANGAR_LOG_FORMAT: 'logFormat',
   HANGAR_REDIS_URL: 'redisUrl',
+  HANGAR_DATABASE_URL: 'databaseUrl',
+  HANGAR_DATABASE_SCHEMA: 'databaseSchema',
   HANGAR_ENGINE: 'engine',
   HANGAR_WORKER_URL: 'workerUrl',
   HANGAR_METRICS_TOKEN: 'metricsToken',

@@ -43,7 +43,9 @@ import { PodEvents } from './services/PodEvents.js'
 import { PodService } from './services/PodService.js'
 import { ClusterService } from './services/ClusterService.js'
 import { PromMetrics } from './metrics/PromMetrics.js'
-import { SqliteStore } from './store/sqlite/SqliteStore.js'
+import { openStore } from './store/openStore.js'
+import { pgTarget } from './store/postgres/PgStore.js'
+import { clusterFor } from './cluster/clusterFor.js'
 import { installationId } from './installationId.js'
 import { pullAuth } from './services/pullAuth.js'
 import type { Store } from './store/Store.js'
@@ -97,13 +99,20 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   // Only this user may read the data dir (keys, sealed secrets, jobs' input and output).
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
   chmodSync(config.dataDir, 0o700)
-  // One server per data dir: a second would run its own autoscaler over the same database.
-  const lock = config.lockDataDir ? DataDirLock.acquire(config.dataDir) : null
+  // One server per data dir on SQLite: a second would run its own autoscaler over the same database. On
+  // PostgreSQL, replicas elect one leader and may share a data dir (secret key, installation id, workers' logs).
+  const lock = config.lockDataDir && !config.databaseUrl ? DataDirLock.acquire(config.dataDir) : null
   const dbFile = join(config.dataDir, 'hangar.db')
   privateFiles(dbFile)
 
-  const store = new SqliteStore(dbFile)
-  const accounts = new AccountService({ store, clock })
+  const store = await openStore(config, config.dataDir)
+  const log: Log = logger || silentLog
+  // One process on SQLite; with PostgreSQL, any number of them: one leads (runs the loops, owns workers and
+  // pods), all serve the API, and they wake each other through the change feed.
+  const target = config.databaseUrl ? pgTarget({ url: config.databaseUrl, schema: config.databaseSchema }) : null
+  const { leadership, feed } = clusterFor(target ? { dialect: 'postgres', connectionString: target.url, namespace: target.schema, log } : { dialect: 'sqlite' })
+  await feed.start()
+  const accounts = new AccountService({ store, clock, feed })
 
   // Counters live in Redis when several replicas must share one budget, else in this process.
   const counters: CounterStore = config.redisUrl ? new RedisCounterStore(config.redisUrl) : new MemoryCounterStore()
@@ -121,7 +130,6 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   const secrets = SecretBox.open(join(config.dataDir, 'secret.key'))
   const registries = new RegistryService({ store, clock, secrets })
   const templates = new TemplateService({ store, clock, registries })
-  const log: Log = logger || silentLog
   // Billing: prices from the catalog (GPU, CPU) and the config (storage); the meter writes the ledger.
   const prices = new PriceBook({ gpu: (id) => catalog.gpuType(id)?.price, cpu: (id) => catalog.cpuFlavor(id)?.price }, config.billing.prices)
   const meter = new UsageMeter({ store, clock, prices, log, checkpointMs: config.billing.checkpointMs })
@@ -130,7 +138,7 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   const sshKeys = new SshKeyService({ store, clock })
 
   let url = ''
-  const endpoints = new EndpointService({ store, catalog, clock, templates, registries, networkVolumes, publicUrl: () => url, lbDomain: config.loadBalancer.domain, workerVersions: async (id) => workers.versions(id) })
+  const endpoints = new EndpointService({ store, catalog, clock, templates, registries, networkVolumes, publicUrl: () => url, lbDomain: config.loadBalancer.domain, workerVersions: async (id) => workers.versions(id), feed })
 
   // Jobs. The lifecycle is the only writer of job states; events wake waiting requests.
   // Gauges are read when scraped: job tallies of every endpoint, workers by the status users see.
@@ -139,8 +147,8 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
     jobCounts: async () => Promise.all((await store.endpoints.listAll()).map(async (e) => ({ endpointId: e.id, ...(await store.jobs.counts(e.id)) }))),
     workerCounts: () => workers.endpointsWithWorkers().map((endpointId: string) => ({ endpointId, byStatus: workerCountsOf(workers.health(endpointId)) })),
   })
-  const events = new JobEvents()
-  const webhooks = new WebhookDispatcher({ store, clock, log, retryDelayMs: config.jobs.webhookRetryDelayMs, timeoutMs: config.jobs.webhookTimeoutMs, metrics })
+  const events = new JobEvents(feed)
+  const webhooks = new WebhookDispatcher({ store, clock, log, retryDelayMs: config.jobs.webhookRetryDelayMs, timeoutMs: config.jobs.webhookTimeoutMs, metrics, feed })
   const lifecycle = new JobLifecycle({ store, clock, events, webhooks, metrics })
   // Workers are local processes, or containers on hosts that name a Docker/Podman engine.
   const engines = hostEngines(config)
@@ -150,29 +158,74 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   // workers of a previous run can be adopted.
   let workerUrl = config.workerUrl ?? (config.port === 0 ? '' : publicBaseUrl({ ...config, publicUrl: undefined }, config.port))
   const workerUrlOf = (hostId: string) => engines.get(hostId)?.controlPlaneUrl ?? workerUrl
-  const workers = new WorkerService({ store, clock, runtime, catalog, lifecycle, events, config: config.jobs, dataDir: config.dataDir, installationId: installationId(config.dataDir), baseUrl: workerUrlOf, runtimeOf: (hostId) => runtime.runtimeOf(hostId), log, pullAuth: (ep) => pullAuth(registries, ep), waiting: (id) => scaler.waiting(id), metrics, lbHealth: (id) => health.health(id), lbDrainMs: config.loadBalancer.requestTimeoutMs, meter })
+  const workers = new WorkerService({ store, clock, runtime, catalog, lifecycle, events, config: config.jobs, dataDir: config.dataDir, installationId: installationId(config.dataDir), baseUrl: workerUrlOf, runtimeOf: (hostId) => runtime.runtimeOf(hostId), log, pullAuth: (ep) => pullAuth(registries, ep), waiting: (id) => scaler.waiting(id), metrics, lbHealth: (id) => health.health(id), lbDrainMs: config.loadBalancer.requestTimeoutMs, meter, feed })
   // LOAD_BALANCER endpoints: health checks make workers ready; the balancer hands requests to ready ones
   // and tells the scaler when requests wait.
   const health: HealthPoller = new HealthPoller({ workers, config: config.loadBalancer, log, onChecked: (id, h) => h === 'READY' && balancer.dispatch(id) })
   const balancer: LoadBalancer = new LoadBalancer({ workers, health: (id) => health.health(id), onWaiting: () => scaler.poke(), coldStartTimeoutMs: config.loadBalancer.coldStartTimeoutMs })
-  // Before anyone can call: workers of a previous run are stopped and their jobs requeued.
-  await workers.recover()
-  // Pods outlive the control plane: those of the previous run are adopted (or started again), before
-  // anyone can call and before the autoscaler places workers on the capacity they hold.
   const podEvents = opts.podEvents ?? new PodEvents()
   const pods = new PodService({ store, clock, catalog, runtime, templates, registries, networkVolumes, sshKeys, events: podEvents, log, dataDir: config.dataDir, stopGraceMs: config.jobs.stopGraceMs, installationId: installationId(config.dataDir) })
-  await pods.recover()
   const clusters = new ClusterService({ store, clock, catalog, pods, networkVolumes, sshKeys })
-  // Then the ledger, from what really exists after both recoveries: volumes, pods (compute only when
-  // adopted RUNNING); whatever ended with the previous run (workers, dead pods) is closed.
-  const podsNow = (await store.pods.list({ includeClusterPods: true })).map((p) => podUsage(prices, p))
-  await meter.recover([...(await networkVolumes.all()).flatMap((v) => volumeUsage(prices, v)), ...podsNow.flatMap((u) => [...u.compute, ...u.disk])])
-  podEvents.on((t) => meter.podTransition(t))
   const jobs = new JobService({ store, clock, events, lifecycle, workerHealth: (id) => workers.health(id), waitingReason: (job) => scaler.waitingReason(job.endpointId, job.lowPriority)?.message, streamWaitMs: config.jobs.streamWaitMs, secrets })
   const workerJobs = new WorkerJobService({ store, clock, events, lifecycle, workers, takeWaitMs: config.jobs.takeWaitMs, secrets })
   const sweeper = new JobSweeper({ store, clock, lifecycle, workers, log, intervalMs: config.jobs.sweepIntervalMs })
   const hostMonitor = new HostMonitor({ hosts: runtime.engineHosts(), runtime, fleet: catalog.fleet, workers, log, intervalMs: config.enginePingIntervalMs })
   const scaler: Autoscaler = new Autoscaler({ store, workers, events, log, clock, config: config.jobs, loadBalancer: balancer })
+
+  // What the leader does. The loops start once the server listens too (workers must be given its bound
+  // address, unknown before with port 0): a deviation from store -> runtime -> services -> scaler order.
+  let listening = false
+  let looping = false
+  let unmeterPods: (() => void) | null = null
+  const startLoops = () => {
+    if (looping || !listening || !leadership.isLeader) return
+    looping = true
+    sweeper.start()
+    webhooks.start()
+    scaler.start()
+    hostMonitor.start()
+    health.start()
+    meter.start()
+  }
+  const onLead = async () => {
+    workers.lead()
+    // Before anyone can call (a sole process leads before it listens): workers of a previous run (or of a
+    // leader that died) are adopted or stopped, and the jobs of those not adopted requeued.
+    await workers.recover({ keepRunningJobs: leadership.shared })
+    // Pods outlive the control plane: those of the previous run are adopted (or started again), before
+    // anyone can call and before the autoscaler places workers on the capacity they hold.
+    await pods.recover()
+    // Then the ledger, from what really exists after both recoveries: volumes, pods (compute only when
+    // adopted RUNNING); whatever ended with the previous run (workers, dead pods) is closed.
+    const podsNow = (await store.pods.list({ includeClusterPods: true })).map((p) => podUsage(prices, p))
+    await meter.recover([...(await networkVolumes.all()).flatMap((v) => volumeUsage(prices, v)), ...podsNow.flatMap((u) => [...u.compute, ...u.disk])])
+    unmeterPods = podEvents.on((t) => meter.podTransition(t))
+    startLoops()
+  }
+  // Leadership lost (another process leads now), or the control plane stops. No new decisions first, then
+  // the workers: the last process stops them (SIGTERM, SIGKILL after the grace period; their running jobs go
+  // back to the queue for the next start); when another process will take over they are handed over,
+  // running, to it, and it adopts them. Webhook attempts in flight finish; pending ones stay recorded and resume on
+  // the next leader.
+  const onLose = async (_reason: string, handover: boolean) => {
+    looping = false
+    await hostMonitor.stop()
+    await scaler.stop()
+    await sweeper.stop()
+    if (handover) workers.follow()
+    else await workers.stopAll('the control plane is stopping')
+    await health.stop()
+    // Pods keep running: the next leader (or start) adopts them.
+    await pods.detach()
+    // After the workers: their last intervals close, then a final note of when the control plane stopped.
+    await meter.stop()
+    unmeterPods?.()
+    unmeterPods = null
+    await webhooks.stop()
+  }
+  // Not the leader until the lock says so; a sole process leads at once, before it listens.
+  workers.follow()
+  await leadership.start(onLead, onLose)
 
   const app = await buildApp({ logger: logger || false, bodyLimit: config.bodyLimit, limits: config.limits, accounts, catalog, templates, endpoints, registries, networkVolumes, sshKeys, rateLimiter, jobs, openai: new OpenAiService(jobs), workerJobs, workers, pods, clusters, balancer, billing, loadBalancer: config.loadBalancer, publicUrl: () => url, metrics, metricsToken: config.metricsToken, consoleDir: CONSOLE_DIR })
   await opts.configureApp?.(app)
@@ -180,6 +233,10 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   try {
     await app.listen({ host: config.host, port: config.port })
   } catch (err) {
+    // Workers adopted by this start keep running (a sole process leaves them for the next start).
+    workers.follow()
+    await leadership.stop()
+    await feed.stop()
     await counters.close()
     await store.close()
     lock?.release()
@@ -200,14 +257,8 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   const port = typeof address === 'object' && address ? address.port : config.port
   url = publicBaseUrl(config, port)
   workerUrl = config.workerUrl ?? publicBaseUrl({ ...config, publicUrl: undefined }, port)
-  // Started after listen (a deviation from store -> runtime -> services -> scaler order): workers must
-  // be given the bound address, unknown before with port 0.
-  sweeper.start()
-  webhooks.start()
-  scaler.start()
-  hostMonitor.start()
-  health.start()
-  meter.start()
+  listening = true
+  startLoops()
 
   let stopping: Promise<void> | undefined
   return {
@@ -242,19 +293,11 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
         } finally {
           clearInterval(sweepIdle)
         }
-        // No new decisions, then stop the workers (SIGTERM, SIGKILL after the grace period); their running
-        // jobs go back to the queue for the next start. Webhook attempts in flight finish; pending ones
-        // stay recorded and resume at the next start. The store goes last: everything above writes to it.
-        await hostMonitor.stop()
-        await scaler.stop()
-        await sweeper.stop()
-        await workers.stopAll('the control plane is stopping')
-        await health.stop()
-        // Pods keep running: the next start adopts them.
-        await pods.detach()
-        // After the workers: their last intervals close, then a final note of when the control plane stopped.
-        await meter.stop()
-        await webhooks.stop()
+        // The leader's work ends (onLose above: loops, then workers and pods), and leadership is released
+        // for another process to take. The feed goes after: stopping workers still wakes waiters elsewhere.
+        // The store goes last: everything above writes to it.
+        await leadership.stop()
+        await feed.stop()
         await counters.close()
         await store.close()
         lock?.release()

@@ -77,6 +77,14 @@ describe('registries', () => {
       expect(text).not.toContain(USERNAME)
       expect(text).not.toContain(PASSWORD)
     }
+    if (s.hangar.store.dialect === 'postgres') {
+      // On PostgreSQL the stored row is the record as the adapter writes it (JSON text in `documents`).
+      const stored = JSON.stringify(await s.hangar.store.registries.get(created.body.id))
+      expect(stored).toContain('kept')
+      expect(stored).not.toContain(USERNAME)
+      expect(stored).not.toContain(PASSWORD)
+      return
+    }
     // WAL mode keeps recent writes in the -wal file until a checkpoint: search both.
     const files = ['hangar.db', 'hangar.db-wal'].map((f) => join(s.dataDir, f)).filter((f) => existsSync(f))
     expect(files.length).toBeGreaterThan(0)

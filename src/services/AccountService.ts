@@ -1,3 +1,4 @@
+import type { ChangeFeed } from '../cluster/ChangeFeed.js'
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 import type { Account, ApiKey, CreateAccount, CreateApiKey, CreatedApiKey } from '../contract/admin.js'
 import { iso, type Clock } from '../domain/clock.js'
@@ -25,7 +26,13 @@ export class AccountService {
   /** Recent authentications by the key as presented (memory only, like the request itself). */
   private readonly cache = new Map<string, { principal: Principal | null; reason: string; at: number }>()
 
-  constructor(private readonly deps: { store: Store; clock: Clock }) {}
+  /**
+   * `feed` (several control-plane processes): a revocation made on another process clears this cache too,
+   * so a revoked key stops working everywhere at once rather than after CACHE_MS.
+   */
+  constructor(private readonly deps: { store: Store; clock: Clock; feed?: ChangeFeed }) {
+    deps.feed?.on('keys.revoked', () => this.cache.clear())
+  }
 
   /**
    * Makes sure the admin account and an admin key exist. Returns the new key when one was created
@@ -99,6 +106,7 @@ export class AccountService {
     if (!key) throw notFound('API key', id)
     if (!key.revokedAt) await this.deps.store.apiKeys.revoke(id, this.now())
     this.cache.clear()
+    this.deps.feed?.publish('keys.revoked')
     const account = await this.deps.store.accounts.get(key.accountId)
     return keyView((await this.deps.store.apiKeys.get(id))!, account?.name ?? '')
   }

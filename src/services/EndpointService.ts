@@ -1,3 +1,4 @@
+import type { ChangeFeed } from '../cluster/ChangeFeed.js'
 import type { CatalogService } from '../catalog/CatalogService.js'
 import type { CreateEndpoint, Endpoint, ReleaseList, UpdateEndpoint } from '../contract/endpoint.js'
 import { iso, type Clock } from '../domain/clock.js'
@@ -30,6 +31,8 @@ export interface EndpointServiceDeps {
   lbDomain?: string
   /** Release versions of the endpoint's active workers, for rollout numbers; none until workers exist. */
   workerVersions?: (endpointId: string) => Promise<number[]>
+  /** Other control-plane processes: their endpoint changes drop this one's cached copy (and ours theirs). */
+  feed?: ChangeFeed
 }
 
 /**
@@ -47,6 +50,7 @@ export class EndpointService {
   constructor(private readonly deps: EndpointServiceDeps) {
     this.endpoints = deps.store.endpoints
     this.releaseDocs = deps.store.releases
+    deps.feed?.on('endpoint.changed', (id) => this.lbCache.delete(id))
   }
 
   async create(p: Principal, body: CreateEndpoint): Promise<Endpoint> {
@@ -81,7 +85,7 @@ export class EndpointService {
     const template = body.templateId === undefined ? null : await this.template(p.accountId, body.templateId)
     const account = await this.accountView(p.accountId, body.networkVolumes ?? before.networkVolumes, [body.registry, template?.registry, before.registry])
     // The re-read inside the transaction sees any change made since the checks above.
-    this.lbCache.delete(id)
+    this.forget(id)
     return this.deps.store.transaction(async (tx) => {
       const current = await this.owned(p.accountId, id, tx)
       const spec = updateSpec(current, body, { catalog: this.catalogView(), account, template })
@@ -93,10 +97,16 @@ export class EndpointService {
     })
   }
 
+  /** Drops the cached copy of an endpoint here and on the other processes. */
+  private forget(id: string): void {
+    this.lbCache.delete(id)
+    this.deps.feed?.publish('endpoint.changed', id)
+  }
+
   /** R15: deletes the endpoint and its releases; then it is 404 like any unknown id. */
   async delete(p: Principal, id: string): Promise<void> {
     await this.owned(p.accountId, id)
-    this.lbCache.delete(id)
+    this.forget(id)
     await this.deps.store.transaction(async (tx) => {
       await tx.releases.deleteByEndpoint(id)
       await tx.endpoints.delete(id)

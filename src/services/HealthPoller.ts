@@ -31,7 +31,8 @@ interface Tracked {
  */
 export class HealthPoller {
   private readonly state = new Map<string, Tracked>()
-  private readonly agent = new Agent({ keepAliveTimeout: 10_000, connections: 2 })
+  // Made again at each start: leadership may come back after a stop (the old agent is closed).
+  private agent = new Agent({ keepAliveTimeout: 10_000, connections: 2 })
   private timer: NodeJS.Timeout | undefined
   private readonly mono: () => number
 
@@ -40,6 +41,7 @@ export class HealthPoller {
   }
 
   start(): void {
+    if (this.agent.closed) this.agent = new Agent({ keepAliveTimeout: 10_000, connections: 2 })
     const tick = Math.max(10, Math.min(this.o.config.startingHealthIntervalMs, this.o.config.healthIntervalMs, 100))
     this.timer = setInterval(() => this.tick(), tick)
     this.timer.unref()

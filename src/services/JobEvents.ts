@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events'
+import type { ChangeFeed } from '../cluster/ChangeFeed.js'
 
 /**
  * In-process notifications that waiting requests sleep on, so long-polls (runsync, status-sync, stream,
@@ -6,6 +7,11 @@ import { EventEmitter } from 'node:events'
  *
  * Keys: `job:<id>` (a job changed), `queue:<endpointId>` (a job became takeable), `stop:<workerId>` (a
  * worker has jobs to stop). It also keeps, per worker, the ids of jobs it must stop.
+ *
+ * With several control-plane processes on one store, every notification is also sent to the others through
+ * the change feed, and theirs are emitted here as if made locally: a job submitted on replica A wakes a
+ * worker long-polling on replica B; a result posted on B wakes a /runsync waiting on A. A gap in the feed
+ * wakes every waiter, which re-reads the store. With one process (SoleChangeFeed) nothing is sent.
  */
 export class JobEvents {
   private readonly emitter = new EventEmitter()
@@ -13,9 +19,26 @@ export class JobEvents {
   private readonly stops = new Map<string, Set<string>>()
   private closedFlag = false
 
-  constructor() {
+  constructor(private readonly feed?: ChangeFeed) {
     // One listener per waiting request; thousands are normal under load.
     this.emitter.setMaxListeners(0)
+    if (!feed) return
+    feed.on('job', (id) => this.emitter.emit(`job:${id}`))
+    feed.on('queue', (id) => this.emitQueued(id))
+    feed.on('worker', (id) => this.emitter.emit(`worker:${id}`))
+    feed.on('left', (p) => {
+      const [workerId, jobId] = p.split(' ')
+      this.emitter.emit('left', workerId, jobId)
+    })
+    feed.on('stop', (p) => {
+      const [workerId, jobId] = p.split(' ')
+      this.addStop(workerId, jobId)
+    })
+    feed.on('forget', (id) => this.stops.delete(id))
+    feed.on('stops.taken', (id) => this.stops.delete(id))
+    feed.onGap(() => {
+      for (const s of [...this.subs]) s.fire()
+    })
   }
 
   /** True once close() ran: waits return at once so in-flight long-polls finish. */
@@ -25,6 +48,7 @@ export class JobEvents {
 
   jobChanged(jobId: string): void {
     this.emitter.emit(`job:${jobId}`)
+    this.feed?.publish('job', jobId)
   }
 
   /** Ids of the jobs some request is waiting on now (runsync, status-sync, stream). */
@@ -36,6 +60,11 @@ export class JobEvents {
 
   /** A job of `endpointId` can be taken (submitted, retried or requeued). */
   queued(endpointId: string): void {
+    this.emitQueued(endpointId)
+    this.feed?.publish('queue', endpointId)
+  }
+
+  private emitQueued(endpointId: string): void {
     this.emitter.emit(`queue:${endpointId}`)
     // onQueued listeners (the scaler) hear once per endpoint per turn of the event loop, not once per job:
     // a burst of submissions costs one scaling decision.
@@ -59,11 +88,13 @@ export class JobEvents {
   /** Something about a worker changed (it is draining): wakes its job-take long-poll. */
   workerChanged(workerId: string): void {
     this.emitter.emit(`worker:${workerId}`)
+    this.feed?.publish('worker', workerId)
   }
 
   /** A running job left its worker (finished, cancelled, timed out, deleted, requeued). */
   jobLeftWorker(workerId: string, jobId: string): void {
     this.emitter.emit('left', workerId, jobId)
+    this.feed?.publish('left', `${workerId} ${jobId}`)
   }
 
   onJobLeftWorker(listener: (workerId: string, jobId: string) => void): () => void {
@@ -73,22 +104,30 @@ export class JobEvents {
 
   /** Asks `workerId` to stop running `jobId` (delivered through its job-stop long-poll). */
   requestStop(workerId: string, jobId: string): void {
+    this.addStop(workerId, jobId)
+    // Every process keeps the request: the worker's job-stop poll may reach any of them.
+    this.feed?.publish('stop', `${workerId} ${jobId}`)
+  }
+
+  private addStop(workerId: string, jobId: string): void {
     const set = this.stops.get(workerId) ?? new Set<string>()
     set.add(jobId)
     this.stops.set(workerId, set)
     this.emitter.emit(`stop:${workerId}`)
   }
 
-  /** The jobs `workerId` must stop, removed from the pending list. */
+  /** The jobs `workerId` must stop, removed from the pending list (of every process). */
   takeStops(workerId: string): string[] {
     const set = this.stops.get(workerId)
     this.stops.delete(workerId)
+    if (set) this.feed?.publish('stops.taken', workerId)
     return set ? [...set] : []
   }
 
   /** Forgets a worker's pending stops (it is gone). */
   forgetWorker(workerId: string): void {
     this.stops.delete(workerId)
+    this.feed?.publish('forget', workerId)
   }
 
   /**

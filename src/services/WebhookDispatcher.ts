@@ -1,3 +1,4 @@
+import type { ChangeFeed } from '../cluster/ChangeFeed.js'
 import { request } from 'undici'
 import type { Clock } from '../domain/clock.js'
 import { newId } from '../domain/ids.js'
@@ -24,6 +25,8 @@ export interface WebhookDispatcherOptions {
   concurrency?: number
   /** Counts attempts by outcome. */
   metrics?: Metrics
+  /** Other control-plane processes: a delivery recorded there wakes this dispatcher (when it runs, on the leader). */
+  feed?: ChangeFeed
 }
 
 /**
@@ -38,7 +41,9 @@ export class WebhookDispatcher implements WebhookQueue {
   private pumping: Promise<void> | undefined
   private again = false
 
-  constructor(private readonly o: WebhookDispatcherOptions) {}
+  constructor(private readonly o: WebhookDispatcherOptions) {
+    o.feed?.on('webhooks', () => this.poke())
+  }
 
   delivery(job: JobRecord): WebhookDelivery {
     const now = this.o.clock.now()
@@ -47,6 +52,7 @@ export class WebhookDispatcher implements WebhookQueue {
 
   notify(): void {
     this.poke()
+    this.o.feed?.publish('webhooks')
   }
 
   start(): void {

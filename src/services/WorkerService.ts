@@ -1,5 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 import type { CatalogService } from '../catalog/CatalogService.js'
+import type { ChangeFeed } from '../cluster/ChangeFeed.js'
 import type { WorkerList } from '../contract/worker.js'
 import type { Clock } from '../domain/clock.js'
 import { healthCheckPath, type EndpointRecord } from '../domain/endpoint.js'
@@ -30,6 +31,7 @@ import { newWorkerRecord } from './workerRecord.js'
 import { adoptableAllocation } from './adoptableAllocation.js'
 import type { WorkerRecord } from '../store/WorkerStore.js'
 import { volumePath } from './volumePath.js'
+import { describe, FleetView } from './FleetView.js'
 import { lbAddress, lbWorkloadPorts } from './lbWorker.js'
 
 export interface WorkerServiceDeps {
@@ -66,6 +68,11 @@ export interface WorkerServiceDeps {
   lbDrainMs?: number
   /** Health of a load-balancing worker as its health checks report it, for the workers list. */
   lbHealth?: (workerId: string) => LbHealth | undefined
+  /**
+   * Several control-plane processes: the leader owns the live workers and describes them to the others
+   * (`worker.state`); a follower serves their protocol calls and sends what it sees to the leader.
+   */
+  feed?: ChangeFeed
 }
 
 /** Where a load-balancing worker serves HTTP (PORT) and answers health checks (PORT_HEALTH), as published by the runtime. */
@@ -96,6 +103,13 @@ export type StartResult = { ok: true; workerId: string } | { ok: false; capacity
  * Serverless workers: placing them in the fleet, starting and stopping them through the RuntimeDriver,
  * parking them (FlashBoot), their protocol keys, heartbeats, crash back-off, and what happens to their
  * jobs when they die. Live state is in memory (see LiveWorker); the store keeps what a restart must know.
+ *
+ * Workers belong to the fleet, not to a process. With several control-plane processes only the leader holds
+ * live workers (it starts, watches, parks, stops them; `lead()` then `recover()` adopts those of a leader
+ * that died). The others (`follow()`) serve the worker protocol for any worker: keys and endpoints from the
+ * store, phases (draining, parked, retiring) from the leader's `worker.state` broadcasts, jobs taken straight
+ * from the store; signs of life, jobs taken and stopPod go to the leader through the change feed, so its
+ * heartbeat checks and scaling decisions count calls made anywhere. A single process leads from the start.
  */
 export class WorkerService {
   private readonly live = new Map<string, LiveWorker>()
@@ -105,6 +119,13 @@ export class WorkerService {
   private readonly mono: () => number
   /** HTTP addresses of load-balancing workers. */
   private readonly http = new Map<string, HttpAddress>()
+  /** False on a follower: it holds no live worker and answers protocol calls through `view`. */
+  private leading = true
+  private readonly view: FleetView | null
+  /** Workers handed to the next leader (`follow`): their exit, seen here, is not ours to act on. */
+  private readonly detached = new WeakSet<LiveWorker>()
+  private readonly described = new Set<LiveWorker>()
+  private describeTimer: NodeJS.Timeout | null = null
 
   constructor(private readonly deps: WorkerServiceDeps) {
     this.mono = deps.monotonic ?? (() => performance.now())
@@ -112,6 +133,60 @@ export class WorkerService {
     this.backoff = new CrashBackoff({ baseMs: deps.config.crashBackoffMs, maxMs: deps.config.crashBackoffMaxMs, now: this.mono })
     this.placer = new WorkerPlacer({ catalog: deps.catalog, parked: () => [...this.live.values()].filter((w) => w.phase === 'parked'), evict: (w, why) => void this.stop(w.id, why) })
     deps.events.onJobLeftWorker((workerId, jobId) => this.jobLeft(workerId, jobId))
+    const feed = deps.feed
+    this.view = feed ? new FleetView({ store: deps.store, feed, mono: this.mono }) : null
+    if (feed) {
+      // What followers saw of the leader's workers.
+      feed.on('worker.contact', (id) => this.leading && this.contact(id))
+      feed.on('worker.taken', (p) => {
+        const [id, ...jobIds] = p.split(' ')
+        if (this.leading) this.jobsTaken(id, jobIds)
+      })
+      feed.on('worker.recycle', (id) => this.leading && this.recycle(id))
+    }
+  }
+
+  /** This process became the leader: its workers are the live ones (call `recover()` next to adopt the fleet's). */
+  lead(): void {
+    this.leading = true
+    this.view?.clear()
+    if (this.deps.feed && !this.describeTimer) {
+      // Every live worker is described each second: a follower that started late, or missed a message, catches up.
+      this.describeTimer = setInterval(() => {
+        for (const w of this.live.values()) this.describe(w)
+      }, 1000)
+      this.describeTimer.unref()
+    }
+  }
+
+  /**
+   * This process is no longer the leader (or not yet): its live workers are forgotten, not stopped; they keep
+   * running and the next leader adopts them. Their capacity is released here (the next leader restores it).
+   */
+  follow(): void {
+    this.leading = false
+    if (this.describeTimer) clearInterval(this.describeTimer)
+    this.describeTimer = null
+    for (const w of this.live.values()) {
+      this.detached.add(w)
+      this.deps.catalog.fleet.release(w.id)
+    }
+    this.live.clear()
+    this.http.clear()
+    this.described.clear()
+  }
+
+  /** Tells followers how a worker stands now (coalesced per turn of the event loop). */
+  private describe(w: LiveWorker): void {
+    const feed = this.deps.feed
+    if (!feed || !this.leading || this.detached.has(w)) return
+    if (this.described.size === 0) {
+      setImmediate(() => {
+        for (const d of this.described) feed.publish('worker.state', describe(d, this.live.get(d.id) !== d))
+        this.described.clear()
+      })
+    }
+    this.described.add(w)
   }
 
   /**
@@ -119,9 +194,10 @@ export class WorkerService {
    * plane (same URL), on their own capacity, for endpoints that still exist; removes the others and any
    * workload of this installation no record knows. Running jobs of every previous worker go back to the
    * queue (counted as retried): results posted while no control plane listened are lost, so a job runs
-   * again rather than never ends.
+   * again rather than never ends. With `keepRunningJobs` (other processes served the protocol meanwhile, so
+   * results were not lost) an adopted worker keeps its running jobs; only those of workers not adopted go back.
    */
-  async recover(): Promise<void> {
+  async recover(opts: { keepRunningJobs?: boolean } = {}): Promise<void> {
     const { store, runtime, clock, log } = this.deps
     const listed = new Map<string, ListedWorkload>()
     for (const l of await runtime.list({ [LABELS.installation]: this.deps.installationId, [LABELS.kind]: 'worker' })) listed.set(l.ref, l)
@@ -135,7 +211,11 @@ export class WorkerService {
     }
     // Started by the previous run but never recorded as started (it crashed in between): not wanted.
     for (const l of listed.values()) await runtime.remove(l.ref).catch(() => undefined)
-    for (const job of await store.jobs.listInProgress()) await loseJob(this.deps.lifecycle, job, job.workerId ?? '', 'the control plane restarted while it ran', true)
+    for (const job of await store.jobs.listInProgress()) {
+      const adopted = opts.keepRunningJobs && job.workerId ? this.live.get(job.workerId) : undefined
+      if (adopted) adopted.jobs.add(job.id)
+      else await loseJob(this.deps.lifecycle, job, job.workerId ?? '', opts.keepRunningJobs ? 'its worker was lost while the control plane changed leader' : 'the control plane restarted while it ran', true)
+    }
   }
 
   /** Adds a worker to `ep`: placed and started when capacity allows, else kept THROTTLED until it fits. */
@@ -230,6 +310,7 @@ export class WorkerService {
       w.intentional = true
       this.deps.log.info({ workerId, endpointId: w.endpointId, reason }, 'stopping worker')
       this.deps.events.workerChanged(workerId)
+      this.describe(w)
       void this.deps.store.workers.update(workerId, { state: 'STOPPING' })
       void w.handle?.stop(this.deps.config.stopGraceMs)
     }
@@ -248,6 +329,7 @@ export class WorkerService {
       if (w.phase !== 'stopping') {
         w.phase = 'stopping'
         this.deps.events.workerChanged(w.id)
+        this.describe(w)
       }
       w.abandon({ code: null, signal: null, reason: w.lostReason })
     }
@@ -278,6 +360,7 @@ export class WorkerService {
     w.phase = 'parked'
     w.phaseSince = this.mono()
     w.parkedPriority = priority
+    this.describe(w)
     this.deps.meter?.workerUnbillable(w)
     this.deps.log.info({ workerId, endpointId: w.endpointId, reason, priority }, 'worker parked')
     return true
@@ -289,6 +372,7 @@ export class WorkerService {
     if (w?.phase !== 'parked') return false
     w.phase = 'ready'
     w.idleSince = this.mono()
+    this.describe(w)
     this.deps.meter?.workerBillable(w)
     this.deps.log.info({ workerId, endpointId: w.endpointId, parkedMs: Math.round(w.idleSince - w.phaseSince) }, 'parked worker reused')
     this.deps.events.workerChanged(workerId)
@@ -311,16 +395,19 @@ export class WorkerService {
       }
     }
     w.retiring = true
+    this.describe(w)
     if (w.jobs.size === 0) void this.stop(workerId, reason)
   }
 
   /** The worker asked to be replaced (stopPod): stop it once its running jobs have ended. */
   recycle(workerId: string): void {
+    if (!this.leading && this.view) return this.view.recycle(workerId)
     this.retire(workerId, 'the worker asked to be replaced (stopPod)')
   }
 
   /** True when `token` is the protocol key of live worker `workerId` of endpoint `endpointId`. */
-  authenticate(endpointId: string, workerId: string, token: string | undefined): boolean {
+  authenticate(endpointId: string, workerId: string, token: string | undefined): boolean | Promise<boolean> {
+    if (!this.leading && this.view) return token ? this.view.authenticate(endpointId, workerId, token) : false
     const w = this.live.get(workerId)
     if (!w?.handle || !w.record || !token || w.endpointId !== endpointId) return false
     return timingSafeEqual(Buffer.from(w.record.tokenHash, 'hex'), Buffer.from(hash(token), 'hex'))
@@ -328,11 +415,13 @@ export class WorkerService {
 
   /** Any protocol call is a sign of life; the first one makes the worker ready. */
   contact(workerId: string): void {
+    if (!this.leading && this.view) return this.view.contact(workerId)
     const w = this.live.get(workerId)
     if (!w?.handle) return
     w.lastContact = this.mono()
     if (w.phase === 'starting') {
       w.phase = 'ready'
+      this.describe(w)
       w.startPhase = null
       if (w.timeline && w.timeline.called === null) w.timeline.called = w.lastContact
       w.idleSince = w.lastContact
@@ -346,17 +435,20 @@ export class WorkerService {
 
   /** True when the worker gets no more jobs and should not wait for one (it is being stopped, or unknown). */
   isDraining(workerId: string): boolean {
+    if (!this.leading && this.view) return this.view.isDraining(workerId)
     const w = this.live.get(workerId)
     return !w?.handle || w.phase === 'stopping' || w.phase === 'unhealthy'
   }
 
   /** True when the worker's job-take must be held without a job: parked, or retiring after its jobs. */
   isHeld(workerId: string): boolean {
+    if (!this.leading && this.view) return this.view.isHeld(workerId)
     const w = this.live.get(workerId)
     return w?.phase === 'parked' || w?.retiring === true
   }
 
   jobsTaken(workerId: string, jobIds: string[]): void {
+    if (!this.leading && this.view) return this.view.jobsTaken(workerId, jobIds)
     const w = this.live.get(workerId)
     if (!w) return
     for (const id of jobIds) w.jobs.add(id)
@@ -382,6 +474,7 @@ export class WorkerService {
       }
       this.deps.log.warn({ workerId: id, endpointId: w.endpointId, reason: w.lostReason }, 'worker lost')
       w.phase = 'stopping'
+      this.describe(w)
       this.deps.events.workerChanged(id)
       void w.handle.stop(0)
     }
@@ -421,6 +514,7 @@ export class WorkerService {
     w.lostReason = reason
     w.phase = 'stopping'
     this.deps.log.warn({ workerId, endpointId: w.endpointId, reason }, 'worker lost')
+    this.describe(w)
     this.deps.events.workerChanged(workerId)
     void w.handle.stop(0)
   }
@@ -433,7 +527,8 @@ export class WorkerService {
 
   /** Endpoints that have live workers (of any phase). */
   endpointsWithWorkers(): string[] {
-    return [...new Set([...this.live.values()].map((w) => w.endpointId))]
+    const all = !this.leading && this.view ? this.view.workers() : [...this.live.values()]
+    return [...new Set(all.map((w) => w.endpointId))]
   }
 
   /** Workers taking jobs (the rate limiter's dynamic limit). */
@@ -496,7 +591,9 @@ export class WorkerService {
     return this.live.get(workerId)?.handle?.logs ?? this.endedLogs.find(workerId)
   }
 
+  /** The live workers of an endpoint; on a follower, the leader's as it last described them. */
   private of(endpointId: string): LiveWorker[] {
+    if (!this.leading && this.view) return this.view.workers(endpointId)
     return [...this.live.values()].filter((w) => w.endpointId === endpointId)
   }
 
@@ -512,6 +609,8 @@ export class WorkerService {
   }
 
   private async onExit(w: LiveWorker, exit: WorkloadExit): Promise<void> {
+    // Handed to the next leader (this process follows now): it watches the worker and acts on its exit.
+    if (this.detached.has(w)) return
     const { store, catalog, clock, events, log } = this.deps
     const id = w.id
     this.http.delete(id)
@@ -528,6 +627,7 @@ export class WorkerService {
     // that dies served nobody and is just gone.
     if (crashed && w.phase !== 'parked' && this.live.get(id) === w) this.markUnhealthy(w, lastError)
     else if (this.live.get(id) === w) this.live.delete(id)
+    this.describe(w)
     await store.workers.update(id, { state: crashed ? 'FAILED' : 'EXITED', stoppedAt: clock.now(), lastError: crashed ? lastError : null })
     // Its container disk is gone with it (the log stays for the logs API). A host that is down keeps it
     // until it answers again (see reconcileHost).
@@ -570,6 +670,7 @@ export class WorkerService {
     // It calls in again like a new worker: READY at its next protocol call (or lost after the start timeout).
     Object.assign(w, { phase: 'starting', record: { ...r, state: 'STARTING' }, allocation, handle, startedAt: m, lastContact: m, idleSince: m, phaseSince: m, startPhase: 'STARTING' })
     this.live.set(w.id, w)
+    this.describe(w)
     // A load-balancing worker gets traffic again once its health checks pass.
     const address = ep.type === 'LOAD_BALANCER' ? lbAddress(handle.ports, ep.env) : null
     if (address) this.http.set(w.id, address)
@@ -596,6 +697,7 @@ export class WorkerService {
     const backoffMs = this.backoff.failed(w.endpointId, reason)
     Object.assign(w, { phase: 'unhealthy', handle: null, lastError: reason, phaseSince: this.mono(), retiring: false })
     w.jobs.clear()
+    this.describe(w)
     this.deps.log.warn({ workerId: w.id, endpointId: w.endpointId, reason, failures: this.backoff.consecutive(w.endpointId), backoffMs }, 'worker unhealthy: replaced after the back-off')
   }
 }

@@ -1,9 +1,19 @@
+import { createHash } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseConfig } from '../../src/config.js'
 import type { Clock } from '../../src/domain/clock.js'
 import { startHangar, type Hangar, type StartOptions } from '../../src/main.js'
+import { afterAll } from 'vitest'
+import { dropSchema, freshSchemaName } from './postgres.js'
+
+/** PostgreSQL schemas of caller-owned data dirs: they outlive a stop (a restart reuses them), not the test file. */
+const keptSchemas = new Set<string>()
+afterAll(async () => {
+  for (const schema of keptSchemas) await dropSchema(schema, process.env.HANGAR_TEST_DATABASE_URL)
+  keptSchemas.clear()
+})
 
 export interface ApiResponse<T = any> {
   status: number
@@ -23,11 +33,19 @@ export interface TestServer {
   stop(): Promise<void>
 }
 
-/** Starts a real Hangar on an ephemeral port with a fresh temporary data dir. */
-/** `overrides` is raw configuration (validated and defaulted like a config file). */
+/**
+ * Starts a real Hangar on an ephemeral port with a fresh temporary data dir. With HANGAR_TEST_DATABASE_URL
+ * set, its store is PostgreSQL on a schema of its own, dropped on stop; a caller that passes its own
+ * `dataDir` (to restart on the same data) gets a schema named after that dir, kept until the test file ends.
+ * `overrides` is raw configuration (validated and defaulted like a config file).
+ */
 export async function startTestServer(overrides: Record<string, unknown> = {}, opts: { clock?: Clock; dataDir?: string; configureApp?: StartOptions['configureApp']; logger?: StartOptions['logger'] } = {}): Promise<TestServer> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'hangar-test-'))
-  const config = parseConfig({ host: '127.0.0.1', port: 0, logLevel: 'silent', dataDir, fleet: { detectGpus: false }, ...overrides })
+  const pgUrl = process.env.HANGAR_TEST_DATABASE_URL
+  const schema = pgUrl && overrides.databaseUrl === undefined ? (opts.dataDir ? `hangar_t_${createHash('sha256').update(opts.dataDir).digest('hex').slice(0, 16)}` : freshSchemaName()) : undefined
+  if (schema && opts.dataDir) keptSchemas.add(schema)
+  const database = schema ? { databaseUrl: pgUrl, databaseSchema: schema } : {}
+  const config = parseConfig({ host: '127.0.0.1', port: 0, logLevel: 'silent', dataDir, fleet: { detectGpus: false }, ...database, ...overrides })
   const hangar = await startHangar(config, { clock: opts.clock, logger: opts.logger ?? false, configureApp: opts.configureApp })
   const adminKey = hangar.adminKey ?? (await import('node:fs')).readFileSync(join(dataDir, 'admin-key'), 'utf8').trim()
 
@@ -62,6 +80,7 @@ export async function startTestServer(overrides: Record<string, unknown> = {}, o
     async stop() {
       await hangar.stop()
       if (!opts.dataDir) rmSync(dataDir, { recursive: true, force: true })
+      if (schema && !opts.dataDir) await dropSchema(schema, pgUrl)
     },
   }
 }

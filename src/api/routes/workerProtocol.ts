@@ -39,7 +39,7 @@ export const workerProtocolRoutes =
       const { endpointId, workerId } = req.params as { endpointId: string; workerId: string }
       const header = req.headers.authorization?.trim()
       const token = header?.replace(/^Bearer[ \t]+/i, '')
-      if (!workers.authenticate(endpointId, workerId, token)) throw new DomainError('unauthorized', `not a live worker of endpoint ${JSON.stringify(endpointId)}, or the wrong worker key`)
+      if (!(await workers.authenticate(endpointId, workerId, token))) throw new DomainError('unauthorized', `not a live worker of endpoint ${JSON.stringify(endpointId)}, or the wrong worker key`)
     })
 
     // While shutting down, take answers 204 at once and the SDK polls again without pause: close the

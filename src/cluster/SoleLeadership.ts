@@ -1,0 +1,28 @@
+import type { Leadership } from './Leadership.js'
+
+/**
+ * The only process of an installation (the embedded SQLite store serves one process): it leads from
+ * `start` until `stop`.
+ */
+export class SoleLeadership implements Leadership {
+  private leading = false
+  private onLose: ((reason: string, handover: boolean) => Promise<void>) | null = null
+
+  readonly shared = false
+
+  get isLeader(): boolean {
+    return this.leading
+  }
+
+  async start(onLead: () => Promise<void>, onLose: (reason: string, handover: boolean) => Promise<void>): Promise<void> {
+    this.leading = true
+    this.onLose = onLose
+    await onLead()
+  }
+
+  async stop(): Promise<void> {
+    if (!this.leading) return
+    this.leading = false
+    await this.onLose?.('the control plane is stopping', false)
+  }
+}

@@ -1,0 +1,72 @@
+import type { Owned, OwnedCollection } from '../OwnedCollection.js'
+import type { PgQueryable } from './PgQueryable.js'
+
+/**
+ * One kind of owned resource as JSON documents in the shared `documents` table (see SqliteDocuments).
+ * `parent_id` and `public` are the columns queries filter on besides the owner.
+ */
+export class PgDocuments<T extends Owned> implements OwnedCollection<T> {
+  constructor(
+    protected readonly q: PgQueryable,
+    protected readonly kind: string,
+    private readonly parentOf: (record: T) => string | null = () => null,
+  ) {}
+
+  async insert(record: T): Promise<void> {
+    await this.q.query('INSERT INTO documents (kind, id, account_id, parent_id, public, data, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
+      this.kind,
+      record.id,
+      record.accountId,
+      this.parentOf(record),
+      isPublic(record),
+      JSON.stringify(record),
+      record.createdAt,
+    ])
+  }
+
+  async get(id: string): Promise<T | undefined> {
+    const { rows } = await this.q.query<{ data: string }>('SELECT data FROM documents WHERE kind = $1 AND id = $2', [this.kind, id])
+    return rows.length ? (JSON.parse(rows[0].data) as T) : undefined
+  }
+
+  list(accountId: string): Promise<T[]> {
+    return this.select('account_id = $2', accountId)
+  }
+
+  async update(record: T): Promise<boolean> {
+    const r = await this.q.query('UPDATE documents SET data = $3, public = $4, parent_id = $5 WHERE kind = $1 AND id = $2', [this.kind, record.id, JSON.stringify(record), isPublic(record), this.parentOf(record)])
+    return (r.rowCount ?? 0) > 0
+  }
+
+  async delete(id: string): Promise<boolean> {
+    const r = await this.q.query('DELETE FROM documents WHERE kind = $1 AND id = $2', [this.kind, id])
+    return (r.rowCount ?? 0) > 0
+  }
+
+  listAll(): Promise<T[]> {
+    return this.select('true')
+  }
+
+  listPublic(): Promise<T[]> {
+    return this.select('public')
+  }
+
+  listByParent(parentId: string): Promise<T[]> {
+    return this.select('parent_id = $2', parentId)
+  }
+
+  async deleteByParent(parentId: string): Promise<number> {
+    const r = await this.q.query('DELETE FROM documents WHERE kind = $1 AND parent_id = $2', [this.kind, parentId])
+    return r.rowCount ?? 0
+  }
+
+  /** Documents of this kind matching a condition (`$1` is the kind, `params` follow from `$2`), oldest first. */
+  protected async select(where: string, ...params: unknown[]): Promise<T[]> {
+    const { rows } = await this.q.query<{ data: string }>(`SELECT data FROM documents WHERE kind = $1 AND ${where} ORDER BY seq`, [this.kind, ...params])
+    return rows.map((r) => JSON.parse(r.data) as T)
+  }
+}
+
+function isPublic(record: Owned): boolean {
+  return (record as { public?: unknown }).public === true
+}

@@ -1,0 +1,114 @@
+import { describe, expect, it } from 'vitest'
+import { createPool, PgStore } from '../src/store/postgres/PgStore.js'
+import { migrate } from '../src/store/postgres/migrate.js'
+import { storeContract, endpoint, job } from './contracts/store.js'
+import { dropSchema, freshSchemaName, PG_TEST_URL, pgAvailableOrSkip } from './helpers/postgres.js'
+
+const available = await pgAvailableOrSkip('the PostgreSQL store tests')
+
+/** A store on a schema of its own, dropped on dispose. */
+async function openFresh(poolSize?: number) {
+  const schema = freshSchemaName()
+  const store = await PgStore.open({ url: PG_TEST_URL, schema, poolSize })
+  return {
+    store,
+    schema,
+    async dispose() {
+      await store.close()
+      await dropSchema(schema)
+    },
+  }
+}
+
+if (available) {
+  // The contract suite (usage ledger cases included), on one fresh schema.
+  storeContract('postgres', () => openFresh())
+
+  describe('PostgreSQL specifics', () => {
+    it('never hands one job to two takers on different stores (SKIP LOCKED), each with its own pool', async () => {
+      const a = await openFresh()
+      const b = await PgStore.open({ url: PG_TEST_URL, schema: a.schema })
+      try {
+        const ep = 'ep_skip_locked'
+        for (let i = 0; i < 200; i++) await a.store.jobs.insert(job(ep, { id: `job_${i}`, createdAt: 1_000 + i }))
+        const takers = Array.from({ length: 16 }, (_, i) => (i % 2 ? a.store : b).jobs)
+        const taken: string[] = []
+        await Promise.all(
+          takers.map(async (jobs, i) => {
+            for (;;) {
+              const got = await jobs.take(ep, `w${i}`, 3, 2_000)
+              if (got.length === 0) return
+              taken.push(...got.map((j) => j.id))
+            }
+          }),
+        )
+        expect(taken).toHaveLength(200)
+        expect(new Set(taken).size).toBe(200)
+        expect((await b.jobs.counts(ep)).inProgress).toBe(200)
+      } finally {
+        await b.close()
+        await a.dispose()
+      }
+    })
+
+    it('applies each migration once when two processes migrate one schema at once', async () => {
+      const schema = freshSchemaName()
+      const one = createPool({ url: PG_TEST_URL, schema })
+      const two = createPool({ url: PG_TEST_URL, schema })
+      try {
+        const [x, y] = await Promise.all([migrate(one.pool, schema), migrate(two.pool, schema)])
+        // One applied them all, the other found nothing to do.
+        expect([x.length, y.length].sort()).toEqual([0, 8])
+        expect([...x, ...y].map((f) => f.slice(0, 3))).toEqual(['001', '002', '003', '010', '030', '040', '050', '060'])
+        const { rows } = await one.pool.query('SELECT version FROM schema_migrations ORDER BY version')
+        expect(rows.map((r) => r.version)).toEqual([1, 2, 3, 10, 30, 40, 50, 60])
+        expect(await migrate(one.pool, schema)).toEqual([])
+      } finally {
+        await one.pool.end()
+        await two.pool.end()
+        await dropSchema(schema)
+      }
+    })
+
+    it('rolls a transaction back when its callback throws, and keeps what committed outside it', async () => {
+      const s = await openFresh()
+      try {
+        const acc = 'acc_tx'
+        await s.store.accounts.insert({ id: acc, name: acc, rateLimitExempt: false, createdAt: '2026-01-01T00:00:00.000Z' })
+        const e = endpoint(acc)
+        await expect(
+          s.store.transaction(async (tx) => {
+            await tx.endpoints.insert(e)
+            await tx.jobs.insert(job(e.id))
+            expect(await tx.endpoints.get(e.id)).toEqual(e)
+            // Not yet visible outside.
+            expect(await s.store.endpoints.get(e.id)).toBeUndefined()
+            throw new Error('no')
+          }),
+        ).rejects.toThrow('no')
+        expect(await s.store.endpoints.get(e.id)).toBeUndefined()
+        expect(await s.store.jobs.counts(e.id)).toMatchObject({ inQueue: 0 })
+      } finally {
+        await s.dispose()
+      }
+    })
+
+    it('reports a failing job write to its caller alone when it shares a group commit', async () => {
+      const s = await openFresh()
+      try {
+        const dup = job('ep_gc')
+        await s.store.jobs.insert(dup)
+        const others = Array.from({ length: 5 }, () => job('ep_gc'))
+        const results = await Promise.allSettled([s.store.jobs.insert(dup), ...others.map((j) => s.store.jobs.insert(j))])
+        expect(results.map((r) => r.status)).toEqual(['rejected', 'fulfilled', 'fulfilled', 'fulfilled', 'fulfilled', 'fulfilled'])
+        expect((await s.store.jobs.counts('ep_gc')).inQueue).toBe(6)
+      } finally {
+        await s.dispose()
+      }
+    })
+  })
+} else {
+  describe.skip('PostgreSQL store (PostgreSQL unreachable)', () => {
+    it('needs PostgreSQL', () => {})
+  })
+}
