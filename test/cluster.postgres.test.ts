@@ -79,7 +79,7 @@ describe.skipIf(!reachable)('PgLeadership', () => {
     await admin.connect()
     cleanup.push(() => admin.end())
     await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE 'hangar-leader-%' AND pid IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objid = $1::oid)`, [leaderObjId(ns)])
-    await until(async () => !a.l.isLeader, 2000, 'loss')
+    await until(async () => !a.l.isLeader, 5000, 'loss')
     expect(a.log[1]).toMatch(/^lose: the leadership connection/)
     await until(async () => b.l.isLeader || a.l.isLeader, 3000, 'takeover')
     // Exactly one of them leads again (the old leader contends again once it reconnects).
