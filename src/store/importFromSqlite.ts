@@ -3,7 +3,7 @@ import { existsSync, readdirSync, statSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type pg from 'pg'
-import { DataDirLock } from '../DataDirLock.js'
+import { DataDirLock, DataDirLockedError } from '../DataDirLock.js'
 import { createPool, pgTarget } from './postgres/PgStore.js'
 import { migrate as migratePg, quoteIdent } from './postgres/migrate.js'
 
@@ -155,9 +155,9 @@ async function copyTable(db: Database.Database, client: pg.PoolClient, table: st
   const types = names.map((n) => targetColumns.find((c) => c.name === n)!.type)
   const perBatch = Math.max(1, Math.min(MAX_ROWS, Math.floor(MAX_PARAMS / names.length)))
   const head = `INSERT INTO ${quoteIdent(table)} (${names.map(quoteIdent).join(', ')}) VALUES `
-  // rowid order is insertion order for rowid tables; WITHOUT ROWID tables come in key order. Neither matters
-  // for correctness (order lives in the `seq` columns), but it keeps the target's physical order familiar.
-  const rows = db.prepare(`SELECT ${names.map(quoteIdent).join(', ')} FROM ${quoteIdent(table)}`).raw(true).iterate() as IterableIterator<unknown[]>
+  // Integers come as bigint, exact whatever their size, and go to PostgreSQL as text. Row order does not
+  // matter: the order of the queue and of lists lives in the `seq` columns.
+  const rows = db.prepare(`SELECT ${names.map(quoteIdent).join(', ')} FROM ${quoteIdent(table)}`).raw(true).safeIntegers(true).iterate() as IterableIterator<unknown[]>
   let count = 0
   let batch: unknown[][] = []
   const flush = async () => {
@@ -268,7 +268,8 @@ function acquireLock(dataDir: string): DataDirLock {
   try {
     return DataDirLock.acquire(dataDir)
   } catch (err) {
-    throw new ImportSourceError(`${(err as Error).message} (the import reads a stopped install)`)
+    if (err instanceof DataDirLockedError) throw new ImportSourceError(`${err.message} (the import reads a stopped install)`)
+    throw new ImportSourceError(`cannot lock ${dataDir} against a server starting during the import: ${(err as Error).message}`)
   }
 }
 
