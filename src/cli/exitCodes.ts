@@ -6,7 +6,7 @@ export const ExitCode = {
   OK: 0,
   /** Unexpected failure: a 5xx answer, a bug, a server that failed to start. */
   ERROR: 1,
-  /** The command line itself is wrong: unknown command or option, missing argument, unreadable --input. */
+  /** The command line itself is wrong: unknown command or option, missing argument, unreadable --input or --from-sqlite. */
   USAGE: 2,
   /** No answer from the server (connection refused, DNS failure). */
   UNREACHABLE: 3,
@@ -14,7 +14,7 @@ export const ExitCode = {
   AUTH: 4,
   /** The thing named does not exist (or belongs to another account): 404. */
   NOT_FOUND: 5,
-  /** The server rejected the request: 400, 409, 413, 422 (the problem's detail and errors are printed). */
+  /** The server rejected the request: 400, 409, 413, 422 (the problem's detail and errors are printed); `import` into a target that holds data. */
   REJECTED: 6,
   /** Rate limited: 429. */
   RATE_LIMITED: 7,

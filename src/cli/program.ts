@@ -5,6 +5,7 @@ import { registerBilling } from './commands/billing.js'
 import { registerEndpoints } from './commands/endpoints.js'
 import { registerJobs } from './commands/jobs.js'
 import { registerKeys } from './commands/keys.js'
+import { registerImport } from './commands/import.js'
 import { registerMigrate } from './commands/migrate.js'
 import { registerPods } from './commands/pods.js'
 import { registerClusters } from './commands/clusters.js'
@@ -29,7 +30,7 @@ export function buildProgram(): Command {
     .version(version(), '-V, --version')
     .showHelpAfterError('(run with --help for usage)')
     .addHelpText('after', EXIT_CODES)
-  for (const register of [registerServe, registerMigrate, registerAccounts, registerKeys, registerEndpoints, registerJobs, registerPods, registerClusters, registerTemplates, registerVolumes, registerRegistries, registerSshKeys, registerBilling]) {
+  for (const register of [registerServe, registerMigrate, registerImport, registerAccounts, registerKeys, registerEndpoints, registerJobs, registerPods, registerClusters, registerTemplates, registerVolumes, registerRegistries, registerSshKeys, registerBilling]) {
     register(program)
   }
   // Commander errors (unknown option, missing argument) and help must not exit the process: main() turns

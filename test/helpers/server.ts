@@ -37,11 +37,12 @@ export interface TestServer {
  * Starts a real Hangar on an ephemeral port with a fresh temporary data dir. With HANGAR_TEST_DATABASE_URL
  * set, its store is PostgreSQL on a schema of its own, dropped on stop; a caller that passes its own
  * `dataDir` (to restart on the same data) gets a schema named after that dir, kept until the test file ends.
- * `overrides` is raw configuration (validated and defaulted like a config file).
+ * `overrides` is raw configuration (validated and defaulted like a config file); `sqlite: true` keeps the
+ * embedded store whatever HANGAR_TEST_DATABASE_URL says (a test of moving from SQLite needs one).
  */
-export async function startTestServer(overrides: Record<string, unknown> = {}, opts: { clock?: Clock; dataDir?: string; configureApp?: StartOptions['configureApp']; logger?: StartOptions['logger'] } = {}): Promise<TestServer> {
+export async function startTestServer(overrides: Record<string, unknown> = {}, opts: { clock?: Clock; dataDir?: string; sqlite?: boolean; configureApp?: StartOptions['configureApp']; logger?: StartOptions['logger'] } = {}): Promise<TestServer> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'hangar-test-'))
-  const pgUrl = process.env.HANGAR_TEST_DATABASE_URL
+  const pgUrl = opts.sqlite ? undefined : process.env.HANGAR_TEST_DATABASE_URL
   const schema = pgUrl && overrides.databaseUrl === undefined ? (opts.dataDir ? `hangar_t_${createHash('sha256').update(opts.dataDir).digest('hex').slice(0, 16)}` : freshSchemaName()) : undefined
   if (schema && opts.dataDir) keptSchemas.add(schema)
   const database = schema ? { databaseUrl: pgUrl, databaseSchema: schema } : {}
