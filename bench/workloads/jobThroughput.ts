@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3'
+import pg from 'pg'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -55,6 +56,7 @@ export async function hangarThroughput(ctx: BenchContext): Promise<Row[]> {
   }
   const topFn = profile?.functions[0]
   const w = '1 async /run jobs'
+  const pgRows = await postgresThroughput(n, r.jobsPerSec, w)
   return [
     { workload: w, metric: 'completed jobs/s', value: round(r.jobsPerSec), unit: 'jobs/s', goal: '>= 5000', met: r.jobsPerSec >= 5_000, note: `${r.jobs} jobs, ${setup}, ${CONNECTIONS} keep-alive connections, ${IN_FLIGHT} in flight` },
     { workload: w, metric: 'submit rate (/run 200s)', value: round(r.submitPerSec), unit: 'jobs/s', note: r.failed ? `${r.failed} refused` : undefined },
@@ -62,11 +64,45 @@ export async function hangarThroughput(ctx: BenchContext): Promise<Row[]> {
     { workload: w, metric: 'submit->COMPLETED p99', value: r.p99, unit: 'ms' },
     { workload: w, metric: 'control-plane CPU per job', value: round(r.cpu.server), unit: 'µs', note: `workers ${round(r.cpu.workers)} µs, client ${round(r.cpu.client)} µs; CPU time barely moves when other programs load the machine` },
     { workload: w, metric: 'control plane busy (profiled run)', value: profile?.busyPercent ?? NaN, unit: '%', note: topFn ? `top self time: ${topFn.name} ${topFn.percent} %` : 'not profiled' },
+    ...pgRows,
   ]
 }
 
-async function runHangar(n: number, nodeArgs: string[] = []): Promise<ThroughputResult> {
-  const s = await startServer(jobServerConfig(), {}, { nodeArgs })
+/** Where workload 1 runs on PostgreSQL: HANGAR_BENCH_DATABASE_URL, else the local `test` database. */
+const PG_URL = process.env.HANGAR_BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+
+/**
+ * Workload 1 again with the store on PostgreSQL (one replica, a fresh schema dropped afterwards), beside the
+ * SQLite figure. Without a reachable PostgreSQL the rows say why and the run goes on.
+ */
+async function postgresThroughput(n: number, sqliteJobsPerSec: number, w: string): Promise<Row[]> {
+  const admin = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 3_000 })
+  try {
+    await admin.connect()
+  } catch (err) {
+    const reason = `skipped: PostgreSQL at ${PG_URL} unreachable (${(err as Error).message})`
+    process.stderr.write(`workload 1 on PostgreSQL ${reason}\n`)
+    return [{ workload: w, metric: 'completed jobs/s, PostgreSQL 1 replica', value: NaN, unit: 'jobs/s', note: reason }]
+  }
+  const schema = `hangar_bench_${Date.now().toString(36)}`
+  try {
+    const r = await runHangar(n, [], { url: PG_URL, schema })
+    const ratio = r.jobsPerSec / sqliteJobsPerSec
+    return [
+      { workload: w, metric: 'completed jobs/s, PostgreSQL 1 replica', value: round(r.jobsPerSec), unit: 'jobs/s', goal: '>= 0.5x SQLite', met: ratio >= 0.5, note: `${round(ratio, 2)}x SQLite; ${r.jobs} jobs, same setup; PostgreSQL on the same machine` },
+      { workload: w, metric: 'submit->COMPLETED p50, PostgreSQL', value: r.p50, unit: 'ms' },
+      { workload: w, metric: 'submit->COMPLETED p99, PostgreSQL', value: r.p99, unit: 'ms' },
+      { workload: w, metric: 'control-plane CPU per job, PostgreSQL', value: round(r.cpu.server), unit: 'µs', note: 'the database server\'s own CPU not included' },
+    ]
+  } finally {
+    await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => {})
+    await admin.end()
+  }
+}
+
+async function runHangar(n: number, nodeArgs: string[] = [], database?: { url: string; schema: string }): Promise<ThroughputResult> {
+  const env: Record<string, string> = database ? { HANGAR_DATABASE_URL: database.url, HANGAR_DATABASE_SCHEMA: database.schema } : {}
+  const s = await startServer(jobServerConfig(), env, { nodeArgs })
   try {
     const key = await accountKey(s, 'bench', true)
     const ep = await createQueueEndpoint(s, key, 'bench/noop:latest', { env: { HANGAR_BENCH_CONCURRENCY: String(CONCURRENCY) }, workers: { min: WORKERS, max: WORKERS, idleTimeout: 60 } })
@@ -75,7 +111,7 @@ async function runHangar(n: number, nodeArgs: string[] = []): Promise<Throughput
     const submitted = await submitJobs(s, key, ep, n, { connections: CONNECTIONS, inFlight: IN_FLIGHT })
     if (submitted.failed) throw new Error(`${submitted.failed} of ${n} submissions refused; first: ${submitted.firstError}`)
     await waitCompleted(s, key, ep, n)
-    return { ...jobTimes(s), submitPerSec: (n / submitted.ms) * 1000, failed: submitted.failed, cpu: meter(n) }
+    return { ...(database ? await jobTimesPg(database) : jobTimes(s)), submitPerSec: (n / submitted.ms) * 1000, failed: submitted.failed, cpu: meter(n) }
   } finally {
     await s.stop()
   }
@@ -99,17 +135,32 @@ async function waitCompleted(s: BenchServer, key: string, ep: string, n: number)
 function jobTimes(s: BenchServer): Omit<ThroughputResult, 'submitPerSec' | 'failed' | 'cpu'> {
   const db = new Database(s.dbFile, { readonly: true, fileMustExist: true })
   try {
-    const rows = db.prepare(`SELECT created_at AS c, completed_at AS d FROM jobs WHERE status = 'COMPLETED'`).all() as Array<{ c: number; d: number }>
-    let first = Infinity
-    let last = -Infinity
-    const lat = rows.map((r) => {
-      first = Math.min(first, r.c)
-      last = Math.max(last, r.d)
-      return r.d - r.c
-    })
-    lat.sort((a, b) => a - b)
-    return { jobs: rows.length, jobsPerSec: (rows.length / Math.max(1, last - first)) * 1000, p50: percentile(lat, 50), p99: percentile(lat, 99) }
+    return times(db.prepare(`SELECT created_at AS c, completed_at AS d FROM jobs WHERE status = 'COMPLETED'`).all() as Array<{ c: number; d: number }>)
   } finally {
     db.close()
   }
+}
+
+/** The same from the PostgreSQL schema the server used. */
+async function jobTimesPg(database: { url: string; schema: string }): Promise<Omit<ThroughputResult, 'submitPerSec' | 'failed' | 'cpu'>> {
+  const client = new pg.Client({ connectionString: database.url })
+  await client.connect()
+  try {
+    const { rows } = await client.query<{ c: string; d: string }>(`SELECT created_at AS c, completed_at AS d FROM ${database.schema}.jobs WHERE status = 'COMPLETED'`)
+    return times(rows.map((r) => ({ c: Number(r.c), d: Number(r.d) })))
+  } finally {
+    await client.end()
+  }
+}
+
+function times(rows: Array<{ c: number; d: number }>): Omit<ThroughputResult, 'submitPerSec' | 'failed' | 'cpu'> {
+  let first = Infinity
+  let last = -Infinity
+  const lat = rows.map((r) => {
+    first = Math.min(first, r.c)
+    last = Math.max(last, r.d)
+    return r.d - r.c
+  })
+  lat.sort((a, b) => a - b)
+  return { jobs: rows.length, jobsPerSec: (rows.length / Math.max(1, last - first)) * 1000, p50: percentile(lat, 50), p99: percentile(lat, 99) }
 }

@@ -3,8 +3,18 @@ import { isRetryable, type PgQueryable } from './PgQueryable.js'
 
 type Op = (q: PgQueryable) => Promise<unknown>
 
+/** Writes of one kind that a batch runs as one statement (one round trip) instead of one each. */
+export interface Mergeable<I, R> {
+  /** Writes with the same key merge. */
+  key: string
+  item: I
+  /** Runs every item of the batch at once; returns one result per item, in order. */
+  runMany: (q: PgQueryable, items: I[]) => Promise<R[]>
+}
+
 interface Pending {
   op: Op
+  merge?: Mergeable<unknown, unknown>
   resolve: (value: unknown) => void
   reject: (error: unknown) => void
 }
@@ -39,6 +49,15 @@ export class PgGroupCommit {
   write<T>(op: (q: PgQueryable) => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.pending.push({ op, resolve: resolve as (v: unknown) => void, reject })
+      this.schedule()
+    })
+  }
+
+  /** Queues a write that merges with the others of its key in the batch (see Mergeable). */
+  writeMerged<I, R>(merge: Mergeable<I, R>): Promise<R> {
+    const m = merge as unknown as Mergeable<unknown, unknown>
+    return new Promise<R>((resolve, reject) => {
+      this.pending.push({ op: async (q) => (await m.runMany(q, [m.item]))[0], merge: m, resolve: resolve as (v: unknown) => void, reject })
       this.schedule()
     })
   }
@@ -93,8 +112,24 @@ export class PgGroupCommit {
     }
     try {
       await client.query('BEGIN')
-      const values: unknown[] = []
-      for (const w of batch) values.push(await w.op(client))
+      const values: unknown[] = new Array(batch.length)
+      // Mergeable writes run as one statement per key, at the place of the first of them.
+      const groups = new Map<string, number[]>()
+      batch.forEach((w, i) => {
+        if (!w.merge || batch.length === 1) return
+        const g = groups.get(w.merge.key)
+        if (g) g.push(i)
+        else groups.set(w.merge.key, [i])
+      })
+      for (let i = 0; i < batch.length; i++) {
+        const w = batch[i]
+        const group = w.merge && groups.get(w.merge.key)
+        if (!group) values[i] = await w.op(client)
+        else if (group[0] === i) {
+          const results = await w.merge!.runMany(client, group.map((j) => batch[j].merge!.item))
+          group.forEach((j, k) => (values[j] = results[k]))
+        }
+      }
       await client.query('COMMIT')
       return { ok: true, values }
     } catch (error) {

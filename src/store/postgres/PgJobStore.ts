@@ -57,7 +57,7 @@ export class PgJobStore implements JobStore {
   }
 
   insert(job: JobRecord): Promise<void> {
-    const values = [
+    const row = [
       job.id,
       job.endpointId,
       job.accountId,
@@ -82,14 +82,9 @@ export class PgJobStore implements JobStore {
       job.retries,
       json(job.progress),
     ]
-    return this.write(async (q) => {
-      await q.query(
-        `INSERT INTO jobs (id, endpoint_id, account_id, status, input, webhook, policy, s3_config, sync, low_priority, execution_timeout_ms, ttl_ms, retention_ms,
-           created_at, started_at, completed_at, expires_at, retain_until, worker_id, output, error, retries, progress)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`,
-        values,
-      )
-    })
+    if (!this.commits) return insertJobs(this.q, [row]).then(([err]) => (err ? Promise.reject(err) : undefined))
+    // The submissions of one batch go in as one multi-row INSERT (a burst of /run costs one statement).
+    return this.commits.writeMerged({ key: 'jobs.insert', item: row, runMany: insertJobs }).then((err) => (err ? Promise.reject(err) : undefined))
   }
 
   async get(id: string, opts?: { input?: boolean }): Promise<JobRecord | undefined> {
@@ -113,29 +108,16 @@ export class PgJobStore implements JobStore {
   }
 
   transition(id: string, from: readonly JobStatus[], patch: JobPatch, workerId?: string, outbox?: (job: JobRecord) => WebhookDelivery | undefined): Promise<JobRecord | undefined> {
-    const values: unknown[] = [id, [...from]]
-    const sets: string[] = []
-    for (const [key, col] of Object.entries(COLUMNS)) {
-      if (!(key in patch)) continue
-      const v = (patch as Record<string, unknown>)[key]
-      sets.push(`${col} = $${values.push(JSON_FIELDS.has(key) ? json(v) : v)}`)
-    }
-    if (patch.requeueAtEnd) sets.push(`seq = nextval('job_queue_seq')`)
-    if (patch.clearStream) sets.push('stream_cursor = 0')
-    if (patch.retainFrom !== undefined) sets.push(`retain_until = $${values.push(patch.retainFrom)} + retention_ms`)
-    if (sets.length === 0) sets.push('id = id')
-    const onWorker = workerId !== undefined ? ` AND worker_id = $${values.push(workerId)}` : ''
-    const sql = `UPDATE jobs SET ${sets.join(', ')} WHERE id = $1 AND status = ANY($2::text[])${onWorker} RETURNING ${NO_INPUT}`
-    // One transaction: the move, its chunk cleanup and its webhook delivery stand or fall together.
-    return this.write(async (q) => {
-      const { rows } = await q.query(sql, values)
-      if (rows.length === 0) return undefined
-      if (patch.clearStream) await q.query('DELETE FROM job_chunks WHERE job_id = $1', [id])
-      const job = toJob(rows[0])
-      const delivery = outbox?.(job)
-      if (delivery) await insertDelivery(q, delivery)
-      return job
-    })
+    const fields = Object.keys(COLUMNS).filter((k) => k in patch)
+    const shape = `${fields.join()}|${patch.requeueAtEnd ? 1 : 0}${patch.clearStream ? 1 : 0}${patch.retainFrom !== undefined ? 1 : 0}|${workerId === undefined ? 0 : 1}`
+    const values: unknown[] = [id, [...from], ...fields.map((k) => (JSON_FIELDS.has(k) ? json((patch as Record<string, unknown>)[k]) : (patch as Record<string, unknown>)[k]))]
+    if (patch.retainFrom !== undefined) values.push(patch.retainFrom)
+    if (workerId !== undefined) values.push(workerId)
+    const move: Move = { values, clearStream: patch.clearStream === true, outbox }
+    const runMany = (q: PgQueryable, moves: Move[]) => runMoves(q, shape, fields, patch, workerId !== undefined, moves)
+    if (!this.commits) return runMany(this.q, [move]).then(([job]) => job)
+    // Moves of one shape in a batch (a burst of completions) run as one UPDATE.
+    return this.commits.writeMerged({ key: `jobs.transition:${shape}`, item: move, runMany })
   }
 
   async delete(id: string): Promise<boolean> {
@@ -220,6 +202,79 @@ export class PgJobStore implements JobStore {
   async chunkCount(jobId: string): Promise<number> {
     return (await this.q.query<{ n: number }>('SELECT count(*) AS n FROM job_chunks WHERE job_id = $1', [jobId])).rows[0].n
   }
+}
+
+/** One job's compare-and-set move: its parameters in the order runMoves binds them. */
+interface Move {
+  values: unknown[]
+  clearStream: boolean
+  outbox?: (job: JobRecord) => WebhookDelivery | undefined
+}
+
+/** The SQL type of each patchable column, for the VALUES list of a merged move. */
+const COLUMN_TYPE: Record<string, string> = { status: 'text', startedAt: 'bigint', completedAt: 'bigint', expiresAt: 'bigint', retainUntil: 'bigint', workerId: 'text', error: 'text', retries: 'integer', createdAt: 'bigint', ttlMs: 'bigint', output: 'text', progress: 'text' }
+
+/**
+ * Runs moves of one shape: one UPDATE ... FROM (VALUES ...) for all of them, each row applying only where
+ * its job is in one of its `from` states (and on its worker). A job named twice in the batch is moved one
+ * call after the other instead, so the second sees the first. Then each moved job's chunk cleanup and
+ * webhook delivery, in the same transaction.
+ */
+async function runMoves(q: PgQueryable, shape: string, fields: string[], patch: JobPatch, onWorker: boolean, moves: Move[]): Promise<Array<JobRecord | undefined>> {
+  const ids = moves.map((m) => m.values[0] as string)
+  if (new Set(ids).size < ids.length) {
+    const out: Array<JobRecord | undefined> = []
+    for (const m of moves) out.push(...(await runMoves(q, shape, fields, patch, onWorker, [m])))
+    return out
+  }
+  const cols = ['id', 'from_states', ...fields.map((f) => `p_${f}`), ...(patch.retainFrom !== undefined ? ['retain_from'] : []), ...(onWorker ? ['on_worker'] : [])]
+  const types = ['text', 'text[]', ...fields.map((f) => COLUMN_TYPE[f]), ...(patch.retainFrom !== undefined ? ['bigint'] : []), ...(onWorker ? ['text'] : [])]
+  const params: unknown[] = []
+  const tuples = moves.map((m) => `(${m.values.map((v, c) => `$${params.push(v)}::${types[c]}`).join(', ')})`)
+  const sets = fields.map((f) => `${COLUMNS[f]} = v.p_${f}`)
+  if (patch.requeueAtEnd) sets.push(`seq = nextval('job_queue_seq')`)
+  if (patch.clearStream) sets.push('stream_cursor = 0')
+  if (patch.retainFrom !== undefined) sets.push('retain_until = v.retain_from + j.retention_ms')
+  if (sets.length === 0) sets.push('id = j.id')
+  const { rows } = await q.query(
+    `UPDATE jobs j SET ${sets.join(', ')} FROM (VALUES ${tuples.join(', ')}) AS v(${cols.join(', ')})
+     WHERE j.id = v.id AND j.status = ANY(v.from_states)${onWorker ? ' AND j.worker_id = v.on_worker' : ''} RETURNING ${NO_INPUT.replace(/(\w+)/g, 'j.$1')}`,
+    params,
+  )
+  const byId = new Map(rows.map((r) => [r.id as string, toJob(r)]))
+  const out: Array<JobRecord | undefined> = []
+  for (const m of moves) {
+    const job = byId.get(m.values[0] as string)
+    out.push(job)
+    if (!job) continue
+    if (m.clearStream) await q.query('DELETE FROM job_chunks WHERE job_id = $1', [job.id])
+    const delivery = m.outbox?.(job)
+    if (delivery) await insertDelivery(q, delivery)
+  }
+  return out
+}
+
+const INSERT_COLUMNS = `id, endpoint_id, account_id, status, input, webhook, policy, s3_config, sync, low_priority, execution_timeout_ms, ttl_ms, retention_ms,
+  created_at, started_at, completed_at, expires_at, retain_until, worker_id, output, error, retries, progress`
+const INSERT_WIDTH = 23
+
+/**
+ * Inserts jobs (rows of INSERT_COLUMNS values) in one statement, in order (seq follows the row order). A job
+ * whose id exists gets a unique-violation error of its own, as a lone INSERT would; the others go in.
+ */
+async function insertJobs(q: PgQueryable, rows: unknown[][]): Promise<Array<Error | undefined>> {
+  // A statement takes at most 65,535 parameters.
+  if (rows.length > 1000) return [...(await insertJobs(q, rows.slice(0, 1000))), ...(await insertJobs(q, rows.slice(1000)))]
+  const tuples = rows.map((_, r) => `(${Array.from({ length: INSERT_WIDTH }, (_, c) => `$${r * INSERT_WIDTH + c + 1}`).join(', ')})`)
+  const { rows: inserted } = await q.query<{ id: string }>(`INSERT INTO jobs (${INSERT_COLUMNS}) VALUES ${tuples.join(', ')} ON CONFLICT (id) DO NOTHING RETURNING id`, rows.flat())
+  const ok = new Set(inserted.map((r) => r.id))
+  const seen = new Set<string>()
+  return rows.map((row) => {
+    const id = row[0] as string
+    const first = !seen.has(id)
+    seen.add(id)
+    return ok.has(id) && first ? undefined : Object.assign(new Error(`duplicate key value violates unique constraint "jobs_pkey": job ${id} exists`), { code: '23505' })
+  })
 }
 
 function toCounts(r: Row): JobCounts {
