@@ -59,7 +59,11 @@ export function registerLbUpgrades(server: Server, deps: LbUpgradeDeps): void {
     const headers = endToEnd(req.headers as Headers, [...HANDSHAKE, FORWARDED_BY]) as Record<string, string>
     const upstream = new WebSocket(`ws://${lease.address.host}:${lease.address.port}${target.path}`, offered, { headers, perMessageDeflate: false })
     connect(req, socket, head, upstream, lease.release, {
-      refused: (status) => refuse(socket, new DomainError('bad_gateway', `worker ${lease.workerId} refused the WebSocket upgrade with HTTP ${status}`)),
+      refused: (res, done) => {
+        refuse(socket, new DomainError('bad_gateway', `worker ${lease.workerId} refused the WebSocket upgrade with HTTP ${res.statusCode}`))
+        res.resume()
+        done()
+      },
       unreachable: (err) => refuse(socket, new DomainError('bad_gateway', `worker ${lease.workerId} could not be reached for the WebSocket: ${err.message}`)),
     })
   }
@@ -77,44 +81,54 @@ export function registerLbUpgrades(server: Server, deps: LbUpgradeDeps): void {
     if (req.headers.host) headers.host = req.headers.host
     const upstream = new WebSocket(`${leader.replace(/^http/, 'ws')}${req.url ?? '/'}`, offered, { headers, perMessageDeflate: false })
     connect(req, socket, head, upstream, () => {}, {
-      refused: (_status, res) => relay(socket, res),
+      refused: (res, done) => relay(socket, res, done),
       unreachable: (err) => refuse(socket, new DomainError('unavailable', `the leader at ${leader} could not be reached for the WebSocket: ${err.message}; retry`, undefined, retry)),
     })
   }
 
   /** Completes the client's handshake once `upstream` opens, then bridges the two; `release` once both closed or it failed. */
-  function connect(req: IncomingMessage, socket: Duplex, head: Buffer, upstream: WebSocket, release: () => void, fail: { refused: (status: number, res: IncomingMessage) => void; unreachable: (err: Error) => void }): void {
+  /**
+   * Completes the client's handshake once `upstream` opens, then bridges the two; `release` once both closed or
+   * the upstream failed. Only the first failure answers the client (terminating a refused handshake errors too).
+   */
+  function connect(req: IncomingMessage, socket: Duplex, head: Buffer, upstream: WebSocket, release: () => void, fail: { refused: (res: IncomingMessage, done: () => void) => void; unreachable: (err: Error) => void }): void {
+    let failed = false
     upstream.once('open', () => {
       if (upstream.protocol) protocolOf.set(req, upstream.protocol)
       wss.handleUpgrade(req, socket, head, (client) => bridge(client, upstream, release))
     })
     upstream.once('unexpected-response', (_r, res) => {
+      failed = true
       release()
-      fail.refused(res.statusCode ?? 502, res)
-      upstream.terminate()
+      fail.refused(res, () => upstream.terminate())
     })
-    upstream.once('error', (err) => {
-      if (upstream.readyState === WebSocket.OPEN) return
+    upstream.on('error', (err) => {
+      if (upstream.readyState === WebSocket.OPEN || failed) return
+      failed = true
       release()
       fail.unreachable(err)
     })
   }
 }
 
-/** Passes an upstream's refusal of the upgrade (status, headers, body) on to the client's socket. */
-function relay(socket: Duplex, res: IncomingMessage): void {
+/** Passes an upstream's refusal of the upgrade (status, headers, body) on to the client's socket, then `done`. */
+function relay(socket: Duplex, res: IncomingMessage, done: () => void): void {
   const chunks: Buffer[] = []
   res.on('data', (c: Buffer) => chunks.push(c))
   res.once('end', () => {
-    if (!socket.writable) return
+    if (!socket.writable) return done()
     const body = Buffer.concat(chunks)
     const keep = endToEnd(res.headers as Headers, ['content-length', 'transfer-encoding'])
     const lines = Object.entries(keep).flatMap(([k, v]) => [v ?? []].flat().map((x) => `${k}: ${x}\r\n`))
     const status = res.statusCode ?? 502
     socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n${lines.join('')}content-length: ${body.length}\r\nconnection: close\r\n\r\n`)
     socket.end(body)
+    done()
   })
-  res.once('error', () => socket.destroy())
+  res.once('error', () => {
+    socket.destroy()
+    done()
+  })
 }
 
 function bridge(client: WebSocket, upstream: WebSocket, release: () => void): void {

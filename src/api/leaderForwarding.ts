@@ -57,6 +57,7 @@ export async function registerLeaderForwarding(app: FastifyInstance, o: { leader
 }
 
 const NOT_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'UND_ERR_CONNECT_TIMEOUT'])
+const BROKEN = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET'])
 
 function unavailable(detail: string): DomainError {
   return new DomainError('unavailable', detail, undefined, { 'retry-after': '1' })
@@ -73,7 +74,8 @@ async function forward(req: FastifyRequest, reply: FastifyReply, o: { leadership
   if (raw.headers['content-length'] !== undefined ? raw.headers['content-length'] !== '0' : raw.headers['transfer-encoding'] !== undefined) req.body = raw
   await new Promise<void>((resolve) => {
     reply.raw.once('close', resolve)
-    reply.from(`${leader}${raw.url ?? '/'}`, {
+    // As the client sent it: host-based load-balancer addressing rewrites raw.url, and the leader rewrites it again.
+    reply.from(`${leader}${req.originalUrl}`, {
       rewriteRequestHeaders: (r, headers) => {
         const prior = [r.headers['x-forwarded-for'] ?? []].flat().join(', ')
         return { ...headers, host: r.headers.host ?? '', [FORWARDED_BY]: o.self(), 'x-forwarded-for': prior ? `${prior}, ${r.ip}` : r.ip }
@@ -81,8 +83,9 @@ async function forward(req: FastifyRequest, reply: FastifyReply, o: { leadership
       onError: (_rep, { error }) => {
         const e = error as Error & { code?: string; cause?: { code?: string } }
         const code = e.cause?.code ?? e.code ?? ''
-        // No connection to the leader at all (it just died, or moved): nothing was done, so a retry is safe.
-        if (NOT_CONNECTED.has(code)) {
+        // No connection to the leader at all (it just died, or moved): nothing was done, so a retry is safe; so
+        // is a read whose connection broke. A write whose connection broke may have run: 502, for the caller to check.
+        if (NOT_CONNECTED.has(code) || (BROKEN.has(code) && (req.method === 'GET' || req.method === 'HEAD'))) {
           reply.header('retry-after', '1')
           return void sendProblem(reply, 503, `the leader at ${leader} could not be reached (${code}); retry`)
         }
