@@ -44,8 +44,9 @@ export function needsLeader(url: string): boolean {
  * register it at all.
  */
 export async function registerLeaderForwarding(app: FastifyInstance, o: { leadership: LeaderView; self: () => string }): Promise<void> {
-  // Never retried: a forwarded POST must not run twice. No timeouts: the leader applies its own (load-balancer
-  // request timeout, long-polls) and log streams stay open as long as the client wants.
+  // Never retried: a forwarded POST must not run twice. No timeouts: the leader applies its own (long-polls, log
+  // streams open as long as the client wants). Scopes that register their own reply-from (load-balancer traffic,
+  // the pod proxy) forward with theirs: `reply.from` is the route's.
   await app.register(replyFrom, { undici: { headersTimeout: 0, bodyTimeout: 0 }, disableRequestLogging: true, retryMethods: [] })
   app.addHook('onRoute', (route) => {
     if (needsLeader(route.url)) route.config = { ...(route.config ?? {}), leader: true }
