@@ -36,6 +36,10 @@ export interface BenchContext {
 export interface ServerOptions {
   /** Extra node flags, e.g. --cpu-prof. */
   nodeArgs?: string[]
+  /** Port to listen on (0: any free one). */
+  port?: number
+  /** Another server's dataDir, to run a replica of it (PostgreSQL): its admin key is read there, and the dir is left to that server. */
+  dataDir?: string
 }
 
 /** A `hangar serve` child process on a fresh data dir, as a user would run it. */
@@ -51,10 +55,10 @@ export interface BenchServer {
 }
 
 export async function startServer(config: Record<string, unknown> = {}, env: Record<string, string> = {}, opts: ServerOptions = {}): Promise<BenchServer> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'hangar-bench-'))
+  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'hangar-bench-'))
   const configFile = join(dataDir, 'config.json')
   writeFileSync(configFile, JSON.stringify(config))
-  const args = [...(opts.nodeArgs ?? []), join(SERVER_ROOT, 'bin/hangar.js'), 'serve', '--port', '0', '--data-dir', join(dataDir, 'data'), '--config', configFile]
+  const args = [...(opts.nodeArgs ?? []), join(SERVER_ROOT, 'bin/hangar.js'), 'serve', '--port', String(opts.port ?? 0), '--data-dir', join(dataDir, 'data'), '--config', configFile]
   const child = spawn(process.execPath, args, {
     env: { ...process.env, HANGAR_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -92,7 +96,7 @@ export async function startServer(config: Record<string, unknown> = {}, env: Rec
         await exited
         clearTimeout(timer)
       }
-      rmSync(dataDir, { recursive: true, force: true })
+      if (!opts.dataDir) rmSync(dataDir, { recursive: true, force: true })
     },
   }
 }

@@ -53,6 +53,11 @@ export const Config = Type.Object(
     engine: Type.Optional(EngineSetting),
     /** Base URL workers reach the control plane at; the address it listens on when unset. */
     workerUrl: Type.Optional(Type.String({ pattern: '^https?://' })),
+    /**
+     * Base URL the other control-plane replicas reach this one at, when it leads (they forward it load-balancer
+     * traffic and pod operations); the address it listens on when unset. Only used with PostgreSQL.
+     */
+    internalUrl: Type.Optional(Type.String({ pattern: '^https?://' })),
     /** How often each container engine is pinged, ms; one that does not answer marks its host down until it does. */
     enginePingIntervalMs: Type.Integer({ minimum: 50, default: 2_000 }),
     /** Storage prices and the usage ledger's timing (GPU and CPU prices are the catalog's). */
@@ -116,6 +121,7 @@ const ENV: Record<string, keyof Config> = {
   HANGAR_DATABASE_SCHEMA: 'databaseSchema',
   HANGAR_ENGINE: 'engine',
   HANGAR_WORKER_URL: 'workerUrl',
+  HANGAR_INTERNAL_URL: 'internalUrl',
   HANGAR_METRICS_TOKEN: 'metricsToken',
 }
 

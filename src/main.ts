@@ -227,7 +227,10 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   workers.follow()
   await leadership.start(onLead, onLose)
 
-  const app = await buildApp({ logger: logger || false, bodyLimit: config.bodyLimit, limits: config.limits, accounts, catalog, templates, endpoints, registries, networkVolumes, sshKeys, rateLimiter, jobs, openai: new OpenAiService(jobs), workerJobs, workers, pods, clusters, balancer, billing, loadBalancer: config.loadBalancer, publicUrl: () => url, metrics, metricsToken: config.metricsToken, consoleDir: CONSOLE_DIR })
+  // With several replicas, what needs the leader's live state is forwarded to it, at the address it advertises.
+  let internalUrl = ''
+  const replicas = leadership.shared ? { leadership, self: () => internalUrl } : undefined
+  const app = await buildApp({ replicas, logger: logger || false, bodyLimit: config.bodyLimit, limits: config.limits, accounts, catalog, templates, endpoints, registries, networkVolumes, sshKeys, rateLimiter, jobs, openai: new OpenAiService(jobs), workerJobs, workers, pods, clusters, balancer, billing, loadBalancer: config.loadBalancer, publicUrl: () => url, metrics, metricsToken: config.metricsToken, consoleDir: CONSOLE_DIR })
   await opts.configureApp?.(app)
   const connections = trackConnections(app.server)
   try {
@@ -257,6 +260,8 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   const port = typeof address === 'object' && address ? address.port : config.port
   url = publicBaseUrl(config, port)
   workerUrl = config.workerUrl ?? publicBaseUrl({ ...config, publicUrl: undefined }, port)
+  internalUrl = (config.internalUrl ?? publicBaseUrl({ ...config, publicUrl: undefined }, port)).replace(/\/+$/, '')
+  leadership.advertise(internalUrl)
   listening = true
   startLoops()
 

@@ -1,44 +1,17 @@
-import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { afterAll, describe, expect, it } from 'vitest'
 import { dropSchema, freshSchemaName, pgAvailableOrSkip, PG_TEST_URL } from './helpers/postgres.js'
+import { leads, startReplica, type Replica } from './helpers/replicas.js'
 import { pidOf } from './helpers/runtime.js'
 import { until } from './helpers/until.js'
 
-const BIN = fileURLToPath(new URL('../bin/hangar.js', import.meta.url))
 const REDIS_URL = process.env.HANGAR_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
 const available = await pgAvailableOrSkip('the replica test')
-
-/** `hangar serve` as its own process, its whole output kept (leadership is read from its log). */
-interface Replica {
-  name: string
-  proc: ChildProcess
-  url: string
-  out: () => string
-}
-
-function startReplica(name: string, dataDir: string, configFile: string): Promise<Replica> {
-  const proc = spawn(process.execPath, [BIN, 'serve', '--data-dir', dataDir, '--config', configFile], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, HANGAR_LOG_FORMAT: 'json' } })
-  let out = ''
-  proc.stdout!.on('data', (c) => (out += c))
-  proc.stderr!.on('data', (c) => (out += c))
-  return new Promise((resolve, reject) => {
-    const check = () => {
-      const m = /listening on (http:\/\/[^\s"]+)/.exec(out)
-      if (m) resolve({ name, proc, url: m[1], out: () => out })
-    }
-    proc.stdout!.on('data', check)
-    proc.once('exit', (code) => reject(new Error(`${name} exited (${code}) before listening:\n${out}`)))
-  })
-}
-
-const leads = (r: Replica) => r.out().includes('became the leader')
 
 /**
  * The load balancer in front of the replicas, as workers reach the control plane: round robin over those

@@ -3,6 +3,7 @@ import pg from 'pg'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { freePort } from '../../src/runtime/freePort.js'
 import { profileMarkdown, summarizeProfileDir, type ProfileSummary } from '../profile.js'
 import { accountKey, childPids, cpuMeter, createQueueEndpoint, jobServerConfig, percentile, round, startServer, submitJobs, until, waitReady, type BenchContext, type BenchServer, type Row } from '../lib.js'
 
@@ -85,35 +86,61 @@ async function postgresThroughput(n: number, sqliteJobsPerSec: number, w: string
     return [{ workload: w, metric: 'completed jobs/s, PostgreSQL 1 replica', value: NaN, unit: 'jobs/s', note: reason }]
   }
   const schema = `hangar_bench_${Date.now().toString(36)}`
+  const schema2 = `${schema}_2`
   try {
     const r = await runHangar(n, [], { url: PG_URL, schema })
     const ratio = r.jobsPerSec / sqliteJobsPerSec
+    const r2 = await runHangar(n, [], { url: PG_URL, schema: schema2 }, 2)
     return [
       { workload: w, metric: 'completed jobs/s, PostgreSQL 1 replica', value: round(r.jobsPerSec), unit: 'jobs/s', goal: '>= 0.5x SQLite', met: ratio >= 0.5, note: `${round(ratio, 2)}x SQLite; ${r.jobs} jobs, same setup; PostgreSQL on the same machine` },
       { workload: w, metric: 'submit->COMPLETED p50, PostgreSQL', value: r.p50, unit: 'ms' },
       { workload: w, metric: 'submit->COMPLETED p99, PostgreSQL', value: r.p99, unit: 'ms' },
       { workload: w, metric: 'control-plane CPU per job, PostgreSQL', value: round(r.cpu.server), unit: 'µs', note: 'the database server\'s own CPU not included' },
+      {
+        workload: w,
+        metric: 'completed jobs/s, PostgreSQL 2 replicas',
+        value: round(r2.jobsPerSec),
+        unit: 'jobs/s',
+        note: `${round(r2.jobsPerSec / r.jobsPerSec, 2)}x 1 replica, ${round(r2.jobsPerSec / sqliteJobsPerSec, 2)}x SQLite; ${r2.jobs} jobs; the client sends half the jobs (and connections) to each replica; the ${WORKERS} workers are the leader's and call the follower (their workerUrl), so the follower serves the whole worker protocol; both replicas, the workers and PostgreSQL share the 2 cores`,
+      },
+      { workload: w, metric: 'submit->COMPLETED p50, PostgreSQL 2 replicas', value: r2.p50, unit: 'ms' },
+      { workload: w, metric: 'control-plane CPU per job, PostgreSQL 2 replicas', value: round(r2.cpu.server), unit: 'µs', note: 'both replicas together' },
     ]
   } finally {
+    await admin.query(`DROP SCHEMA IF EXISTS ${schema2} CASCADE`).catch(() => {})
     await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => {})
     await admin.end()
   }
 }
 
-async function runHangar(n: number, nodeArgs: string[] = [], database?: { url: string; schema: string }): Promise<ThroughputResult> {
+/**
+ * One run of workload 1. With `replicas: 2` (PostgreSQL), a second `hangar serve` on the same schema and data
+ * dir follows the first (the leader); the client splits jobs and connections evenly between them, and the
+ * workers, started by the leader, call the follower (workerUrl: its address, on a port chosen beforehand).
+ */
+async function runHangar(n: number, nodeArgs: string[] = [], database?: { url: string; schema: string }, replicas: 1 | 2 = 1): Promise<ThroughputResult> {
   const env: Record<string, string> = database ? { HANGAR_DATABASE_URL: database.url, HANGAR_DATABASE_SCHEMA: database.schema } : {}
-  const s = await startServer(jobServerConfig(), env, { nodeArgs })
+  const followerPort = replicas === 2 ? await freePort() : 0
+  const config = jobServerConfig(replicas === 2 ? { workerUrl: `http://127.0.0.1:${followerPort}` } : {})
+  const s = await startServer(config, env, { nodeArgs })
+  const servers = [s]
   try {
+    if (replicas === 2) servers.push(await startServer(config, env, { nodeArgs, dataDir: s.dataDir, port: followerPort }))
     const key = await accountKey(s, 'bench', true)
     const ep = await createQueueEndpoint(s, key, 'bench/noop:latest', { env: { HANGAR_BENCH_CONCURRENCY: String(CONCURRENCY) }, workers: { min: WORKERS, max: WORKERS, idleTimeout: 60 } })
     await waitReady(s, key, ep, WORKERS)
-    const meter = cpuMeter(s.child.pid!, childPids(s.child.pid!))
-    const submitted = await submitJobs(s, key, ep, n, { connections: CONNECTIONS, inFlight: IN_FLIGHT })
-    if (submitted.failed) throw new Error(`${submitted.failed} of ${n} submissions refused; first: ${submitted.firstError}`)
+    const meters = servers.map((x, i) => cpuMeter(x.child.pid!, i === 0 ? childPids(x.child.pid!) : []))
+    const share = (i: number) => Math.floor(n / servers.length) + (i < n % servers.length ? 1 : 0)
+    const parts = await Promise.all(servers.map((x, i) => submitJobs(x, key, ep, share(i), { connections: CONNECTIONS / servers.length, inFlight: IN_FLIGHT / servers.length })))
+    const failed = parts.reduce((a, p) => a + p.failed, 0)
+    if (failed) throw new Error(`${failed} of ${n} submissions refused; first: ${parts.find((p) => p.firstError)?.firstError}`)
     await waitCompleted(s, key, ep, n)
-    return { ...(database ? await jobTimesPg(database) : jobTimes(s)), submitPerSec: (n / submitted.ms) * 1000, failed: submitted.failed, cpu: meter(n) }
+    const cpu = meters.map((m) => m(n))
+    const server = cpu.reduce((a, c) => a + c.server, 0)
+    return { ...(database ? await jobTimesPg(database) : jobTimes(s)), submitPerSec: (n / Math.max(...parts.map((p) => p.ms))) * 1000, failed, cpu: { ...cpu[0], server } }
   } finally {
-    await s.stop()
+    // The follower first: the leader, stopping last, stops the workers rather than handing them over.
+    for (const x of servers.reverse()) await x.stop()
   }
 }
 

@@ -14,6 +14,7 @@ import type { LoadBalancer } from '../services/LoadBalancer.js'
 import type { LoadBalancerConfig } from '../services/loadBalancerConfig.js'
 import { lbHostEndpoint } from '../domain/endpoint.js'
 import { registerLbUpgrades } from './lbUpgrade.js'
+import { registerLeaderForwarding, type LeaderView } from './leaderForwarding.js'
 import { loadBalancerRoutes } from './routes/loadBalancer.js'
 import type { WorkerJobService } from '../services/WorkerJobService.js'
 import type { WorkerService } from '../services/WorkerService.js'
@@ -102,6 +103,11 @@ export interface AppDeps {
   metricsToken?: string
   /** The built web console (dist/console); without it there is no /console. */
   consoleDir?: string
+  /**
+   * Several control-plane replicas: what needs the leader is forwarded to it from a follower (`self`: this
+   * replica's URL, named in the forwarded request). Absent for a single process, which serves everything.
+   */
+  replicas?: { leadership: LeaderView; self: () => string }
 }
 
 export type App = FastifyInstance<any, any, any, FastifyBaseLogger, TypeBoxTypeProvider>
@@ -201,6 +207,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   })
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { url: '/v2/openapi.json' } as never })
 
+  // First of the request hooks: a follower forwards what needs the leader before authenticating or counting it.
+  if (deps.replicas) await registerLeaderForwarding(app, deps.replicas)
   registerAuth(app, deps.accounts)
   registerRateLimits(app, deps.rateLimiter)
   // After authentication: a caller without a valid key is refused before it can hold any budget.
@@ -229,7 +237,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(billingRoutes(deps))
   if (deps.consoleDir) await app.register(consoleRoutes, { dir: deps.consoleDir })
   await app.register(loadBalancerRoutes(deps))
-  registerLbUpgrades(app.server, { accounts: deps.accounts, endpoints: deps.endpoints, balancer: deps.balancer, domain: lbDomain })
+  registerLbUpgrades(app.server, { accounts: deps.accounts, endpoints: deps.endpoints, balancer: deps.balancer, domain: lbDomain, replicas: deps.replicas })
   return app
 }
 

@@ -7,8 +7,9 @@ import { DomainError } from '../domain/errors.js'
 import { endToEnd, type Headers } from '../domain/hopByHop.js'
 import type { AccountService } from '../services/AccountService.js'
 import type { EndpointService } from '../services/EndpointService.js'
-import type { Lease, LoadBalancer } from '../services/LoadBalancer.js'
+import type { LoadBalancer } from '../services/LoadBalancer.js'
 import { bearer } from './auth.js'
+import { FORWARDED_BY, type LeaderView } from './leaderForwarding.js'
 
 export interface LbUpgradeDeps {
   accounts: Pick<AccountService, 'authenticate'>
@@ -16,6 +17,8 @@ export interface LbUpgradeDeps {
   balancer: Pick<LoadBalancer, 'acquire'>
   /** Host-based addressing (`{id}.{domain}`), when configured. */
   domain?: string
+  /** Several replicas: a follower hands upgrades to the leader, which alone knows the workers' addresses. */
+  replicas?: { leadership: LeaderView; self: () => string }
 }
 
 /** Handshake fields ws sets itself on the upstream connection; the rest of the client's headers go through. */
@@ -25,7 +28,9 @@ const HANDSHAKE = ['host', 'sec-websocket-key', 'sec-websocket-version', 'sec-we
  * WebSocket upgrades to LOAD_BALANCER endpoints (`/lb/{id}/...` or host `{id}.{domain}`): authenticated
  * like HTTP traffic, given a worker by the balancer (the connection holds its slot until it closes), then
  * bridged message by message between the client and the worker with the `ws` library, close codes and
- * subprotocol passed along. Upgrades to other paths are left to other listeners.
+ * subprotocol passed along. Upgrades to other paths are left to other listeners. A follower replica bridges
+ * the client to the leader instead, with the client's Authorization and Host (the leader authenticates and
+ * picks the worker), the way leaderForwarding hands on HTTP requests.
  */
 export function registerLbUpgrades(server: Server, deps: LbUpgradeDeps): void {
   const protocolOf = new WeakMap<IncomingMessage, string>()
@@ -40,6 +45,8 @@ export function registerLbUpgrades(server: Server, deps: LbUpgradeDeps): void {
   })
 
   async function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, target: { endpointId: string; path: string }): Promise<void> {
+    const replicas = deps.replicas
+    if (replicas && !replicas.leadership.isLeader) return toLeader(req, socket, head, replicas)
     const principal = await deps.accounts.authenticate(bearer(req.headers.authorization, false))
     if (principal.permission === 'RESTRICTED' && !principal.endpointIds.includes(target.endpointId)) {
       throw new DomainError('forbidden', `this key is restricted to endpoints ${principal.endpointIds.join(', ')}, not ${JSON.stringify(target.endpointId)}`)
@@ -49,27 +56,82 @@ export function registerLbUpgrades(server: Server, deps: LbUpgradeDeps): void {
     socket.once('close', () => gone.abort())
     const lease = await deps.balancer.acquire(ep.id, ep.scaling.type === 'REQUEST_COUNT' ? ep.scaling.requestCount : 1, gone.signal)
     const offered = String(req.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim()).filter(Boolean)
-    const headers = endToEnd(req.headers as Headers, HANDSHAKE) as Record<string, string>
+    const headers = endToEnd(req.headers as Headers, [...HANDSHAKE, FORWARDED_BY]) as Record<string, string>
     const upstream = new WebSocket(`ws://${lease.address.host}:${lease.address.port}${target.path}`, offered, { headers, perMessageDeflate: false })
+    connect(req, socket, head, upstream, lease.release, {
+      refused: (res, done) => {
+        refuse(socket, new DomainError('bad_gateway', `worker ${lease.workerId} refused the WebSocket upgrade with HTTP ${res.statusCode}`))
+        res.resume()
+        done()
+      },
+      unreachable: (err) => refuse(socket, new DomainError('bad_gateway', `worker ${lease.workerId} could not be reached for the WebSocket: ${err.message}`)),
+    })
+  }
+
+  /** A follower's upgrade: the same handshake, to the leader; the leader's refusal is passed on as it came. */
+  function toLeader(req: IncomingMessage, socket: Duplex, head: Buffer, replicas: NonNullable<LbUpgradeDeps['replicas']>): void {
+    const retry = { 'retry-after': '1' }
+    const sender = req.headers[FORWARDED_BY]
+    if (sender !== undefined) throw new DomainError('unavailable', `${String(sender)} forwarded this upgrade to the leader, but this replica does not lead (leadership is moving); retry`, undefined, retry)
+    const leader = replicas.leadership.leaderUrl
+    if (!leader) throw new DomainError('unavailable', 'this replica does not lead and no leader is known right now (one is being elected); retry', undefined, retry)
+    const offered = String(req.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim()).filter(Boolean)
+    const headers: Record<string, string> = { ...(endToEnd(req.headers as Headers, HANDSHAKE) as Record<string, string>), [FORWARDED_BY]: replicas.self() }
+    if (req.headers.authorization) headers.authorization = req.headers.authorization
+    if (req.headers.host) headers.host = req.headers.host
+    const upstream = new WebSocket(`${leader.replace(/^http/, 'ws')}${req.url ?? '/'}`, offered, { headers, perMessageDeflate: false })
+    connect(req, socket, head, upstream, () => {}, {
+      refused: (res, done) => relay(socket, res, done),
+      unreachable: (err) => refuse(socket, new DomainError('unavailable', `the leader at ${leader} could not be reached for the WebSocket: ${err.message}; retry`, undefined, retry)),
+    })
+  }
+
+  /** Completes the client's handshake once `upstream` opens, then bridges the two; `release` once both closed or it failed. */
+  /**
+   * Completes the client's handshake once `upstream` opens, then bridges the two; `release` once both closed or
+   * the upstream failed. Only the first failure answers the client (terminating a refused handshake errors too).
+   */
+  function connect(req: IncomingMessage, socket: Duplex, head: Buffer, upstream: WebSocket, release: () => void, fail: { refused: (res: IncomingMessage, done: () => void) => void; unreachable: (err: Error) => void }): void {
+    let failed = false
     upstream.once('open', () => {
       if (upstream.protocol) protocolOf.set(req, upstream.protocol)
-      wss.handleUpgrade(req, socket, head, (client) => bridge(client, upstream, lease))
+      wss.handleUpgrade(req, socket, head, (client) => bridge(client, upstream, release))
     })
     upstream.once('unexpected-response', (_r, res) => {
-      lease.release()
-      refuse(socket, new DomainError('bad_gateway', `worker ${lease.workerId} refused the WebSocket upgrade with HTTP ${res.statusCode}`))
-      res.resume()
-      upstream.terminate()
+      failed = true
+      release()
+      fail.refused(res, () => upstream.terminate())
     })
-    upstream.once('error', (err) => {
-      if (upstream.readyState === WebSocket.OPEN) return
-      lease.release()
-      refuse(socket, new DomainError('bad_gateway', `worker ${lease.workerId} could not be reached for the WebSocket: ${err.message}`))
+    upstream.on('error', (err) => {
+      if (upstream.readyState === WebSocket.OPEN || failed) return
+      failed = true
+      release()
+      fail.unreachable(err)
     })
   }
 }
 
-function bridge(client: WebSocket, upstream: WebSocket, lease: Lease): void {
+/** Passes an upstream's refusal of the upgrade (status, headers, body) on to the client's socket, then `done`. */
+function relay(socket: Duplex, res: IncomingMessage, done: () => void): void {
+  const chunks: Buffer[] = []
+  res.on('data', (c: Buffer) => chunks.push(c))
+  res.once('end', () => {
+    if (!socket.writable) return done()
+    const body = Buffer.concat(chunks)
+    const keep = endToEnd(res.headers as Headers, ['content-length', 'transfer-encoding'])
+    const lines = Object.entries(keep).flatMap(([k, v]) => [v ?? []].flat().map((x) => `${k}: ${x}\r\n`))
+    const status = res.statusCode ?? 502
+    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n${lines.join('')}content-length: ${body.length}\r\nconnection: close\r\n\r\n`)
+    socket.end(body)
+    done()
+  })
+  res.once('error', () => {
+    socket.destroy()
+    done()
+  })
+}
+
+function bridge(client: WebSocket, upstream: WebSocket, release: () => void): void {
   const forward = (to: WebSocket) => (data: RawData, isBinary: boolean) => {
     if (to.readyState === WebSocket.OPEN) to.send(data, { binary: isBinary })
   }
@@ -79,7 +141,7 @@ function bridge(client: WebSocket, upstream: WebSocket, lease: Lease): void {
   const onClose = (other: WebSocket) => (code: number, reason: Buffer) => {
     // 1005/1006 (no code, abnormal) may not be sent: the other side gets a normal close.
     if (other.readyState === WebSocket.OPEN) other.close(code === 1005 || code === 1006 ? 1000 : code, reason)
-    if (++closed === 2) lease.release()
+    if (++closed === 2) release()
   }
   client.once('close', onClose(upstream))
   upstream.once('close', onClose(client))

@@ -22,6 +22,18 @@ export interface Leadership {
   readonly shared: boolean
   /** True from the moment leadership is won until it is lost (while `onLead` runs too). */
   readonly isLeader: boolean
+  /**
+   * The base URL at which the other processes reach this one (`http://10.0.0.5:8080`): published while this
+   * process leads and has finished taking over, so that followers can hand it the requests that need the
+   * leader's live state (load-balancer traffic, pods). Called once the server listens.
+   */
+  advertise(url: string): void
+  /**
+   * On a follower, the URL the current leader advertised, or null while no leader is known (none elected
+   * yet, or the one that advertised it holds the lead no more). Refreshed in the background, never the
+   * process's own; null on the leader itself.
+   */
+  readonly leaderUrl: string | null
   /** Stops contending; a leader runs `onLose` and then gives leadership up for another process to take. */
   stop(): Promise<void>
 }

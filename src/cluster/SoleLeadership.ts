@@ -9,6 +9,10 @@ export class SoleLeadership implements Leadership {
   private onLose: ((reason: string, handover: boolean) => Promise<void>) | null = null
 
   readonly shared = false
+  /** Nobody else to hand requests to. */
+  readonly leaderUrl = null
+
+  advertise(): void {}
 
   get isLeader(): boolean {
     return this.leading

@@ -6,6 +6,7 @@ import type { FastifyReply, FastifyRequest, HTTPMethods } from 'fastify'
 import { DomainError } from '../../domain/errors.js'
 import { endToEnd, forwardedHeaders, type Headers } from '../../domain/hopByHop.js'
 import type { AppDeps } from '../app.js'
+import { FORWARDED_BY } from '../leaderForwarding.js'
 import { sendProblem } from '../problem.js'
 
 const METHODS: HTTPMethods[] = ['DELETE', 'GET', 'HEAD', 'PATCH', 'POST', 'PUT', 'OPTIONS']
@@ -73,7 +74,7 @@ export const loadBalancerRoutes =
       const { host, port } = held.address
       return reply.from(`http://${host}:${port}${path.startsWith('/') ? path : `/${path}`}`, {
         rewriteRequestHeaders: (r, headers) =>
-          forwardedHeaders(endToEnd(headers as Headers, ['authorization']), { ip: r.ip, host: r.headers.host, proto: r.protocol, prefix: hostForm ? null : prefix }) as Record<string, string>,
+          forwardedHeaders(endToEnd(headers as Headers, ['authorization', FORWARDED_BY]), { ip: r.ip, host: r.headers.host, proto: r.protocol, prefix: hostForm ? null : prefix }) as Record<string, string>,
         rewriteHeaders: (headers) => endToEnd(headers as Headers) as Record<string, string>,
         onError: (_r, { error }) => {
           // The rest of an unread body would be taken for the next request on this connection: close it.

@@ -2,6 +2,7 @@ import replyFrom from '@fastify/reply-from'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import type { AppDeps } from '../app.js'
+import { FORWARDED_BY } from '../leaderForwarding.js'
 
 const Params = Type.Object({ id: Type.String(), port: Type.Integer({ minimum: 1, maximum: 65535 }), '*': Type.Optional(Type.String()) })
 
@@ -23,7 +24,7 @@ export const podProxyRoutes =
         const rest = req.params['*'] ?? ''
         return reply.from(`http://${target.ip}:${target.port}/${rest}`, {
           rewriteRequestHeaders: (_req, headers) => {
-            const { authorization: _a, ...forwarded } = headers
+            const { authorization: _a, [FORWARDED_BY]: _f, ...forwarded } = headers
             return forwarded
           },
         })
