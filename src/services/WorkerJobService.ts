@@ -59,10 +59,10 @@ export class WorkerJobService {
     try {
       const deadline = Date.now() + this.deps.takeWaitMs
       for (;;) {
-        workers.contact(workerId)
-        if (workers.isDraining(workerId) || events.closed || gone()) return []
+        const turn = workers.takeTurn(workerId)
+        if (turn === 'drain' || events.closed || gone()) return []
         // Parked (FlashBoot) or retiring: hold the poll without a job (answering at once would make the SDK spin).
-        if (workers.isHeld(workerId)) {
+        if (turn === 'hold') {
           const left = deadline - Date.now()
           if (left <= 0) return []
           await sub.wait(left)

@@ -90,6 +90,9 @@ export interface HttpWorker {
 }
 
 /** Outcome of adding a worker; `capacity` tells "no room in the fleet" (it stays THROTTLED) from a broken worker. */
+/** What a worker's job-take may do now; see `WorkerService.takeTurn`. */
+export type TakeTurn = 'take' | 'hold' | 'drain'
+
 export type StartResult = { ok: true; workerId: string } | { ok: false; capacity: boolean; reason: string }
 
 /**
@@ -329,7 +332,10 @@ export class WorkerService {
   /** Any protocol call is a sign of life; the first one makes the worker ready. */
   contact(workerId: string): void {
     const w = this.live.get(workerId)
-    if (!w?.handle) return
+    if (w?.handle) this.touch(w)
+  }
+
+  private touch(w: LiveWorker): void {
     w.lastContact = this.mono()
     if (w.phase === 'starting') {
       w.phase = 'ready'
@@ -340,7 +346,7 @@ export class WorkerService {
       this.deps.meter?.workerBillable(w)
       // From the record's creation (before the runtime was asked to start it): image pulls count too.
       if (w.record) this.deps.metrics?.workerReady(w.endpointId, this.deps.clock.now() - w.record.createdAt)
-      void this.deps.store.workers.update(workerId, { state: 'READY' })
+      void this.deps.store.workers.update(w.id, { state: 'READY' })
     }
   }
 
@@ -350,12 +356,20 @@ export class WorkerService {
     return !w?.handle || w.phase === 'stopping' || w.phase === 'unhealthy'
   }
 
-  /** True when the worker's job-take must be held without a job: parked, or retiring after its jobs. */
-  isHeld(workerId: string): boolean {
+  /**
+   * One pass of a worker's job-take, answered in one look-up: it counts as contact (see `contact`), then
+   * says whether the worker may take jobs now (`take`), must have its poll held without one (`hold`:
+   * parked, or retiring after its jobs) or should stop asking (`drain`: being stopped, or unknown).
+   */
+  takeTurn(workerId: string): TakeTurn {
     const w = this.live.get(workerId)
-    return w?.phase === 'parked' || w?.retiring === true
+    if (!w?.handle) return 'drain'
+    this.touch(w)
+    if (w.phase === 'stopping' || w.phase === 'unhealthy') return 'drain'
+    return w.phase === 'parked' || w.retiring ? 'hold' : 'take'
   }
 
+  /** Records jobs (or proxied requests) a worker took; a parked worker given one is active again. */
   jobsTaken(workerId: string, jobIds: string[]): void {
     const w = this.live.get(workerId)
     if (!w) return
