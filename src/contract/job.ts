@@ -4,9 +4,6 @@ import { Closed, DateTime } from './common.js'
 export const JobStatus = Type.Enum(['IN_QUEUE', 'IN_PROGRESS', 'COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT'])
 export type JobStatus = Static<typeof JobStatus>
 
-/** The statuses after which nothing runs any more. */
-export const FINAL_STATUSES: readonly JobStatus[] = ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT']
-
 const SEVEN_DAYS_MS = 7 * 24 * 3_600_000
 
 export const ExecutionPolicy = Closed({

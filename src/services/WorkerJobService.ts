@@ -54,7 +54,7 @@ export class WorkerJobService {
    * is handed to a closed connection.
    */
   async take(endpointId: string, workerId: string, max: number, gone: () => boolean): Promise<WorkerJob[]> {
-    const { store, clock, events, workers } = this.deps
+    const { events, workers } = this.deps
     const sub = events.subscribe(`queue:${endpointId}`, `worker:${workerId}`)
     try {
       const deadline = Date.now() + this.deps.takeWaitMs
@@ -68,10 +68,9 @@ export class WorkerJobService {
           await sub.wait(left)
           continue
         }
-        const jobs = await store.jobs.take(endpointId, workerId, max, clock.now())
+        const jobs = await this.deps.lifecycle.take(endpointId, workerId, max)
         if (jobs.length > 0) {
           workers.jobsTaken(workerId, jobs.map((j) => j.id))
-          for (const j of jobs) events.jobChanged(j.id)
           return jobs.map((j) => toWorkerJob(j, this.deps.secrets))
         }
         const left = deadline - Date.now()
@@ -107,14 +106,10 @@ export class WorkerJobService {
    * completes it with `output`. `stopPod` has the worker replaced once its jobs end.
    */
   async done(workerId: string, jobId: string, body: DoneBody, isStream: boolean): Promise<DoneResult> {
-    const { store, lifecycle, events, workers } = this.deps
+    const { lifecycle, workers } = this.deps
     workers.contact(workerId)
+    if (body.status === 'IN_PROGRESS') return this.result(jobId, await lifecycle.progress(jobId, workerId, body.output ?? null))
     let job: JobRecord | undefined
-    if (body.status === 'IN_PROGRESS') {
-      job = await store.jobs.transition(jobId, ['IN_PROGRESS'], { progress: body.output ?? null }, workerId)
-      if (job) events.jobChanged(jobId)
-      return this.result(jobId, job)
-    }
     if (body.error !== undefined && body.error !== null && body.error !== '') {
       const error = typeof body.error === 'string' ? body.error : JSON.stringify(body.error)
       job = await lifecycle.apply(jobId, 'fail', { error, ...(body.output !== undefined ? { output: body.output } : {}) }, workerId)
