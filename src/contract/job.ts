@@ -102,16 +102,6 @@ export const Health = Type.Object({
 })
 export type Health = Static<typeof Health>
 
-/** What a worker receives from job-take: the whole object is handed to its handler. */
-export const WorkerJob = Type.Object({
-  id: Type.String(),
-  input: Type.Unknown(),
-  webhook: Type.Optional(Type.String()),
-  policy: Type.Optional(Type.Unknown()),
-  s3Config: Type.Optional(Type.Unknown()),
-})
-export type WorkerJob = Static<typeof WorkerJob>
-
 export const RequestsQuery = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'at most this many, default 100' })),
 })

@@ -1,4 +1,4 @@
-import type { WorkerJob } from '../contract/job.js'
+import type { WorkerDoneBody, WorkerJob, WorkerPostReply } from '../contract/worker.js'
 import type { Clock } from '../domain/clock.js'
 import { DomainError } from '../domain/errors.js'
 import { splitChunk } from '../domain/streamChunks.js'
@@ -9,20 +9,6 @@ import type { JobLifecycle } from './JobLifecycle.js'
 import type { WorkerService } from './WorkerService.js'
 import { openS3Config } from './s3Secret.js'
 import type { SecretBox } from './SecretBox.js'
-
-/** What a worker posts to job-done (the Python SDK's shapes, see the worker protocol reference). */
-export interface DoneBody {
-  output?: unknown
-  error?: unknown
-  status?: unknown
-  stopPod?: unknown
-}
-
-/** Whether a posted result was applied; a result for a job no longer running there is ignored. */
-export interface DoneResult {
-  accepted: boolean
-  status?: string
-}
 
 export interface WorkerJobServiceDeps {
   store: Store
@@ -105,7 +91,7 @@ export class WorkerJobService {
    * job-done. `status: IN_PROGRESS` is a progress update; an `error` fails the job; anything else
    * completes it with `output`. `stopPod` has the worker replaced once its jobs end.
    */
-  async done(workerId: string, jobId: string, body: DoneBody, isStream: boolean): Promise<DoneResult> {
+  async done(workerId: string, jobId: string, body: WorkerDoneBody, isStream: boolean): Promise<WorkerPostReply> {
     const { lifecycle, workers } = this.deps
     workers.contact(workerId)
     if (body.status === 'IN_PROGRESS') return this.result(jobId, await lifecycle.progress(jobId, workerId, body.output ?? null))
@@ -122,7 +108,7 @@ export class WorkerJobService {
   }
 
   /** What became of a posted result: applied, or ignored because the job is no longer running there. */
-  private async result(jobId: string, job: JobRecord | undefined): Promise<DoneResult> {
+  private async result(jobId: string, job: JobRecord | undefined): Promise<WorkerPostReply> {
     if (job) return { accepted: true, status: job.status }
     return { accepted: false, status: (await this.deps.store.jobs.get(jobId))?.status }
   }
@@ -133,7 +119,7 @@ export class WorkerJobService {
   }
 
   /** job-stream: appends a chunk (split when over 1 MB) to a job running on this worker. */
-  async streamChunk(workerId: string, jobId: string, body: unknown): Promise<DoneResult> {
+  async streamChunk(workerId: string, jobId: string, body: unknown): Promise<WorkerPostReply> {
     const { store, events, workers } = this.deps
     workers.contact(workerId)
     if (typeof body !== 'object' || body === null || !('output' in body)) throw new DomainError('bad_request', 'a stream post is {"output": <chunk>}')
