@@ -89,6 +89,50 @@ export function summarizeProfile(p: CpuProfile, top = 15, from?: string): Profil
   return { totalMs: Math.round(total / 1000), busyPercent: Math.round((busy / total) * 1000) / 10, functions: rank(fns, top), areas: rank(areas, 12) }
 }
 
+/**
+ * Share (%) of the busy time of the one .cpuprofile in `dir` spent inside frames that `match` picks,
+ * callees included (a sample counts once however many matching frames its stack has). Robust to load
+ * from other programs in a way that CPU-time differences between runs are not: it is a ratio within
+ * one process and one run.
+ */
+export function inclusiveShareDir(dir: string, match: (frame: { functionName: string; url: string }) => boolean, from?: string): number {
+  const files = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'))
+  const file = files.find((f) => /\.\d+\.0\.\d+\.cpuprofile$/.test(f)) ?? files[0]
+  if (!file) throw new Error(`no .cpuprofile in ${dir}`)
+  const p = JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile
+  const byId = new Map(p.nodes.map((n) => [n.id, n]))
+  const parent = new Map<number, number>()
+  for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id)
+  const inside = new Map<number, boolean>()
+  const isInside = (id: number): boolean => {
+    let r = inside.get(id)
+    if (r === undefined) {
+      const up = parent.get(id)
+      r = match(byId.get(id)!.callFrame) || (up !== undefined && isInside(up))
+      inside.set(id, r)
+    }
+    return r
+  }
+  // From the first sample inside `from` (start-up and module loading left out), as summarizeProfile does.
+  let start = 0
+  if (from) {
+    const within = (id: number | undefined): boolean => {
+      for (; id !== undefined; id = parent.get(id)) if (byId.get(id)!.callFrame.functionName === from) return true
+      return false
+    }
+    while (start < p.samples.length && !within(p.samples[start])) start++
+  }
+  let busy = 0
+  let matched = 0
+  for (let i = start; i < p.samples.length; i++) {
+    const dt = p.timeDeltas[i + 1] ?? 0
+    if (byId.get(p.samples[i])!.callFrame.functionName === '(idle)') continue
+    busy += dt
+    if (isInside(p.samples[i])) matched += dt
+  }
+  return busy ? (matched / busy) * 100 : 0
+}
+
 function shortUrl(url: string): string {
   if (!url) return ''
   const nm = url.lastIndexOf('node_modules/')

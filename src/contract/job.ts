@@ -4,9 +4,6 @@ import { Closed, DateTime } from './common.js'
 export const JobStatus = Type.Enum(['IN_QUEUE', 'IN_PROGRESS', 'COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT'])
 export type JobStatus = Static<typeof JobStatus>
 
-/** The statuses after which nothing runs any more. */
-export const FINAL_STATUSES: readonly JobStatus[] = ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT']
-
 const SEVEN_DAYS_MS = 7 * 24 * 3_600_000
 
 export const ExecutionPolicy = Closed({
@@ -104,16 +101,6 @@ export const Health = Type.Object({
   }),
 })
 export type Health = Static<typeof Health>
-
-/** What a worker receives from job-take: the whole object is handed to its handler. */
-export const WorkerJob = Type.Object({
-  id: Type.String(),
-  input: Type.Unknown(),
-  webhook: Type.Optional(Type.String()),
-  policy: Type.Optional(Type.Unknown()),
-  s3Config: Type.Optional(Type.Unknown()),
-})
-export type WorkerJob = Static<typeof WorkerJob>
 
 export const RequestsQuery = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'at most this many, default 100' })),

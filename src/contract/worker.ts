@@ -1,5 +1,6 @@
 import { Type, type Static, type TSchema } from 'typebox'
 import { DateTime } from './common.js'
+import { JobStatus } from './job.js'
 
 /**
  * The spec's five statuses, plus PARKED (FlashBoot: the process is kept, takes no job, is not counted),
@@ -76,3 +77,55 @@ export const WorkerList = Type.Object({
   }),
 })
 export type WorkerList = Static<typeof WorkerList>
+
+// The worker protocol: what the Python `runpod` SDK and Hangar's worker SDK (src/worker/) exchange with
+// the control plane under /v2/{endpointId}/job-take/{workerId} and its siblings.
+
+export const WorkerParams = Type.Object({ endpointId: Type.String(), workerId: Type.String() })
+export const WorkerJobParams = Type.Object({ endpointId: Type.String(), workerId: Type.String(), jobId: Type.String() })
+export const WorkerTakeBatchQuery = Type.Object({ batch_size: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })) })
+export const WorkerDoneQuery = Type.Object({ isStream: Type.Optional(Type.String({ description: '"true" when chunks were posted to job-stream before' })) })
+
+/** What a worker receives from job-take (job-take-batch: an array of them); the whole object is handed to its handler. */
+export const WorkerJob = Type.Object({
+  id: Type.String(),
+  input: Type.Unknown({ description: 'the input as submitted, byte for byte' }),
+  webhook: Type.Optional(Type.String()),
+  policy: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'the execution policy as submitted' })),
+  s3Config: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'the S3 settings as submitted, the secret readable' })),
+})
+export type WorkerJob = Static<typeof WorkerJob>
+
+export const WorkerJobBatch = Type.Array(WorkerJob)
+export type WorkerJobBatch = Static<typeof WorkerJobBatch>
+
+/** job-stop: running jobs the worker must stop (cancelled, timed out, expired). */
+export const WorkerJobsToStop = Type.Object({ jobsToStop: Type.Array(Type.String()) })
+export type WorkerJobsToStop = Static<typeof WorkerJobsToStop>
+
+/**
+ * What a worker posts to job-done (the Python SDK's shapes; sent as JSON text under any content type, so
+ * the route reads it itself): `status: "IN_PROGRESS"` is a progress update, an `error` fails the job,
+ * anything else completes it with `output`; `stopPod: true` has the worker replaced once its jobs end.
+ */
+export const WorkerDoneBody = Type.Object({
+  output: Type.Optional(Type.Unknown()),
+  error: Type.Optional(Type.Unknown()),
+  status: Type.Optional(Type.Unknown()),
+  stopPod: Type.Optional(Type.Unknown()),
+})
+export type WorkerDoneBody = Static<typeof WorkerDoneBody>
+
+/** job-stream's body: one chunk of a streaming handler's output. */
+export const WorkerStreamBody = Type.Object({ output: Type.Unknown() })
+export type WorkerStreamBody = Static<typeof WorkerStreamBody>
+
+/** job-done and job-stream: whether the post was applied; one for a job no longer running there is ignored. */
+export const WorkerPostReply = Type.Object({
+  accepted: Type.Boolean(),
+  status: Type.Optional(JobStatus),
+})
+export type WorkerPostReply = Static<typeof WorkerPostReply>
+
+/** ping: an empty object. */
+export const WorkerPingReply = Type.Object({})

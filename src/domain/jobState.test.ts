@@ -6,7 +6,6 @@ const STATUSES: JobStatus[] = ['IN_QUEUE', 'IN_PROGRESS', 'COMPLETED', 'FAILED',
 
 // Every (status, event) pair: the status it leads to, or null where the event does not apply.
 const TABLE: Record<JobEvent, Partial<Record<JobStatus, JobStatus>>> = {
-  take: { IN_QUEUE: 'IN_PROGRESS' },
   complete: { IN_PROGRESS: 'COMPLETED' },
   fail: { IN_PROGRESS: 'FAILED' },
   timeout: { IN_PROGRESS: 'TIMED_OUT' },

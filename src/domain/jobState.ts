@@ -2,8 +2,6 @@ import type { JobStatus } from '../contract/job.js'
 
 /** Everything that moves a job; the spec names some, the rest are how work reaches a final state. */
 export type JobEvent =
-  /** a worker took it from the queue */
-  | 'take'
   /** the worker posted an output */
   | 'complete'
   /** the worker posted an error, or the job lost its worker too often */
@@ -18,7 +16,6 @@ export type JobEvent =
   | 'requeue'
 
 const TRANSITIONS: Record<JobEvent, { from: readonly JobStatus[]; to: JobStatus }> = {
-  take: { from: ['IN_QUEUE'], to: 'IN_PROGRESS' },
   complete: { from: ['IN_PROGRESS'], to: 'COMPLETED' },
   fail: { from: ['IN_PROGRESS'], to: 'FAILED' },
   timeout: { from: ['IN_PROGRESS'], to: 'TIMED_OUT' },

@@ -1,12 +1,13 @@
 import type { Flashboot } from '../contract/endpoint.js'
 import { burstJump, peakDesired } from './scalingHistory.js'
+import type { WorkerActivity } from './workerState.js'
 
 /**
  * A worker as the scaler sees it. `throttled`: wanted but not placed (no capacity), holds nothing;
  * `unhealthy`: it crashed and waits out the crash back-off, holds nothing; `parked`: FlashBoot keeps the
  * process (and its capacity) but it takes no job and is not counted; `stopping`: on its way out.
  */
-export type WorkerState = 'throttled' | 'starting' | 'idle' | 'running' | 'unhealthy' | 'parked' | 'stopping'
+export type WorkerState = WorkerActivity
 
 export interface WorkerSnapshot {
   id: string

@@ -2,24 +2,36 @@ import { windowOf, type CounterStore } from './CounterStore.js'
 
 /** Counters in this process's memory: the default for a single control plane. */
 export class MemoryCounterStore implements CounterStore {
-  private readonly counts = new Map<string, { start: number; count: number }>()
+  // key -> windowMs -> the current window. One lookup per key, not a `key\0windowMs` string built per
+  // window and hit: the quota check hits three windows of one key on every management request.
+  private readonly counts = new Map<string, Map<number, { start: number; count: number }>>()
   private readonly leases = new Map<string, Map<string, number>>() // key -> leaseId -> expiresAt
   private sweeps = 0
   private leaseSeq = 0
 
   async hit(windows: ReadonlyArray<{ key: string; windowMs: number }>, now: number) {
     if (++this.sweeps % 10_000 === 0) this.sweep(now)
-    return windows.map(({ key, windowMs }) => {
-      const { start, resetMs } = windowOf(now, windowMs)
-      const k = `${key}\0${windowMs}`
-      let c = this.counts.get(k)
-      if (!c || c.start !== start) {
-        c = { start, count: 0 }
-        this.counts.set(k, c)
+    const out = new Array<{ count: number; resetMs: number }>(windows.length)
+    let key: string | undefined
+    let byWindow: Map<number, { start: number; count: number }> | undefined
+    for (let i = 0; i < windows.length; i++) {
+      const w = windows[i]
+      if (w.key !== key || !byWindow) {
+        key = w.key
+        byWindow = this.counts.get(key)
+        if (!byWindow) this.counts.set(key, (byWindow = new Map()))
+      }
+      const { start, resetMs } = windowOf(now, w.windowMs)
+      let c = byWindow.get(w.windowMs)
+      if (!c) byWindow.set(w.windowMs, (c = { start, count: 0 }))
+      else if (c.start !== start) {
+        c.start = start
+        c.count = 0
       }
       c.count++
-      return { count: c.count, resetMs }
-    })
+      out[i] = { count: c.count, resetMs }
+    }
+    return out
   }
 
   async acquire(key: string, limit: number, ttlMs: number, now: number) {
@@ -44,9 +56,9 @@ export class MemoryCounterStore implements CounterStore {
 
   /** Drops counters of windows long past so memory stays bounded by active callers. */
   private sweep(now: number) {
-    for (const [k, c] of this.counts) {
-      const windowMs = Number(k.slice(k.lastIndexOf('\0') + 1))
-      if (c.start + windowMs < now) this.counts.delete(k)
+    for (const [key, byWindow] of this.counts) {
+      for (const [windowMs, c] of byWindow) if (c.start + windowMs < now) byWindow.delete(windowMs)
+      if (byWindow.size === 0) this.counts.delete(key)
     }
   }
 }

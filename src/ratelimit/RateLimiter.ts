@@ -1,4 +1,4 @@
-import { serializeList } from 'structured-headers'
+import { serializeInteger, serializeItem, serializeList } from 'structured-headers'
 import type { Clock } from '../domain/clock.js'
 import { DomainError } from '../domain/errors.js'
 import { effectiveJobLimit, JOB_RATE_WINDOW_MS, QUOTA_WINDOWS, type JobOperation, type Quotas } from '../domain/rateLimits.js'
@@ -24,9 +24,16 @@ const SLOT_TTL_MS = 6 * 60_000
 /** Management quotas per account and job-operation limits per endpoint, over a shared CounterStore. */
 export class RateLimiter {
   private readonly policy: string
+  /** Each quota window's name as a serialized Item (`"minute"`), the constant head of its RateLimit member. */
+  private readonly memberHeads: string[]
 
   constructor(private readonly opts: RateLimiterOptions) {
     this.policy = serializeList(QUOTA_WINDOWS.map((w) => [w.name, new Map([['q', opts.quotas[w.name]], ['w', w.ms / 1000]])]))
+    // RateLimit is a List of `<window>;r=<remaining>;t=<seconds to reset>`. Serializing it whole took most of
+    // a quota check (a Map per member, a key and ASCII check per parameter); only the two integers change
+    // between requests, so the window names are serialized once and the integers by serializeInteger.
+    // The result equals serializeList of the same members (test/rateLimiter.test.ts holds it to that).
+    this.memberHeads = QUOTA_WINDOWS.map((w) => serializeItem(w.name, new Map()))
   }
 
   /**
@@ -35,12 +42,14 @@ export class RateLimiter {
    */
   async quota(accountId: string): Promise<QuotaHeaders> {
     const now = this.opts.clock.now()
-    const counts = await this.opts.counters.hit(QUOTA_WINDOWS.map((w) => ({ key: `q:${accountId}`, windowMs: w.ms })), now)
-    const members = QUOTA_WINDOWS.map((w, i) => {
-      const remaining = Math.max(0, this.opts.quotas[w.name] - counts[i].count)
-      return [w.name, new Map([['r', remaining], ['t', Math.ceil(counts[i].resetMs / 1000)]])] as [string, Map<string, number>]
-    })
-    const headers: QuotaHeaders = { ratelimit: serializeList(members), 'ratelimit-policy': this.policy }
+    const key = `q:${accountId}`
+    const counts = await this.opts.counters.hit(QUOTA_WINDOWS.map((w) => ({ key, windowMs: w.ms })), now)
+    let ratelimit = ''
+    for (let i = 0; i < QUOTA_WINDOWS.length; i++) {
+      const remaining = Math.max(0, this.opts.quotas[QUOTA_WINDOWS[i].name] - counts[i].count)
+      ratelimit += `${i ? ', ' : ''}${this.memberHeads[i]};r=${serializeInteger(remaining)};t=${serializeInteger(Math.ceil(counts[i].resetMs / 1000))}`
+    }
+    const headers: QuotaHeaders = { ratelimit, 'ratelimit-policy': this.policy }
     // The longest wait among exceeded windows is the one that matters.
     let worst = -1
     QUOTA_WINDOWS.forEach((w, i) => {

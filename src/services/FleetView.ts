@@ -2,7 +2,8 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import type { ChangeFeed } from '../cluster/ChangeFeed.js'
 import type { Store } from '../store/Store.js'
 import type { WorkerRecord } from '../store/WorkerStore.js'
-import { newLiveWorker, type LiveWorker, type WorkerPhase } from './LiveWorker.js'
+import type { WorkerPhase } from '../domain/workerState.js'
+import { newLiveWorker, type LiveWorker } from './LiveWorker.js'
 
 /** A worker as the leader last described it (see `describe`). */
 interface RemoteWorker {

@@ -16,12 +16,48 @@ export interface WebhookQueue {
 }
 
 /**
- * The one place a job changes state. Each move is a compare-and-set in the store (so a cancel racing a
- * completion has exactly one winner); the winner's side effects follow: waiters are woken, the worker is
- * told to stop a job it may still run, and a webhook delivery is recorded atomically with the move.
+ * The one place a job is written after it is created: submission, take, progress, state moves, its TTL,
+ * deletion and purge. Each state move is a compare-and-set in the store (so a cancel racing a completion
+ * has exactly one winner); the winner's side effects follow: waiters are woken, the worker is told to stop
+ * a job it may still run, and a webhook delivery is recorded atomically with the move. (Stream chunks are
+ * appended by WorkerJobService: they are output, not state.)
  */
 export class JobLifecycle {
   constructor(private readonly deps: { store: Store; clock: Clock; events: JobEvents; webhooks: WebhookQueue; metrics?: Metrics }) {}
+
+  /** A new job enters the queue (/run, /runsync). */
+  async enqueue(job: JobRecord): Promise<void> {
+    await this.deps.store.jobs.insert(job)
+    this.deps.events.queued(job.endpointId)
+  }
+
+  /**
+   * job-take: up to `max` waiting jobs of the endpoint move IN_QUEUE -> IN_PROGRESS on `workerId`. The
+   * store picks and moves them in one statement (not a compare-and-set per job: nothing else claims a
+   * waiting job), so this move is not one of the events of `domain/jobState.ts`.
+   */
+  async take(endpointId: string, workerId: string, max: number): Promise<JobRecord[]> {
+    const jobs = await this.deps.store.jobs.take(endpointId, workerId, max, this.deps.clock.now())
+    for (const j of jobs) this.deps.events.jobChanged(j.id)
+    return jobs
+  }
+
+  /** A progress update of a job running on `workerId` (it stays IN_PROGRESS); undefined when it no longer runs there. */
+  async progress(id: string, workerId: string, progress: unknown): Promise<JobRecord | undefined> {
+    const job = await this.deps.store.jobs.transition(id, ['IN_PROGRESS'], { progress }, workerId)
+    if (job) this.deps.events.jobChanged(id)
+    return job
+  }
+
+  /**
+   * Replaces a job's time-to-live, counted from its submission (/status?ttl=); a finished job's result is
+   * kept as long. Its status does not change.
+   */
+  async setTtl(job: JobRecord, ttlMs: number): Promise<JobRecord> {
+    const deadline = job.createdAt + ttlMs
+    const patch: JobPatch = isFinal(job.status) ? { ttlMs, expiresAt: deadline, retainUntil: deadline } : { ttlMs, expiresAt: deadline }
+    return (await this.deps.store.jobs.transition(job.id, ANY_STATUS, patch)) ?? job
+  }
 
   /**
    * Applies `event` to job `id`, with the fields in `patch`; when `workerId` is given the job must be
@@ -44,7 +80,7 @@ export class JobLifecycle {
     if (isFinal(to)) this.deps.metrics?.jobFinished(job.endpointId, to, job.startedAt !== null && job.completedAt !== null ? job.completedAt - job.startedAt : null)
     // The worker it ran on: given by the caller, or still recorded for moves out of IN_PROGRESS.
     const ranOn = workerId ?? (job.startedAt !== null || event === 'requeue' || event === 'timeout' ? job.workerId : null)
-    if (ranOn && event !== 'take' && event !== 'retry') {
+    if (ranOn && event !== 'retry') {
       events.jobLeftWorker(ranOn, id)
       if (event === 'cancel' || event === 'timeout') events.requestStop(ranOn, id)
     }
@@ -65,4 +101,16 @@ export class JobLifecycle {
     events.jobChanged(job.id)
     return true
   }
+
+  /** /purge-queue: removes an endpoint's waiting jobs (running ones continue); returns how many. */
+  async purgeQueued(endpointId: string): Promise<number> {
+    const { store, events } = this.deps
+    const removed = await store.jobs.purgeQueued(endpointId)
+    // Requests waiting on a job wake and look again: those on a purged job answer 404. (Waking only the
+    // watched jobs, not one event per removed job: a purge can remove a million.)
+    for (const id of events.watchedJobs()) events.jobChanged(id)
+    return removed
+  }
 }
+
+const ANY_STATUS = ['IN_QUEUE', 'IN_PROGRESS', 'COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT'] as const satisfies readonly JobStatus[]

@@ -17,7 +17,6 @@ import type { SecretBox } from './SecretBox.js'
 export const DEFAULT_TTL_MS = 86_400_000
 export const DEFAULT_EXECUTION_TIMEOUT_MS = 600_000
 export const DEFAULT_SYNC_WAIT_MS = 90_000
-const ALL_STATUSES = ['IN_QUEUE', 'IN_PROGRESS', 'COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT'] as const
 const STREAM_BATCH = 10_000
 
 /** Worker counters of an endpoint for /health. */
@@ -89,8 +88,7 @@ export class JobService {
       retries: 0,
       progress: undefined,
     }
-    await this.deps.store.jobs.insert(job)
-    this.deps.events.queued(ep.id)
+    await this.deps.lifecycle.enqueue(job)
     if (!sync) return { id: job.id, status: 'IN_QUEUE' }
     return this.waitFinal(job.id, waitMs ?? DEFAULT_SYNC_WAIT_MS)
   }
@@ -100,10 +98,8 @@ export class JobService {
     const ep = await this.endpoint(p, endpointId)
     let job = await this.job(ep, jobId)
     if (ttlMs !== undefined) {
-      const deadline = job.createdAt + ttlMs
-      const patch = isFinal(job.status) ? { ttlMs, expiresAt: deadline, retainUntil: deadline } : { ttlMs, expiresAt: deadline }
-      job = (await this.deps.store.jobs.transition(job.id, ALL_STATUSES, patch)) ?? job
-      if (deadline <= this.deps.clock.now()) throw notFound('job', jobId)
+      job = await this.deps.lifecycle.setTtl(job, ttlMs)
+      if (job.createdAt + ttlMs <= this.deps.clock.now()) throw notFound('job', jobId)
     }
     return this.view(job)
   }
@@ -182,11 +178,7 @@ export class JobService {
   /** POST /purge-queue: removes the waiting jobs; running ones continue. */
   async purgeQueue(p: Principal, endpointId: string): Promise<PurgeResult> {
     const ep = await this.endpoint(p, endpointId)
-    const removed = await this.deps.store.jobs.purgeQueued(ep.id)
-    // Requests waiting on a job wake and look again: those on a purged job answer 404. (Waking only the
-    // watched jobs, not one event per removed job: a purge can remove a million.)
-    for (const id of this.deps.events.watchedJobs()) this.deps.events.jobChanged(id)
-    return { removed, status: 'completed' }
+    return { removed: await this.deps.lifecycle.purgeQueued(ep.id), status: 'completed' }
   }
 
   /** GET /health: job counters over the jobs kept, and worker counters. */

@@ -1,21 +1,15 @@
 import type { Allocation } from '../catalog/Fleet.js'
 import type { WorkerSnapshot } from '../domain/planScaling.js'
+import { activityOf, type WorkerPhase } from '../domain/workerState.js'
 import type { StartPhase, Workload, WorkloadExit } from '../runtime/RuntimeDriver.js'
 import type { WorkerRecord } from '../store/WorkerStore.js'
-
-/**
- * Where a worker is in its life. `throttled`: wanted, but no capacity fits (no process, nothing held);
- * `starting`: process started, not yet called in; `ready`: called in, idle or running jobs; `parked`:
- * FlashBoot keeps the process and its capacity, it takes no job; `stopping`: asked to end (or given up
- * on); `unhealthy`: it failed and waits out the crash back-off before a replacement (no process, nothing held).
- */
-export type WorkerPhase = 'throttled' | 'starting' | 'ready' | 'parked' | 'stopping' | 'unhealthy'
 
 /** A worker as the WorkerService keeps it in memory. Times are monotonic ms. */
 export interface LiveWorker {
   id: string
   endpointId: string
   accountId: string
+  /** Moved only through WorkerService's `move` (the table in domain/workerState.ts). */
   phase: WorkerPhase
   /** Its stored record: null while throttled (never placed). */
   record: WorkerRecord | null
@@ -79,14 +73,8 @@ export function newLiveWorker(id: string, endpointId: string, accountId: string,
 
 /** The scaler's view of a worker at `now`; `version` is the endpoint's current release. */
 export function snapshotOf(w: LiveWorker, now: number, version: number | null): WorkerSnapshot {
-  const base = { id: w.id, inFlight: w.jobs.size, stale: version !== null && w.record !== null && w.record.version !== version, retiring: w.retiring }
-  switch (w.phase) {
-    case 'ready':
-      return w.jobs.size > 0 ? { ...base, state: 'running', idleForMs: 0 } : { ...base, state: 'idle', idleForMs: now - w.idleSince }
-    case 'starting':
-    case 'stopping':
-      return { ...base, state: w.phase, idleForMs: 0 }
-    default:
-      return { ...base, state: w.phase, idleForMs: now - w.phaseSince }
-  }
+  const state = activityOf(w.phase, w.jobs.size)
+  // idle: since its last job; throttled, parked, unhealthy: since the phase began; busy or in passage: 0.
+  const idleForMs = state === 'idle' ? now - w.idleSince : state === 'running' || state === 'starting' || state === 'stopping' ? 0 : now - w.phaseSince
+  return { id: w.id, state, idleForMs, inFlight: w.jobs.size, stale: version !== null && w.record !== null && w.record.version !== version, retiring: w.retiring }
 }

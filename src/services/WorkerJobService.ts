@@ -1,4 +1,4 @@
-import type { WorkerJob } from '../contract/job.js'
+import type { WorkerDoneBody, WorkerJob, WorkerPostReply } from '../contract/worker.js'
 import type { Clock } from '../domain/clock.js'
 import { DomainError } from '../domain/errors.js'
 import { splitChunk } from '../domain/streamChunks.js'
@@ -9,20 +9,6 @@ import type { JobLifecycle } from './JobLifecycle.js'
 import type { WorkerService } from './WorkerService.js'
 import { openS3Config } from './s3Secret.js'
 import type { SecretBox } from './SecretBox.js'
-
-/** What a worker posts to job-done (the Python SDK's shapes, see the worker protocol reference). */
-export interface DoneBody {
-  output?: unknown
-  error?: unknown
-  status?: unknown
-  stopPod?: unknown
-}
-
-/** Whether a posted result was applied; a result for a job no longer running there is ignored. */
-export interface DoneResult {
-  accepted: boolean
-  status?: string
-}
 
 export interface WorkerJobServiceDeps {
   store: Store
@@ -54,24 +40,23 @@ export class WorkerJobService {
    * is handed to a closed connection.
    */
   async take(endpointId: string, workerId: string, max: number, gone: () => boolean): Promise<WorkerJob[]> {
-    const { store, clock, events, workers } = this.deps
+    const { events, workers } = this.deps
     const sub = events.subscribe(`queue:${endpointId}`, `worker:${workerId}`)
     try {
       const deadline = Date.now() + this.deps.takeWaitMs
       for (;;) {
-        workers.contact(workerId)
-        if (workers.isDraining(workerId) || events.closed || gone()) return []
+        const turn = workers.takeTurn(workerId)
+        if (turn === 'drain' || events.closed || gone()) return []
         // Parked (FlashBoot) or retiring: hold the poll without a job (answering at once would make the SDK spin).
-        if (workers.isHeld(workerId)) {
+        if (turn === 'hold') {
           const left = deadline - Date.now()
           if (left <= 0) return []
           await sub.wait(left)
           continue
         }
-        const jobs = await store.jobs.take(endpointId, workerId, max, clock.now())
+        const jobs = await this.deps.lifecycle.take(endpointId, workerId, max)
         if (jobs.length > 0) {
           workers.jobsTaken(workerId, jobs.map((j) => j.id))
-          for (const j of jobs) events.jobChanged(j.id)
           return jobs.map((j) => toWorkerJob(j, this.deps.secrets))
         }
         const left = deadline - Date.now()
@@ -106,15 +91,11 @@ export class WorkerJobService {
    * job-done. `status: IN_PROGRESS` is a progress update; an `error` fails the job; anything else
    * completes it with `output`. `stopPod` has the worker replaced once its jobs end.
    */
-  async done(workerId: string, jobId: string, body: DoneBody, isStream: boolean): Promise<DoneResult> {
-    const { store, lifecycle, events, workers } = this.deps
+  async done(workerId: string, jobId: string, body: WorkerDoneBody, isStream: boolean): Promise<WorkerPostReply> {
+    const { lifecycle, workers } = this.deps
     workers.contact(workerId)
+    if (body.status === 'IN_PROGRESS') return this.result(jobId, await lifecycle.progress(jobId, workerId, body.output ?? null))
     let job: JobRecord | undefined
-    if (body.status === 'IN_PROGRESS') {
-      job = await store.jobs.transition(jobId, ['IN_PROGRESS'], { progress: body.output ?? null }, workerId)
-      if (job) events.jobChanged(jobId)
-      return this.result(jobId, job)
-    }
     if (body.error !== undefined && body.error !== null && body.error !== '') {
       const error = typeof body.error === 'string' ? body.error : JSON.stringify(body.error)
       job = await lifecycle.apply(jobId, 'fail', { error, ...(body.output !== undefined ? { output: body.output } : {}) }, workerId)
@@ -127,7 +108,7 @@ export class WorkerJobService {
   }
 
   /** What became of a posted result: applied, or ignored because the job is no longer running there. */
-  private async result(jobId: string, job: JobRecord | undefined): Promise<DoneResult> {
+  private async result(jobId: string, job: JobRecord | undefined): Promise<WorkerPostReply> {
     if (job) return { accepted: true, status: job.status }
     return { accepted: false, status: (await this.deps.store.jobs.get(jobId))?.status }
   }
@@ -138,7 +119,7 @@ export class WorkerJobService {
   }
 
   /** job-stream: appends a chunk (split when over 1 MB) to a job running on this worker. */
-  async streamChunk(workerId: string, jobId: string, body: unknown): Promise<DoneResult> {
+  async streamChunk(workerId: string, jobId: string, body: unknown): Promise<WorkerPostReply> {
     const { store, events, workers } = this.deps
     workers.contact(workerId)
     if (typeof body !== 'object' || body === null || !('output' in body)) throw new DomainError('bad_request', 'a stream post is {"output": <chunk>}')

@@ -18,7 +18,8 @@ import type { JobEvents } from './JobEvents.js'
 import type { JobLifecycle } from './JobLifecycle.js'
 import type { JobsConfig } from './jobsConfig.js'
 import type { WorkerHealth } from './JobService.js'
-import { newLiveWorker, snapshotOf, type LiveWorker, type WorkerPhase } from './LiveWorker.js'
+import { nextPhase, type WorkerEvent, type WorkerPhase } from '../domain/workerState.js'
+import { newLiveWorker, snapshotOf, type LiveWorker } from './LiveWorker.js'
 import type { Log } from './log.js'
 import { lastOutput } from './lastOutput.js'
 import type { Metrics } from './Metrics.js'
@@ -97,6 +98,9 @@ export interface HttpWorker {
 }
 
 /** Outcome of adding a worker; `capacity` tells "no room in the fleet" (it stays THROTTLED) from a broken worker. */
+/** What a worker's job-take may do now; see `WorkerService.takeTurn`. */
+export type TakeTurn = 'take' | 'hold' | 'drain'
+
 export type StartResult = { ok: true; workerId: string } | { ok: false; capacity: boolean; reason: string }
 
 /**
@@ -247,7 +251,7 @@ export class WorkerService {
       w.lastError = allocation.reason
       return { ok: false, capacity: true, reason: allocation.reason }
     }
-    w.phase = 'starting'
+    this.move(w, 'launch')
     w.timeline = { launch: this.mono(), pulled: null, started: null, called: null }
     w.startPhase = null
     w.pull = null
@@ -288,7 +292,7 @@ export class WorkerService {
     w.record.runtimeRef = handle.ref
     await store.workers.update(w.id, { runtimeRef: handle.ref, startedAt: now })
     // Stopped while it was being started (endpoint deleted, shutdown): finish the job now.
-    if ((w.phase as WorkerPhase) === 'stopping') void handle.stop(this.deps.config.stopGraceMs)
+    if (w.phase === 'stopping') void handle.stop(this.deps.config.stopGraceMs)
     log.info({ workerId: w.id, endpointId: ep.id, runtimeRef: handle.ref, host: allocation.hostId, gpu: allocation.gpuTypeId, cpu: allocation.cpuFlavorId }, 'worker started')
     return { ok: true, workerId: w.id }
   }
@@ -305,8 +309,7 @@ export class WorkerService {
       this.deps.log.info({ workerId, endpointId: w.endpointId, reason }, `${w.phase} worker dropped`)
       return
     }
-    if (w.phase !== 'stopping') {
-      w.phase = 'stopping'
+    if (this.move(w, 'stop')) {
       w.intentional = true
       this.deps.log.info({ workerId, endpointId: w.endpointId, reason }, 'stopping worker')
       this.deps.events.workerChanged(workerId)
@@ -326,11 +329,7 @@ export class WorkerService {
       if (w.allocation?.hostId !== hostId || !w.handle || !w.abandon) continue
       w.lostReason = `worker ${w.id} lost: host ${hostId} is down (${reason})`
       this.deps.log.warn({ workerId: w.id, endpointId: w.endpointId, hostId, reason }, 'worker lost with its host')
-      if (w.phase !== 'stopping') {
-        w.phase = 'stopping'
-        this.deps.events.workerChanged(w.id)
-        this.describe(w)
-      }
+      if (this.move(w, 'lose')) this.deps.events.workerChanged(w.id)
       w.abandon({ code: null, signal: null, reason: w.lostReason })
     }
   }
@@ -356,9 +355,7 @@ export class WorkerService {
   /** FlashBoot: an idle worker keeps its process and capacity but takes no job and is not counted. */
   park(workerId: string, reason: string, priority: boolean): boolean {
     const w = this.live.get(workerId)
-    if (w?.phase !== 'ready' || w.jobs.size > 0 || w.retiring) return false
-    w.phase = 'parked'
-    w.phaseSince = this.mono()
+    if (!w || w.jobs.size > 0 || w.retiring || !this.move(w, 'park')) return false
     w.parkedPriority = priority
     this.describe(w)
     this.deps.meter?.workerUnbillable(w)
@@ -369,12 +366,12 @@ export class WorkerService {
   /** Takes a parked worker back: its held job-take wakes and takes the waiting job at once. */
   unpark(workerId: string): boolean {
     const w = this.live.get(workerId)
-    if (w?.phase !== 'parked') return false
-    w.phase = 'ready'
+    const parkedSince = w?.phaseSince ?? 0
+    if (!w || !this.move(w, 'unpark')) return false
     w.idleSince = this.mono()
     this.describe(w)
     this.deps.meter?.workerBillable(w)
-    this.deps.log.info({ workerId, endpointId: w.endpointId, parkedMs: Math.round(w.idleSince - w.phaseSince) }, 'parked worker reused')
+    this.deps.log.info({ workerId, endpointId: w.endpointId, parkedMs: Math.round(w.idleSince - parkedSince) }, 'parked worker reused')
     this.deps.events.workerChanged(workerId)
     return true
   }
@@ -417,11 +414,12 @@ export class WorkerService {
   contact(workerId: string): void {
     if (!this.leading && this.view) return this.view.contact(workerId)
     const w = this.live.get(workerId)
-    if (!w?.handle) return
+    if (w?.handle) this.touch(w)
+  }
+
+  private touch(w: LiveWorker): void {
     w.lastContact = this.mono()
-    if (w.phase === 'starting') {
-      w.phase = 'ready'
-      this.describe(w)
+    if (this.move(w, 'callIn')) {
       w.startPhase = null
       if (w.timeline && w.timeline.called === null) w.timeline.called = w.lastContact
       w.idleSince = w.lastContact
@@ -429,7 +427,7 @@ export class WorkerService {
       this.deps.meter?.workerBillable(w)
       // From the record's creation (before the runtime was asked to start it): image pulls count too.
       if (w.record) this.deps.metrics?.workerReady(w.endpointId, this.deps.clock.now() - w.record.createdAt)
-      void this.deps.store.workers.update(workerId, { state: 'READY' })
+      void this.deps.store.workers.update(w.id, { state: 'READY' })
     }
   }
 
@@ -440,23 +438,32 @@ export class WorkerService {
     return !w?.handle || w.phase === 'stopping' || w.phase === 'unhealthy'
   }
 
-  /** True when the worker's job-take must be held without a job: parked, or retiring after its jobs. */
-  isHeld(workerId: string): boolean {
-    if (!this.leading && this.view) return this.view.isHeld(workerId)
+  /**
+   * One pass of a worker's job-take, answered in one look-up: it counts as contact (see `contact`), then
+   * says whether the worker may take jobs now (`take`), must have its poll held without one (`hold`:
+   * parked, or retiring after its jobs) or should stop asking (`drain`: being stopped, or unknown).
+   */
+  takeTurn(workerId: string): TakeTurn {
+    if (!this.leading && this.view) {
+      // A follower answers from the leader's broadcast (see FleetView) and passes the contact on.
+      this.view.contact(workerId)
+      return this.view.isDraining(workerId) ? 'drain' : this.view.isHeld(workerId) ? 'hold' : 'take'
+    }
     const w = this.live.get(workerId)
-    return w?.phase === 'parked' || w?.retiring === true
+    if (!w?.handle) return 'drain'
+    this.touch(w)
+    if (w.phase === 'stopping' || w.phase === 'unhealthy') return 'drain'
+    return w.phase === 'parked' || w.retiring ? 'hold' : 'take'
   }
 
+  /** Records jobs (or proxied requests) a worker took; a parked worker given one is active again. */
   jobsTaken(workerId: string, jobIds: string[]): void {
     if (!this.leading && this.view) return this.view.jobsTaken(workerId, jobIds)
     const w = this.live.get(workerId)
     if (!w) return
     for (const id of jobIds) w.jobs.add(id)
     // Parked while its take was completing: it runs a job, so it is active again.
-    if (w.phase === 'parked' && jobIds.length > 0) {
-      w.phase = 'ready'
-      this.deps.meter?.workerBillable(w)
-    }
+    if (jobIds.length > 0 && this.move(w, 'unpark')) this.deps.meter?.workerBillable(w)
   }
 
   /** Gives up on workers silent for too long (heartbeats) or that never called in; their jobs are requeued. */
@@ -473,8 +480,7 @@ export class WorkerService {
         continue
       }
       this.deps.log.warn({ workerId: id, endpointId: w.endpointId, reason: w.lostReason }, 'worker lost')
-      w.phase = 'stopping'
-      this.describe(w)
+      this.move(w, 'lose')
       this.deps.events.workerChanged(id)
       void w.handle.stop(0)
     }
@@ -512,7 +518,7 @@ export class WorkerService {
     const w = this.live.get(workerId)
     if (!w?.handle || w.phase === 'stopping' || w.phase === 'unhealthy') return
     w.lostReason = reason
-    w.phase = 'stopping'
+    this.move(w, 'lose')
     this.deps.log.warn({ workerId, endpointId: w.endpointId, reason }, 'worker lost')
     this.describe(w)
     this.deps.events.workerChanged(workerId)
@@ -668,7 +674,8 @@ export class WorkerService {
     const m = this.mono()
     const w = newLiveWorker(r.id, r.endpointId, r.accountId, m)
     // It calls in again like a new worker: READY at its next protocol call (or lost after the start timeout).
-    Object.assign(w, { phase: 'starting', record: { ...r, state: 'STARTING' }, allocation, handle, startedAt: m, lastContact: m, idleSince: m, phaseSince: m, startPhase: 'STARTING' })
+    this.move(w, 'adopt')
+    Object.assign(w, { record: { ...r, state: 'STARTING' }, allocation, handle, startedAt: m, lastContact: m, idleSince: m, phaseSince: m, startPhase: 'STARTING' })
     this.live.set(w.id, w)
     this.describe(w)
     // A load-balancing worker gets traffic again once its health checks pass.
@@ -693,9 +700,21 @@ export class WorkerService {
     return { ok: false, capacity: false, reason }
   }
 
+  /** Moves a worker by the table of domain/workerState.ts; false, and no change, where `event` does not apply. */
+  private move(w: LiveWorker, event: WorkerEvent): boolean {
+    const to = nextPhase(w.phase, event)
+    if (to === null) return false
+    w.phase = to
+    w.phaseSince = this.mono()
+    // Followers serve this worker's calls from the leader's broadcast of its phase.
+    this.describe(w)
+    return true
+  }
+
   private markUnhealthy(w: LiveWorker, reason: string): void {
     const backoffMs = this.backoff.failed(w.endpointId, reason)
-    Object.assign(w, { phase: 'unhealthy', handle: null, lastError: reason, phaseSince: this.mono(), retiring: false })
+    this.move(w, 'crash')
+    Object.assign(w, { handle: null, lastError: reason, retiring: false })
     w.jobs.clear()
     this.describe(w)
     this.deps.log.warn({ workerId: w.id, endpointId: w.endpointId, reason, failures: this.backoff.consecutive(w.endpointId), backoffMs }, 'worker unhealthy: replaced after the back-off')

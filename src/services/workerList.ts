@@ -1,5 +1,6 @@
 import type { Worker, WorkerList, WorkerStatus, WaitingReason } from '../contract/worker.js'
 import { iso } from '../domain/clock.js'
+import { apiStatusOf } from '../domain/workerState.js'
 import type { WorkerHealth } from './JobService.js'
 import type { LiveWorker } from './LiveWorker.js'
 import type { LbHealth } from '../domain/planLbScaling.js'
@@ -21,22 +22,7 @@ export interface WorkerListContext {
 }
 
 /** The API status of a worker; null for one on its way out (not listed). */
-export function statusOf(w: LiveWorker): WorkerStatus | null {
-  switch (w.phase) {
-    case 'throttled':
-      return 'THROTTLED'
-    case 'starting':
-      return 'INITIALIZING'
-    case 'ready':
-      return w.jobs.size > 0 ? 'RUNNING' : 'IDLE'
-    case 'parked':
-      return 'PARKED'
-    case 'unhealthy':
-      return 'UNHEALTHY'
-    default:
-      return null
-  }
-}
+const statusOf = (w: LiveWorker): WorkerStatus | null => apiStatusOf(w.phase, w.jobs.size)
 
 /**
  * GET /v2/serverless/{id}/workers from an endpoint's live workers: active ones in `workers` (their five

@@ -8,15 +8,17 @@
  * serve({ handler: async (job) => ({ echo: job.input }) })
  */
 
+import type { WorkerDoneBody, WorkerJob, WorkerJobBatch, WorkerJobsToStop } from '../contract/worker.js'
 import { target, Transport, withQuery, type Target } from './transport.js'
 
-/** A job as handed to the handler: the whole object the platform sent, plus a signal. */
-export interface Job {
-  id: string
+export type { WorkerJob } from '../contract/worker.js'
+
+/**
+ * A job as handed to the handler: the whole object the platform sent (`WorkerJob` of the worker protocol),
+ * plus a signal. `input` is typed `any` so handlers can read their own fields without a cast.
+ */
+export interface Job extends Omit<WorkerJob, 'input'> {
   input: any
-  webhook?: string
-  policy?: Record<string, unknown>
-  s3Config?: Record<string, unknown>
   /** Aborted when the platform asks to stop this job (cancelled, timed out, expired) or the worker stops. */
   signal: AbortSignal
 }
@@ -126,7 +128,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
         await new Promise<void>((r) => (slotFreed = r))
         continue
       }
-      let jobs: Array<Omit<Job, 'signal'>>
+      let jobs: WorkerJobBatch
       try {
         jobs = await take(s, concurrency - running.size, running.size > 0, concurrency > 1)
       } catch {
@@ -168,7 +170,7 @@ export function orphanTimeoutMs(env: Record<string, string | undefined>, pings: 
 }
 
 async function runJob(s: Settings, handler: Handler, job: Job): Promise<void> {
-  let body: Record<string, unknown>
+  let body: WorkerDoneBody
   let isStream = false
   try {
     const result = handler(job)
@@ -203,7 +205,7 @@ async function runJob(s: Settings, handler: Handler, job: Job): Promise<void> {
   }
 }
 
-async function take(s: Settings, max: number, busy: boolean, batch: boolean): Promise<Array<Omit<Job, 'signal'>>> {
+async function take(s: Settings, max: number, busy: boolean, batch: boolean): Promise<WorkerJobBatch> {
   const t = withQuery(batch ? s.takeBatch : s.take, { ...(batch ? { batch_size: String(max) } : {}), job_in_progress: busy ? '1' : '0' })
   const res = await s.http.get(t, s.key, 90_000)
   if (res.status !== 200) await res.drop()
@@ -213,7 +215,7 @@ async function take(s: Settings, max: number, busy: boolean, batch: boolean): Pr
     return []
   }
   if (res.status !== 200) throw new Error(`job-take answered HTTP ${res.status}`)
-  const body = (await res.json()) as Omit<Job, 'signal'> | Array<Omit<Job, 'signal'>>
+  const body = (await res.json()) as WorkerJob | WorkerJobBatch
   return Array.isArray(body) ? body : [body]
 }
 
@@ -222,7 +224,7 @@ async function stopChannel(s: Settings, running: Map<string, AbortController>, s
     try {
       const res = await s.http.get(s.stop, s.key, 90_000)
       if (res.status === 200) {
-        const body = (await res.json()) as { jobsToStop?: string[] }
+        const body = (await res.json()) as Partial<WorkerJobsToStop>
         for (const id of body.jobsToStop ?? []) running.get(id)?.abort(new Error('the platform stopped this job'))
       } else {
         await res.drop()

@@ -1,17 +1,24 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
+import {
+  WorkerDoneQuery,
+  WorkerJob,
+  WorkerJobBatch,
+  WorkerJobParams,
+  WorkerJobsToStop,
+  WorkerParams,
+  WorkerPingReply,
+  WorkerPostReply,
+  WorkerTakeBatchQuery,
+  type WorkerDoneBody,
+} from '../../contract/worker.js'
 import { DomainError } from '../../domain/errors.js'
 import { stringifyWithRaw } from '../../domain/RawJson.js'
 import { decodeJsonBody, readBody, type JsonBodyOptions } from '../jsonBody.js'
 import type { IncomingMessage } from 'node:http'
-import type { DoneBody } from '../../services/WorkerJobService.js'
 import type { AppDeps } from '../app.js'
 
-const WorkerParams = Type.Object({ endpointId: Type.String(), workerId: Type.String() })
-const WorkerJobParams = Type.Object({ endpointId: Type.String(), workerId: Type.String(), jobId: Type.String() })
-const BatchQuery = Type.Object({ batch_size: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })) })
-const DoneQuery = Type.Object({ isStream: Type.Optional(Type.String()) })
 /** Largest result a worker may post; anything larger fails the job with that reason. */
 const MAX_RESULT_BYTES = 64 * 1024 * 1024
 
@@ -20,6 +27,7 @@ const config = { access: 'public' as const, quota: false }
 const tags = ['worker protocol']
 // Authenticated by the worker's own key (RUNPOD_AI_API_KEY), sent bare in `authorization`.
 const security: Array<Record<string, string[]>> = []
+const none = Type.Null({ description: 'nothing (the long-poll ended empty)' })
 
 /**
  * The worker protocol the Python `runpod` SDK and Hangar's worker SDK speak (see the worker protocol
@@ -52,20 +60,21 @@ export const workerProtocolRoutes =
 
     const gone = (req: FastifyRequest) => () => req.raw.destroyed || req.raw.socket?.destroyed === true
 
-    app.get('/v2/:endpointId/job-take/:workerId', { config, schema: { tags, security, summary: 'Take one job (long-poll; 204 when none)', params: WorkerParams } }, async (req, reply) => {
+    app.get('/v2/:endpointId/job-take/:workerId', { config, schema: { tags, security, summary: 'Take one job (long-poll; 204 when none)', params: WorkerParams, response: { 200: WorkerJob, 204: none } } }, async (req, reply) => {
       const [job] = await workerJobs.take(req.params.endpointId, req.params.workerId, 1, gone(req))
-      // The input goes out as the text it came in (RawJson), not parsed and written again.
-      return job ? reply.type('application/json').send(stringifyWithRaw(job)) : reply.code(204).send()
+      // The input goes out as the text it came in (RawJson), not parsed and written again: a serializer of
+      // its own, since the compiled one would write a RawJson's fields.
+      return job ? reply.serializer(stringifyWithRaw).send(job) : reply.code(204).send(null)
     })
-    app.get('/v2/:endpointId/job-take-batch/:workerId', { config, schema: { tags, security, summary: 'Take up to batch_size jobs (long-poll; 204 when none)', params: WorkerParams, querystring: BatchQuery } }, async (req, reply) => {
+    app.get('/v2/:endpointId/job-take-batch/:workerId', { config, schema: { tags, security, summary: 'Take up to batch_size jobs (long-poll; 204 when none)', params: WorkerParams, querystring: WorkerTakeBatchQuery, response: { 200: WorkerJobBatch, 204: none } } }, async (req, reply) => {
       const jobs = await workerJobs.take(req.params.endpointId, req.params.workerId, req.query.batch_size ?? 1, gone(req))
-      return jobs.length ? reply.type('application/json').send(stringifyWithRaw(jobs)) : reply.code(204).send()
+      return jobs.length ? reply.serializer(stringifyWithRaw).send(jobs) : reply.code(204).send(null)
     })
-    app.get('/v2/:endpointId/job-stop/:workerId', { config, schema: { tags, security, summary: 'Running jobs to stop (long-poll; 204 when none)', params: WorkerParams } }, async (req, reply) => {
+    app.get('/v2/:endpointId/job-stop/:workerId', { config, schema: { tags, security, summary: 'Running jobs to stop (long-poll; 204 when none)', params: WorkerParams, response: { 200: WorkerJobsToStop, 204: none } } }, async (req, reply) => {
       const ids = await workerJobs.stops(req.params.workerId, gone(req))
-      return ids.length ? { jobsToStop: ids } : reply.code(204).send()
+      return ids.length ? { jobsToStop: ids } : reply.code(204).send(null)
     })
-    app.get('/v2/:endpointId/ping/:workerId', { config, schema: { tags, security, summary: 'Worker heartbeat', params: WorkerParams } }, async (req) => {
+    app.get('/v2/:endpointId/ping/:workerId', { config, schema: { tags, security, summary: 'Worker heartbeat', params: WorkerParams, response: { 200: WorkerPingReply } } }, async (req) => {
       workerJobs.ping(req.params.workerId)
       return {}
     })
@@ -74,7 +83,7 @@ export const workerProtocolRoutes =
       '/v2/:endpointId/job-done/:workerId/:jobId',
       {
         config,
-        schema: { tags, security, summary: 'Post a result, an error or a progress update (JSON text, any content type)', params: WorkerJobParams, querystring: DoneQuery },
+        schema: { tags, security, summary: 'Post a result, an error or a progress update (JSON text, any content type)', params: WorkerJobParams, querystring: WorkerDoneQuery, response: { 200: WorkerPostReply } },
         // A result too large to take fails the job with that reason instead of leaving it to time out.
         errorHandler: async (err: FastifyError | DomainError, req: FastifyRequest, reply: FastifyReply) => {
           const { workerId, jobId } = req.params as { workerId: string; jobId: string }
@@ -90,10 +99,10 @@ export const workerProtocolRoutes =
           await workerJobs.rejectResult(workerId, jobId, why)
           throw new DomainError('bad_request', `job-done body: ${why}`)
         }
-        return workerJobs.done(workerId, jobId, body.value as DoneBody, req.query.isStream === 'true')
+        return workerJobs.done(workerId, jobId, body.value as WorkerDoneBody, req.query.isStream === 'true')
       },
     )
-    app.post('/v2/:endpointId/job-stream/:workerId/:jobId', { config, schema: { tags, security, summary: 'Post a stream chunk {"output": chunk}', params: WorkerJobParams } }, async (req) => {
+    app.post('/v2/:endpointId/job-stream/:workerId/:jobId', { config, schema: { tags, security, summary: 'Post a stream chunk {"output": chunk}', params: WorkerJobParams, response: { 200: WorkerPostReply } } }, async (req) => {
       const body = decode(req.body)
       if (!body.ok) throw new DomainError('bad_request', `job-stream body is not valid JSON (${body.error})`)
       return workerJobs.streamChunk(req.params.workerId, req.params.jobId, body.value)

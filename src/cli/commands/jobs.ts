@@ -1,6 +1,6 @@
 import type { Command } from 'commander'
 import type { Health, JobRequest, JobStatus, JobStatusView } from '../../contract/job.js'
-import { FINAL_STATUSES } from '../../contract/job.js'
+import { isFinal } from '../../domain/jobState.js'
 import { clientCommand, clientFor, intOption, readJsonObject, type ClientOptions } from '../clientCommand.js'
 import { CliError, ExitCode } from '../exitCodes.js'
 import { print, renderObject } from '../output.js'
@@ -38,7 +38,7 @@ function requestOf(opts: SubmitOptions): JobRequest {
 /** The exit code a waited-for job ends a command with. */
 function jobExit(status: JobStatus): ExitCode {
   if (status === 'COMPLETED') return ExitCode.OK
-  return FINAL_STATUSES.includes(status) ? ExitCode.JOB_FAILED : ExitCode.JOB_NOT_DONE
+  return isFinal(status) ? ExitCode.JOB_FAILED : ExitCode.JOB_NOT_DONE
 }
 
 /** Prints a job status view and fails the command unless the job COMPLETED. */
@@ -89,7 +89,7 @@ export function registerJobs(program: Command): void {
         for (const chunk of view.stream) {
           process.stdout.write(opts.json ? JSON.stringify(chunk) + '\n' : (typeof chunk.output === 'string' ? chunk.output : JSON.stringify(chunk.output)) + '\n')
         }
-        if (FINAL_STATUSES.includes(view.status)) {
+        if (isFinal(view.status)) {
           if (view.status !== 'COMPLETED') throw new CliError(`job ${job} ${view.status}${view.error ? `: ${view.error}` : ''}`, ExitCode.JOB_FAILED)
           return
         }
