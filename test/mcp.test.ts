@@ -1,0 +1,168 @@
+import { createRequire } from 'node:module'
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { podBody, terminateAll } from './helpers/pods.js'
+import { startTestServer, type TestServer } from './helpers/server.js'
+import { until } from './helpers/until.js'
+
+const GPU = 'NVIDIA GeForce RTX 4090'
+
+/** One host of two simulated 4090s per data center, so a 2-node cluster fits; CPU pods go there too. */
+const config = {
+  billing: { checkpointMs: 200 },
+  jobs: { stopGraceMs: 2_000 },
+  catalog: {
+    dataCenters: [{ id: 'DC-B', name: 'B', region: 'EUROPE', globalNetwork: false, networkVolumeTypes: ['STANDARD'], compliance: [] }],
+  },
+  fleet: {
+    detectGpus: false,
+    hosts: [
+      { id: 'b1', dataCenterId: 'DC-B', vcpus: 16, memoryGb: 64, gpus: [{ typeId: GPU, count: 2, cudaVersion: '12.4', virtual: true }] },
+      { id: 'b2', dataCenterId: 'DC-B', vcpus: 16, memoryGb: 64, gpus: [{ typeId: GPU, count: 2, cudaVersion: '12.4', virtual: true }] },
+    ],
+  },
+}
+
+interface ToolResult {
+  isError: boolean
+  /** The tool's JSON text content, parsed. */
+  body: any
+}
+
+/**
+ * The published Runpod MCP server (`@runpod/mcp-server`, unmodified) over stdio, pointed at a real Hangar
+ * and driven with the MCP SDK client: what an agent using that server sees.
+ */
+describe('the published Runpod MCP server against Hangar', () => {
+  let s: TestServer
+  let client: Client
+  let key: string
+  let stderr = ''
+
+  const call = async (name: string, args: Record<string, unknown> = {}): Promise<ToolResult> => {
+    const r = (await client.callTool({ name, arguments: args })) as { isError?: boolean; content: Array<{ type: string; text: string }> }
+    expect(r.content[0]?.type).toBe('text')
+    return { isError: r.isError === true, body: JSON.parse(r.content[0].text) }
+  }
+  /** Calls a tool that must succeed; on failure the message carries what it returned and the server's log. */
+  const ok = async (name: string, args: Record<string, unknown> = {}): Promise<any> => {
+    const r = await call(name, args)
+    if (r.isError) throw new Error(`${name} failed: ${JSON.stringify(r.body)}\nMCP server stderr:\n${stderr.slice(-2000)}`)
+    return r.body
+  }
+  const podStatus = (id: string, status: string) =>
+    until(
+      async () => {
+        const pod = await ok('get-pod', { id })
+        return pod.status === status ? pod : undefined
+      },
+      20_000,
+      `pod ${id} ${status}`,
+    )
+
+  beforeAll(async () => {
+    s = await startTestServer(config)
+    key = await s.accountKey('agent')
+    const entry = createRequire(import.meta.url).resolve('@runpod/mcp-server/package.json').replace(/package\.json$/, 'dist/stdio.mjs')
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [entry],
+      // Only these (plus the SDK's PATH/HOME defaults): no POSTHOG_API_KEY, so no analytics; the GraphQL
+      // hosts point at Hangar too, so nothing the server does can leave this machine.
+      env: {
+        RUNPOD_API_KEY: key,
+        RUNPOD_API_BASE_URL: s.url,
+        RUNPOD_SERVERLESS_API_URL: `${s.url}/v2`,
+        RUNPOD_PUBLIC_GRAPHQL_URL: `${s.url}/graphql`,
+        RUNPOD_AUTHED_GRAPHQL_URL: `${s.url}/graphql`,
+      },
+      stderr: 'pipe',
+    })
+    transport.stderr?.on('data', (d: Buffer) => (stderr += d.toString()))
+    client = new Client({ name: 'hangar-test', version: '0.0.0' })
+    await client.connect(transport)
+  })
+  afterAll(async () => {
+    await client?.close()
+    if (s) {
+      for (const c of (await s.api('GET', '/v2/clusters', undefined, key)).body?.clusters ?? []) await s.api('DELETE', `/v2/clusters/${c.id}`, undefined, key)
+      await terminateAll(s, key)
+      await s.stop()
+    }
+  })
+
+  it('lists the pod, cluster, billing, volume, template and endpoint tools', async () => {
+    const names = (await client.listTools()).tools.map((t) => t.name)
+    for (const name of ['create-pod', 'get-pod', 'list-pods', 'pod-action', 'delete-pod', 'create-cluster', 'get-cluster', 'delete-cluster', 'list-billing', 'list-pod-billing', 'list-cluster-billing', 'list-network-volumes', 'create-network-volume', 'list-templates', 'list-endpoints']) {
+      expect(names).toContain(name)
+    }
+  })
+
+  let podId: string
+  it('creates a pod, sees it RUNNING, stops and starts it, lists it', async () => {
+    const created = await ok('create-pod', { body: podBody({ name: 'via-mcp' }) })
+    expect(created).toMatchObject({ id: expect.any(String), name: 'via-mcp', image: 'hangar/pod:latest', status: 'PROVISIONING' })
+    podId = created.id
+    const running = await podStatus(podId, 'RUNNING')
+    expect(running).toMatchObject({ actions: ['stop', 'restart', 'terminate'], cpu: { id: 'cpu3c', vcpuCount: 2 }, dataCenterId: 'DC-B' })
+
+    const stopped = await ok('pod-action', { id: podId, body: { action: 'stop' } })
+    expect(stopped).toMatchObject({ id: podId, status: 'EXITED', actions: ['start', 'terminate'] })
+    const started = await ok('pod-action', { id: podId, body: { action: 'start' } })
+    expect(started.id).toBe(podId)
+    await podStatus(podId, 'RUNNING')
+
+    const listed = await ok('list-pods')
+    expect(listed.pods.map((p: any) => [p.id, p.status])).toEqual([[podId, 'RUNNING']])
+  })
+
+  it('shows the pod in its billing once time has passed', async () => {
+    // The pod has run for a while; the ledger bills open intervals up to now.
+    await new Promise((r) => setTimeout(r, 1_000))
+    await s.hangar.meter.flush()
+    // Filtered to the pod: its CPU and container disk are billed.
+    const one = await ok('list-pod-billing', { podId, bucketSize: 'day', lastN: 1 })
+    expect(one.metadata).toMatchObject({ query: { podId, bucketSize: 'day' }, recordCount: 1, uniquePodCount: 1 })
+    expect(one.records[0].cpuAmount).toBeGreaterThan(0)
+    expect(one.records[0].gpuAmount).toBe(0)
+    expect(one.records[0].totalAmount).toBeGreaterThan(0)
+    // Unfiltered, records are grouped by GPU type (the spec's default grouping, which the tool cannot change):
+    // a CPU pod's usage is under gpuId null.
+    const pods = await ok('list-pod-billing', { bucketSize: 'day', lastN: 1 })
+    expect(pods.metadata).toMatchObject({ query: { grouping: 'gpuId' }, uniquePodCount: 1 })
+    expect(pods.records).toEqual([expect.objectContaining({ podId: null, gpuId: null, cpuAmount: expect.any(Number) })])
+    expect(pods.records[0].cpuAmount).toBeGreaterThanOrEqual(one.records[0].cpuAmount)
+
+    const all = await ok('list-billing', { bucketSize: 'day', lastN: 1 })
+    expect(all.records).toHaveLength(1)
+    expect(all.records[0].podCpuAmount).toBeGreaterThan(0)
+    expect(all.records[0].totalAmount).toBeGreaterThan(0)
+  })
+
+  it('returns Hangar’s problem text for a pod with both gpu and cpu', async () => {
+    const r = await call('create-pod', { body: podBody({ gpu: { id: GPU } }) })
+    expect(r.isError).toBe(true)
+    expect(r.body).toMatchObject({ status: 400, errors: ['$: exactly one of gpu or cpu must be set; both were sent'] })
+  })
+
+  it('creates and deletes a 2-node cluster', async () => {
+    const created = await ok('create-cluster', { body: { name: 'mcp-train', type: 'TRAINING', compute: { gpuTypeId: GPU, gpuCountPerPod: 1, podCount: 2 }, image: 'hangar/cluster:latest' } })
+    expect(created).toMatchObject({ id: expect.any(String), name: 'mcp-train', dataCenterId: 'DC-B', pods: { total: 2 } })
+    await until(async () => (await ok('get-cluster', { id: created.id })).pods.byStatus.RUNNING === 2, 20_000, 'both members RUNNING')
+    const members = await ok('list-cluster-pods', { id: created.id })
+    expect(members.pods.map((p: any) => p.cluster.rank)).toEqual([0, 1])
+    expect(await ok('delete-cluster', { id: created.id })).toEqual({ status: 204 })
+    const gone = await call('get-cluster', { id: created.id })
+    expect(gone.isError).toBe(true)
+    expect(gone.body.status).toBe(404)
+  })
+
+  it('deletes the pod', async () => {
+    expect(await ok('delete-pod', { id: podId })).toEqual({ status: 204 })
+    const gone = await call('get-pod', { id: podId })
+    expect(gone.isError).toBe(true)
+    expect(gone.body.status).toBe(404)
+    expect((await ok('list-pods')).pods).toEqual([])
+  })
+})
