@@ -152,10 +152,45 @@ describe('the published Runpod MCP server against Hangar', () => {
     await until(async () => (await ok('get-cluster', { id: created.id })).pods.byStatus.RUNNING === 2, 20_000, 'both members RUNNING')
     const members = await ok('list-cluster-pods', { id: created.id })
     expect(members.pods.map((p: any) => p.cluster.rank)).toEqual([0, 1])
+    await new Promise((r) => setTimeout(r, 500))
+    await s.hangar.meter.flush()
+    const billed = await ok('list-cluster-billing', { clusterId: created.id, bucketSize: 'day', lastN: 1 })
+    expect(billed.metadata).toMatchObject({ query: { clusterId: created.id }, uniqueClusterCount: 1 })
+    expect(billed.records).toEqual([expect.objectContaining({ clusterId: created.id })])
+    expect(billed.records[0].gpuAmount).toBeGreaterThan(0)
     expect(await ok('delete-cluster', { id: created.id })).toEqual({ status: 204 })
     const gone = await call('get-cluster', { id: created.id })
     expect(gone.isError).toBe(true)
     expect(gone.body.status).toBe(404)
+  })
+
+  it('reads the pod’s logs through stream-pod-logs', async () => {
+    const logs = await ok('stream-pod-logs', { podId, tail: 100, maxWaitMs: 1_500 })
+    expect(logs.truncated).toBe(false)
+    expect(logs.count).toBeGreaterThan(0)
+    expect(logs.items[0]).toMatchObject({ ts: expect.any(String), source: expect.any(String), line: expect.any(String) })
+  })
+
+  it('reads the catalog and manages network volumes and templates; lists endpoints', async () => {
+    const gpus = await ok('list-gpu-types')
+    expect(JSON.stringify(gpus)).toContain(GPU)
+    const dcs = await ok('list-data-centers')
+    expect(JSON.stringify(dcs)).toContain('DC-B')
+
+    const vol = await ok('create-network-volume', { body: { name: 'mcp-data', size: 10, dataCenter: 'DC-B' } })
+    expect(vol).toMatchObject({ id: expect.any(String), name: 'mcp-data', size: 10, dataCenter: 'DC-B', type: 'STANDARD' })
+    expect((await ok('list-network-volumes')).networkVolumes.map((v: any) => v.id)).toEqual([vol.id])
+    expect(await ok('update-network-volume', { id: vol.id, body: { size: 20 } })).toMatchObject({ id: vol.id, size: 20 })
+    expect(await ok('delete-network-volume', { id: vol.id })).toEqual({ status: 204 })
+    expect((await ok('list-network-volumes')).networkVolumes).toEqual([])
+
+    const tpl = await ok('create-template', { body: { name: 'mcp-tpl', image: 'hangar/pod:latest', ports: ['8080/http'] } })
+    expect(tpl).toMatchObject({ id: expect.any(String), name: 'mcp-tpl', image: 'hangar/pod:latest' })
+    expect((await ok('list-templates')).templates).toContainEqual({ id: tpl.id, name: 'mcp-tpl', image: 'hangar/pod:latest', serverless: false })
+    expect(await ok('get-template', { id: tpl.id })).toMatchObject({ id: tpl.id, name: 'mcp-tpl' })
+    expect(await ok('delete-template', { id: tpl.id })).toEqual({ status: 204 })
+
+    expect(await ok('list-endpoints')).toMatchObject({ items: [] })
   })
 
   it('deletes the pod', async () => {
