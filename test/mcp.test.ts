@@ -2,6 +2,7 @@ import { createRequire } from 'node:module'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { endpointBody } from './helpers/endpoints.js'
 import { podBody, terminateAll } from './helpers/pods.js'
 import { startTestServer, type TestServer } from './helpers/server.js'
 import { until } from './helpers/until.js'
@@ -113,6 +114,11 @@ describe('the published Runpod MCP server against Hangar', () => {
     expect(started.id).toBe(podId)
     await podStatus(podId, 'RUNNING')
 
+    expect(await ok('update-pod', { id: podId, body: { name: 'via-mcp-renamed' } })).toMatchObject({ id: podId, name: 'via-mcp-renamed', status: 'RUNNING' })
+    const again = await call('pod-action', { id: podId, body: { action: 'start' } })
+    expect(again.isError).toBe(true)
+    expect(again.body.status).toBe(409)
+
     const listed = await ok('list-pods')
     expect(listed.pods.map((p: any) => [p.id, p.status])).toEqual([[podId, 'RUNNING']])
   })
@@ -191,6 +197,20 @@ describe('the published Runpod MCP server against Hangar', () => {
     expect(await ok('delete-template', { id: tpl.id })).toEqual({ status: 204 })
 
     expect(await ok('list-endpoints')).toMatchObject({ items: [] })
+  })
+
+  it('creates an endpoint and runs jobs on it through the serverless URL', async () => {
+    const ep = await ok('create-endpoint', { body: endpointBody('hangar/echo:latest', { name: 'mcp-echo' }) })
+    expect(ep).toMatchObject({ id: expect.any(String), name: 'mcp-echo', type: 'QUEUE' })
+    expect((await ok('list-endpoints')).items.map((e: any) => e.id)).toEqual([ep.id])
+    const sync = await ok('runsync-endpoint', { endpointId: ep.id, input: { prompt: 'hello' }, wait: 20_000 })
+    expect(sync).toMatchObject({ status: 'COMPLETED', output: { prompt: 'hello' } })
+    const run = await ok('run-endpoint', { endpointId: ep.id, input: { a: 1 } })
+    expect(run).toMatchObject({ id: expect.any(String) })
+    const done = await ok('get-job-status', { endpointId: ep.id, jobId: run.id, wait: 20_000 })
+    expect(done).toMatchObject({ id: run.id, status: 'COMPLETED', output: { a: 1 } })
+    expect(await ok('endpoint-health', { endpointId: ep.id })).toMatchObject({ jobs: { completed: expect.any(Number) }, workers: expect.any(Object) })
+    expect(await ok('delete-endpoint', { id: ep.id })).toEqual({ status: 204 })
   })
 
   it('deletes the pod', async () => {
