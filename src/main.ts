@@ -105,7 +105,11 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   const dbFile = join(config.dataDir, 'hangar.db')
   privateFiles(dbFile)
 
-  const store = await openStore(config, config.dataDir)
+  const store = await openStore(config, config.dataDir).catch((err: unknown) => {
+    // A store that cannot open (PostgreSQL down, a damaged file) leaves the data dir free for the next try.
+    lock?.release()
+    throw err
+  })
   const log: Log = logger || silentLog
   // One process on SQLite; with PostgreSQL, any number of them: one leads (runs the loops, owns workers and
   // pods), all serve the API, and they wake each other through the change feed.
