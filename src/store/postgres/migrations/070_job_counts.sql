@@ -25,45 +25,43 @@ SELECT endpoint_id,
   coalesce(sum(retries), 0)
 FROM jobs GROUP BY endpoint_id;
 
--- What one job row contributes (sign +1 for a new row image, -1 for an old one).
-CREATE FUNCTION job_counts_add(s INTEGER, status TEXT, low_priority BOOLEAN, retries INTEGER,
-  OUT in_queue BIGINT, OUT in_queue_low BIGINT, OUT in_progress BIGINT, OUT completed BIGINT, OUT failed BIGINT, OUT retried BIGINT)
-LANGUAGE sql IMMUTABLE AS $$
-  SELECT (s * (status = 'IN_QUEUE')::int)::bigint, (s * (status = 'IN_QUEUE' AND low_priority)::int)::bigint,
-    (s * (status = 'IN_PROGRESS')::int)::bigint, (s * (status = 'COMPLETED')::int)::bigint,
-    (s * (status IN ('FAILED', 'TIMED_OUT'))::int)::bigint, (s * retries)::bigint
-$$;
-
+-- The deltas of a statement, per endpoint: d holds (s, endpoint_id, status, low_priority, retries) with
+-- s = +1 for a new row image, -1 for an old one.
 CREATE FUNCTION job_counts_on_insert() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
   INSERT INTO job_counts
-  SELECT n.endpoint_id, sum(c.in_queue), sum(c.in_queue_low), sum(c.in_progress), sum(c.completed), sum(c.failed), sum(c.retried)
-  FROM new_jobs n, job_counts_add(1, n.status, n.low_priority, n.retries) c GROUP BY n.endpoint_id;
+  SELECT endpoint_id, count(*) FILTER (WHERE status = 'IN_QUEUE'), count(*) FILTER (WHERE status = 'IN_QUEUE' AND low_priority),
+    count(*) FILTER (WHERE status = 'IN_PROGRESS'), count(*) FILTER (WHERE status = 'COMPLETED'),
+    count(*) FILTER (WHERE status IN ('FAILED', 'TIMED_OUT')), coalesce(sum(retries), 0)
+  FROM new_jobs GROUP BY endpoint_id;
   RETURN NULL;
 END $$;
 
 CREATE FUNCTION job_counts_on_delete() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
   INSERT INTO job_counts
-  SELECT o.endpoint_id, sum(c.in_queue), sum(c.in_queue_low), sum(c.in_progress), sum(c.completed), sum(c.failed), sum(c.retried)
-  FROM old_jobs o, job_counts_add(-1, o.status, o.low_priority, o.retries) c GROUP BY o.endpoint_id;
+  SELECT endpoint_id, -count(*) FILTER (WHERE status = 'IN_QUEUE'), -count(*) FILTER (WHERE status = 'IN_QUEUE' AND low_priority),
+    -count(*) FILTER (WHERE status = 'IN_PROGRESS'), -count(*) FILTER (WHERE status = 'COMPLETED'),
+    -count(*) FILTER (WHERE status IN ('FAILED', 'TIMED_OUT')), -coalesce(sum(retries), 0)
+  FROM old_jobs GROUP BY endpoint_id;
   RETURN NULL;
 END $$;
 
 CREATE FUNCTION job_counts_on_update() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
   INSERT INTO job_counts
-  SELECT d.endpoint_id, sum(d.in_queue), sum(d.in_queue_low), sum(d.in_progress), sum(d.completed), sum(d.failed), sum(d.retried)
-  FROM (
-    SELECT n.endpoint_id, c.* FROM new_jobs n, job_counts_add(1, n.status, n.low_priority, n.retries) c
-    UNION ALL
-    SELECT o.endpoint_id, c.* FROM old_jobs o, job_counts_add(-1, o.status, o.low_priority, o.retries) c
-  ) d GROUP BY d.endpoint_id
+  SELECT endpoint_id, coalesce(q, 0), coalesce(ql, 0), coalesce(p, 0), coalesce(c, 0), coalesce(f, 0), r FROM (
+    SELECT endpoint_id, sum(s) FILTER (WHERE status = 'IN_QUEUE') AS q, sum(s) FILTER (WHERE status = 'IN_QUEUE' AND low_priority) AS ql,
+      sum(s) FILTER (WHERE status = 'IN_PROGRESS') AS p, sum(s) FILTER (WHERE status = 'COMPLETED') AS c,
+      sum(s) FILTER (WHERE status IN ('FAILED', 'TIMED_OUT')) AS f, sum(s * retries) AS r
+    FROM (SELECT 1 AS s, endpoint_id, status, low_priority, retries FROM new_jobs
+          UNION ALL SELECT -1, endpoint_id, status, low_priority, retries FROM old_jobs) d
+    GROUP BY endpoint_id
+  ) t (endpoint_id, q, ql, p, c, f, r)
   -- Moves that change no count (progress, TTL) add nothing.
-  HAVING sum(d.in_queue) <> 0 OR sum(d.in_queue_low) <> 0 OR sum(d.in_progress) <> 0 OR sum(d.completed) <> 0 OR sum(d.failed) <> 0 OR sum(d.retried) <> 0;
+  WHERE coalesce(q, 0) <> 0 OR coalesce(ql, 0) <> 0 OR coalesce(p, 0) <> 0 OR coalesce(c, 0) <> 0 OR coalesce(f, 0) <> 0 OR r <> 0;
   RETURN NULL;
 END $$;
-
 CREATE TRIGGER jobs_counts_insert AFTER INSERT ON jobs REFERENCING NEW TABLE AS new_jobs FOR EACH STATEMENT EXECUTE FUNCTION job_counts_on_insert();
 CREATE TRIGGER jobs_counts_delete AFTER DELETE ON jobs REFERENCING OLD TABLE AS old_jobs FOR EACH STATEMENT EXECUTE FUNCTION job_counts_on_delete();
 CREATE TRIGGER jobs_counts_update AFTER UPDATE ON jobs REFERENCING OLD TABLE AS old_jobs NEW TABLE AS new_jobs FOR EACH STATEMENT EXECUTE FUNCTION job_counts_on_update();
