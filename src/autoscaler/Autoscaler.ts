@@ -33,10 +33,13 @@ export interface WaitingView {
   reason: WaitingReason | null
 }
 
+/** The least time from the start of one run to the start of a rerun requested during it. */
+const RERUN_GAP_MS = 50
+
 /**
  * The loop around planScaling: snapshot -> plan -> apply through the WorkerService, per queue endpoint.
  * Runs every `scaleIntervalMs` and right after a job is queued; runs never overlap (a request during a
- * run triggers one more run after it). Keeps each endpoint's recent demand (the policy's history) and
+ * run triggers one more run after it, RERUN_GAP_MS after its start at the soonest). Keeps each endpoint's recent demand (the policy's history) and
  * its last snapshot, from which it explains why waiting jobs wait.
  */
 export class Autoscaler {
@@ -80,10 +83,17 @@ export class Autoscaler {
     }
     this.running = (async () => {
       try {
-        do {
+        for (;;) {
           this.again = false
+          const started = this.mono()
           await this.tick()
-        } while (this.again && !this.stopped)
+          if (!this.again || this.stopped) break
+          // Back-to-back reruns (a steady stream of submissions) are spaced out: on PostgreSQL every run
+          // counts the endpoints' jobs in the database, and unspaced runs kept one backend busy counting.
+          const wait = started + RERUN_GAP_MS - this.mono()
+          if (wait > 0) await new Promise((r) => setTimeout(r, wait))
+          if (this.stopped) break
+        }
       } catch (err) {
         this.o.log.error({ err }, 'scaling run failed')
       } finally {

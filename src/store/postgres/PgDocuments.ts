@@ -1,5 +1,8 @@
+import pg from 'pg'
 import type { Owned, OwnedCollection } from '../OwnedCollection.js'
 import type { PgQueryable } from './PgQueryable.js'
+
+type Waiter = { resolve: (data: string | undefined) => void; reject: (err: unknown) => void }
 
 /**
  * One kind of owned resource as JSON documents in the shared `documents` table (see SqliteDocuments).
@@ -11,6 +14,9 @@ export class PgDocuments<T extends Owned> implements OwnedCollection<T> {
     protected readonly kind: string,
     private readonly parentOf: (record: T) => string | null = () => null,
   ) {}
+
+  /** get() calls of this turn of the event loop, by id, read together (see get). */
+  private gets: Map<string, Waiter[]> | null = null
 
   async insert(record: T): Promise<void> {
     await this.q.query('INSERT INTO documents (kind, id, account_id, parent_id, public, data, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
@@ -24,9 +30,42 @@ export class PgDocuments<T extends Owned> implements OwnedCollection<T> {
     ])
   }
 
+  /**
+   * On the pool, the reads requested during one turn of the event loop go out as one query (every /run
+   * reads its endpoint: a burst of submissions costs one round trip, not one each). The query is sent after
+   * every call it answers was made, so each still sees what committed before it; each caller parses its own copy.
+   */
   async get(id: string): Promise<T | undefined> {
-    const { rows } = await this.q.query<{ data: string }>('SELECT data FROM documents WHERE kind = $1 AND id = $2', [this.kind, id])
-    return rows.length ? (JSON.parse(rows[0].data) as T) : undefined
+    if (!(this.q instanceof pg.Pool)) {
+      const { rows } = await this.q.query<{ data: string }>('SELECT data FROM documents WHERE kind = $1 AND id = $2', [this.kind, id])
+      return rows.length ? (JSON.parse(rows[0].data) as T) : undefined
+    }
+    const data = await new Promise<string | undefined>((resolve, reject) => {
+      if (!this.gets) {
+        this.gets = new Map()
+        setImmediate(() => void this.readGets())
+      }
+      const waiters = this.gets.get(id)
+      if (waiters) waiters.push({ resolve, reject })
+      else this.gets.set(id, [{ resolve, reject }])
+    })
+    return data === undefined ? undefined : (JSON.parse(data) as T)
+  }
+
+  private async readGets(): Promise<void> {
+    const gets = this.gets!
+    this.gets = null
+    try {
+      const ids = [...gets.keys()]
+      const { rows } =
+        ids.length === 1
+          ? await this.q.query<{ id: string; data: string }>('SELECT id, data FROM documents WHERE kind = $1 AND id = $2', [this.kind, ids[0]])
+          : await this.q.query<{ id: string; data: string }>('SELECT id, data FROM documents WHERE kind = $1 AND id = ANY($2)', [this.kind, ids])
+      const found = new Map(rows.map((r) => [r.id, r.data]))
+      for (const [id, waiters] of gets) for (const w of waiters) w.resolve(found.get(id))
+    } catch (err) {
+      for (const waiters of gets.values()) for (const w of waiters) w.reject(err)
+    }
   }
 
   list(accountId: string): Promise<T[]> {

@@ -1,3 +1,4 @@
+import pg from 'pg'
 import type { JobStatus } from '../../contract/job.js'
 import { jsonText, RawJson } from '../../domain/RawJson.js'
 import type { JobCounts, JobPatch, JobRecord, JobStore } from '../JobStore.js'
@@ -27,15 +28,19 @@ const JSON_FIELDS = new Set(['output', 'progress'])
 const NO_INPUT = `id, endpoint_id, account_id, seq, status, webhook, policy, s3_config, sync, low_priority, execution_timeout_ms, ttl_ms,
   retention_ms, created_at, started_at, completed_at, expires_at, retain_until, worker_id, output, error, retries, progress, stream_cursor`
 /**
- * The counts of one endpoint's jobs, derived from the table on every call (no in-process tally that another
- * replica's writes would make stale). FAILED counts TIMED_OUT too; `retried` sums every job kept.
+ * The counts of one endpoint's jobs: the sum of its rows in job_counts, which triggers on jobs keep in step
+ * with every statement that writes jobs, on any replica (migration 070). FAILED counts TIMED_OUT too;
+ * `retried` sums every job kept. `rows` says how many rows were summed (see FOLD_AT).
  */
-const COUNTS = `count(*) FILTER (WHERE status = 'IN_QUEUE') AS in_queue,
-  count(*) FILTER (WHERE status = 'IN_QUEUE' AND low_priority) AS in_queue_low,
-  count(*) FILTER (WHERE status = 'IN_PROGRESS') AS in_progress,
-  count(*) FILTER (WHERE status = 'COMPLETED') AS completed,
-  count(*) FILTER (WHERE status IN ('FAILED', 'TIMED_OUT')) AS failed,
-  coalesce(sum(retries), 0) AS retried`
+const COUNTS = `coalesce(sum(c.in_queue), 0) AS in_queue,
+  coalesce(sum(c.in_queue_low), 0) AS in_queue_low,
+  coalesce(sum(c.in_progress), 0) AS in_progress,
+  coalesce(sum(c.completed), 0) AS completed,
+  coalesce(sum(c.failed), 0) AS failed,
+  coalesce(sum(c.retried), 0) AS retried,
+  count(*) AS rows`
+/** An endpoint whose counts were summed from more rows than this has them folded into one. */
+const FOLD_AT = 32
 /** The first waiting normal-priority job in queue order is the oldest: seq and createdAt are set together. */
 const OLDEST = (endpoint: string) => `(SELECT o.created_at FROM jobs o WHERE o.endpoint_id = ${endpoint} AND o.status = 'IN_QUEUE' AND NOT o.low_priority ORDER BY o.seq LIMIT 1) AS oldest`
 
@@ -158,17 +163,35 @@ export class PgJobStore implements JobStore {
   }
 
   async counts(endpointId: string): Promise<JobCounts> {
-    const { rows } = await this.q.query(`SELECT ${COUNTS}, ${OLDEST('$1')} FROM jobs WHERE endpoint_id = $1`, [endpointId])
+    const { rows } = await this.q.query(`SELECT ${COUNTS}, ${OLDEST('$1')} FROM job_counts c WHERE c.endpoint_id = $1`, [endpointId])
+    if ((rows[0].rows as number) > FOLD_AT) await this.fold([endpointId])
     return toCounts(rows[0])
   }
 
   async activeEndpoints(): Promise<Array<{ endpointId: string } & JobCounts>> {
     const { rows } = await this.q.query(
-      `SELECT j.endpoint_id, ${COUNTS}, ${OLDEST('j.endpoint_id')} FROM jobs j
-       WHERE j.endpoint_id IN (SELECT DISTINCT endpoint_id FROM jobs WHERE status IN ('IN_QUEUE', 'IN_PROGRESS'))
-       GROUP BY j.endpoint_id ORDER BY j.endpoint_id`,
+      `SELECT c.endpoint_id, ${COUNTS}, ${OLDEST('c.endpoint_id')} FROM job_counts c
+       GROUP BY c.endpoint_id HAVING sum(c.in_queue) > 0 OR sum(c.in_progress) > 0 ORDER BY c.endpoint_id`,
     )
+    const many = rows.filter((r) => (r.rows as number) > FOLD_AT).map((r) => r.endpoint_id as string)
+    if (many.length) await this.fold(many)
     return rows.map((r) => ({ endpointId: r.endpoint_id as string, ...toCounts(r) }))
+  }
+
+  /**
+   * Folds the job_counts rows of endpoints into one row each (same sums). Concurrent folds (other replicas)
+   * are safe: a row deleted by one is skipped by the other, rows added meanwhile stay. Only outside a
+   * transaction, and best effort: a fold that fails (a deadlock between two folds) leaves the rows as they were.
+   */
+  private async fold(endpointIds: string[]): Promise<void> {
+    if (!(this.q instanceof pg.Pool)) return
+    await this.q
+      .query(
+        `WITH d AS (DELETE FROM job_counts WHERE endpoint_id = ANY($1) RETURNING *)
+         INSERT INTO job_counts SELECT endpoint_id, sum(in_queue), sum(in_queue_low), sum(in_progress), sum(completed), sum(failed), sum(retried) FROM d GROUP BY endpoint_id`,
+        [endpointIds],
+      )
+      .catch(() => {})
   }
 
   async appendChunks(jobId: string, outputs: unknown[]): Promise<void> {
