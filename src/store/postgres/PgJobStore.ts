@@ -1,7 +1,8 @@
 import pg from 'pg'
 import type { JobStatus } from '../../contract/job.js'
-import { jsonText, RawJson } from '../../domain/RawJson.js'
+import { jsonText } from '../../domain/RawJson.js'
 import type { JobCounts, JobPatch, JobRecord, JobStore } from '../JobStore.js'
+import { json, toJob } from '../rows.js'
 import type { WebhookDelivery } from '../WebhookStore.js'
 import type { PgGroupCommit } from './PgGroupCommit.js'
 import { atomically, type PgQueryable } from './PgQueryable.js'
@@ -309,46 +310,5 @@ function toCounts(r: Row): JobCounts {
     failed: r.failed as number,
     retried: r.retried as number,
     oldestQueuedAt: (r.oldest as number | null) ?? null,
-  }
-}
-
-function json(v: unknown): string | null {
-  return v === undefined ? null : jsonText(v)
-}
-
-function parse(v: unknown): unknown {
-  return v === null || v === undefined ? undefined : JSON.parse(v as string)
-}
-
-/** A result as stored, not parsed: it is only sent on (status, webhook), so it stays text (see RawJson). */
-function raw(v: unknown): RawJson | undefined {
-  return v === null || v === undefined ? undefined : new RawJson(v as string)
-}
-
-function toJob(r: Row): JobRecord {
-  return {
-    id: r.id as string,
-    endpointId: r.endpoint_id as string,
-    accountId: r.account_id as string,
-    status: r.status as JobStatus,
-    input: r.input === undefined ? undefined : new RawJson(r.input as string),
-    webhook: (r.webhook as string | null) ?? null,
-    policy: (parse(r.policy) as Record<string, unknown> | undefined) ?? null,
-    s3Config: (parse(r.s3_config) as Record<string, unknown> | undefined) ?? null,
-    sync: r.sync === true,
-    lowPriority: r.low_priority === true,
-    executionTimeoutMs: r.execution_timeout_ms as number,
-    ttlMs: r.ttl_ms as number,
-    retentionMs: r.retention_ms as number,
-    createdAt: r.created_at as number,
-    startedAt: (r.started_at as number | null) ?? null,
-    completedAt: (r.completed_at as number | null) ?? null,
-    expiresAt: r.expires_at as number,
-    retainUntil: (r.retain_until as number | null) ?? null,
-    workerId: (r.worker_id as string | null) ?? null,
-    output: raw(r.output),
-    error: (r.error as string | null) ?? null,
-    retries: r.retries as number,
-    progress: raw(r.progress),
   }
 }

@@ -1,4 +1,5 @@
-import type { WorkerRecord, WorkerState, WorkerStore } from '../WorkerStore.js'
+import type { WorkerRecord, WorkerStore } from '../WorkerStore.js'
+import { toWorker } from '../rows.js'
 import type { PgQueryable } from './PgQueryable.js'
 
 const COLUMNS: Record<string, string> = {
@@ -51,26 +52,5 @@ export class PgWorkerStore implements WorkerStore {
 
   async listRecent(endpointId: string, limit: number): Promise<WorkerRecord[]> {
     return (await this.q.query('SELECT * FROM workers WHERE endpoint_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2', [endpointId, limit])).rows.map(toWorker)
-  }
-}
-
-function toWorker(r: Record<string, unknown>): WorkerRecord {
-  return {
-    id: r.id as string,
-    endpointId: r.endpoint_id as string,
-    accountId: r.account_id as string,
-    state: r.state as WorkerState,
-    tokenHash: r.token_hash as string,
-    version: r.version as number,
-    image: r.image as string,
-    gpuTypeId: (r.gpu_type_id as string | null) ?? null,
-    gpuCount: r.gpu_count as number,
-    dataCenterId: (r.data_center_id as string | null) ?? null,
-    hostId: (r.host_id as string | null) ?? null,
-    runtimeRef: (r.runtime_ref as string | null) ?? null,
-    createdAt: r.created_at as number,
-    startedAt: (r.started_at as number | null) ?? null,
-    stoppedAt: (r.stopped_at as number | null) ?? null,
-    lastError: (r.last_error as string | null) ?? null,
   }
 }

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3'
-import type { WorkerRecord, WorkerState, WorkerStore } from '../WorkerStore.js'
+import type { WorkerRecord, WorkerStore } from '../WorkerStore.js'
+import { toWorker } from '../rows.js'
 
 const COLUMNS: Record<string, string> = {
   state: 'state',
@@ -58,26 +59,5 @@ export class SqliteWorkerStore implements WorkerStore {
 
   async listRecent(endpointId: string, limit: number): Promise<WorkerRecord[]> {
     return (this.s.recent.all(endpointId, limit) as Array<Record<string, unknown>>).map(toWorker)
-  }
-}
-
-function toWorker(r: Record<string, unknown>): WorkerRecord {
-  return {
-    id: r.id as string,
-    endpointId: r.endpoint_id as string,
-    accountId: r.account_id as string,
-    state: r.state as WorkerState,
-    tokenHash: r.token_hash as string,
-    version: r.version as number,
-    image: r.image as string,
-    gpuTypeId: (r.gpu_type_id as string | null) ?? null,
-    gpuCount: r.gpu_count as number,
-    dataCenterId: (r.data_center_id as string | null) ?? null,
-    hostId: (r.host_id as string | null) ?? null,
-    runtimeRef: (r.runtime_ref as string | null) ?? null,
-    createdAt: r.created_at as number,
-    startedAt: (r.started_at as number | null) ?? null,
-    stoppedAt: (r.stopped_at as number | null) ?? null,
-    lastError: (r.last_error as string | null) ?? null,
   }
 }

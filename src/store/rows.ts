@@ -1,0 +1,77 @@
+import type { JobStatus } from '../contract/job.js'
+import { jsonText, RawJson } from '../domain/RawJson.js'
+import type { JobRecord } from './JobStore.js'
+import type { WorkerRecord, WorkerState } from './WorkerStore.js'
+
+/*
+ * Row -> record mappings of the jobs and workers tables, the same in both adapters (same columns, same JSON-as-text
+ * storage; SQLite's 0/1 and PostgreSQL's booleans both read through Boolean()). Plain data only: no driver type.
+ */
+
+type Row = Record<string, unknown>
+
+/** A JSON column's text, or NULL for a field not set. */
+export function json(v: unknown): string | null {
+  return v === undefined ? null : jsonText(v)
+}
+
+function parse(v: unknown): unknown {
+  return v === null || v === undefined ? undefined : JSON.parse(v as string)
+}
+
+/** A result as stored, not parsed: it is only sent on (status, webhook), so it stays text (see RawJson). */
+function raw(v: unknown): RawJson | undefined {
+  return v === null || v === undefined ? undefined : new RawJson(v as string)
+}
+
+/** A row of the jobs table (the input column only where the query read it) as a record. */
+export function toJob(r: Row): JobRecord {
+  return {
+    id: r.id as string,
+    endpointId: r.endpoint_id as string,
+    accountId: r.account_id as string,
+    status: r.status as JobStatus,
+    // Read by take only (see NO_INPUT), and kept as the text it was stored as (see RawJson).
+    input: r.input === undefined ? undefined : new RawJson(r.input as string),
+    webhook: (r.webhook as string | null) ?? null,
+    policy: (parse(r.policy) as Record<string, unknown> | undefined) ?? null,
+    s3Config: (parse(r.s3_config) as Record<string, unknown> | undefined) ?? null,
+    sync: Boolean(r.sync),
+    lowPriority: Boolean(r.low_priority),
+    executionTimeoutMs: r.execution_timeout_ms as number,
+    ttlMs: r.ttl_ms as number,
+    retentionMs: r.retention_ms as number,
+    createdAt: r.created_at as number,
+    startedAt: (r.started_at as number | null) ?? null,
+    completedAt: (r.completed_at as number | null) ?? null,
+    expiresAt: r.expires_at as number,
+    retainUntil: (r.retain_until as number | null) ?? null,
+    workerId: (r.worker_id as string | null) ?? null,
+    output: raw(r.output),
+    error: (r.error as string | null) ?? null,
+    retries: r.retries as number,
+    progress: raw(r.progress),
+  }
+}
+
+/** A row of the workers table as a record. */
+export function toWorker(r: Record<string, unknown>): WorkerRecord {
+  return {
+    id: r.id as string,
+    endpointId: r.endpoint_id as string,
+    accountId: r.account_id as string,
+    state: r.state as WorkerState,
+    tokenHash: r.token_hash as string,
+    version: r.version as number,
+    image: r.image as string,
+    gpuTypeId: (r.gpu_type_id as string | null) ?? null,
+    gpuCount: r.gpu_count as number,
+    dataCenterId: (r.data_center_id as string | null) ?? null,
+    hostId: (r.host_id as string | null) ?? null,
+    runtimeRef: (r.runtime_ref as string | null) ?? null,
+    createdAt: r.created_at as number,
+    startedAt: (r.started_at as number | null) ?? null,
+    stoppedAt: (r.stopped_at as number | null) ?? null,
+    lastError: (r.last_error as string | null) ?? null,
+  }
+}
