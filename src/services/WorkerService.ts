@@ -313,7 +313,6 @@ export class WorkerService {
       w.intentional = true
       this.deps.log.info({ workerId, endpointId: w.endpointId, reason }, 'stopping worker')
       this.deps.events.workerChanged(workerId)
-      this.describe(w)
       void this.deps.store.workers.update(workerId, { state: 'STOPPING' })
       void w.handle?.stop(this.deps.config.stopGraceMs)
     }
@@ -357,7 +356,6 @@ export class WorkerService {
     const w = this.live.get(workerId)
     if (!w || w.jobs.size > 0 || w.retiring || !this.move(w, 'park')) return false
     w.parkedPriority = priority
-    this.describe(w)
     this.deps.meter?.workerUnbillable(w)
     this.deps.log.info({ workerId, endpointId: w.endpointId, reason, priority }, 'worker parked')
     return true
@@ -369,7 +367,6 @@ export class WorkerService {
     const parkedSince = w?.phaseSince ?? 0
     if (!w || !this.move(w, 'unpark')) return false
     w.idleSince = this.mono()
-    this.describe(w)
     this.deps.meter?.workerBillable(w)
     this.deps.log.info({ workerId, endpointId: w.endpointId, parkedMs: Math.round(w.idleSince - parkedSince) }, 'parked worker reused')
     this.deps.events.workerChanged(workerId)
@@ -520,7 +517,6 @@ export class WorkerService {
     w.lostReason = reason
     this.move(w, 'lose')
     this.deps.log.warn({ workerId, endpointId: w.endpointId, reason }, 'worker lost')
-    this.describe(w)
     this.deps.events.workerChanged(workerId)
     void w.handle.stop(0)
   }
@@ -677,7 +673,6 @@ export class WorkerService {
     this.move(w, 'adopt')
     Object.assign(w, { record: { ...r, state: 'STARTING' }, allocation, handle, startedAt: m, lastContact: m, idleSince: m, phaseSince: m, startPhase: 'STARTING' })
     this.live.set(w.id, w)
-    this.describe(w)
     // A load-balancing worker gets traffic again once its health checks pass.
     const address = ep.type === 'LOAD_BALANCER' ? lbAddress(handle.ports, ep.env) : null
     if (address) this.http.set(w.id, address)
@@ -716,7 +711,6 @@ export class WorkerService {
     this.move(w, 'crash')
     Object.assign(w, { handle: null, lastError: reason, retiring: false })
     w.jobs.clear()
-    this.describe(w)
     this.deps.log.warn({ workerId: w.id, endpointId: w.endpointId, reason, failures: this.backoff.consecutive(w.endpointId), backoffMs }, 'worker unhealthy: replaced after the back-off')
   }
 }
