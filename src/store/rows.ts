@@ -1,6 +1,7 @@
 import type { JobStatus } from '../contract/job.js'
 import { jsonText, RawJson } from '../domain/RawJson.js'
 import type { JobRecord } from './JobStore.js'
+import type { UsageInterval } from '../domain/billing/usage.js'
 import type { WorkerRecord, WorkerState } from './WorkerStore.js'
 
 /*
@@ -9,6 +10,24 @@ import type { WorkerRecord, WorkerState } from './WorkerStore.js'
  */
 
 type Row = Record<string, unknown>
+
+/** The jobs table's column of each JobPatch field. */
+export const COLUMNS: Record<string, string> = {
+  status: 'status',
+  startedAt: 'started_at',
+  completedAt: 'completed_at',
+  expiresAt: 'expires_at',
+  retainUntil: 'retain_until',
+  workerId: 'worker_id',
+  error: 'error',
+  retries: 'retries',
+  createdAt: 'created_at',
+  ttlMs: 'ttl_ms',
+  output: 'output',
+  progress: 'progress',
+}
+/** JobPatch fields stored as JSON text. */
+export const JSON_FIELDS = new Set(['output', 'progress'])
 
 /** A JSON column's text, or NULL for a field not set. */
 export function json(v: unknown): string | null {
@@ -73,5 +92,24 @@ export function toWorker(r: Record<string, unknown>): WorkerRecord {
     startedAt: (r.started_at as number | null) ?? null,
     stoppedAt: (r.stopped_at as number | null) ?? null,
     lastError: (r.last_error as string | null) ?? null,
+  }
+}
+
+/** A row of the usage_intervals table as a record. */
+export function toInterval(row: unknown): UsageInterval {
+  const r = row as Row
+  return {
+    id: r.id as number,
+    accountId: r.account_id as string,
+    product: r.product as UsageInterval['product'],
+    component: r.component as UsageInterval['component'],
+    resourceId: r.resource_id as string,
+    partId: r.part_id as string | null,
+    gpuTypeId: r.gpu_type_id as string | null,
+    quantity: r.quantity as number,
+    priceMicros: r.price_micros as number,
+    periodMs: r.period_ms as number,
+    startedAt: r.started_at as number,
+    endedAt: r.ended_at as number | null,
   }
 }

@@ -2,7 +2,7 @@ import pg from 'pg'
 import type { JobStatus } from '../../contract/job.js'
 import { jsonText } from '../../domain/RawJson.js'
 import type { JobCounts, JobPatch, JobRecord, JobStore } from '../JobStore.js'
-import { json, toJob } from '../rows.js'
+import { COLUMNS, json, JSON_FIELDS, toJob } from '../rows.js'
 import type { WebhookDelivery } from '../WebhookStore.js'
 import type { PgGroupCommit } from './PgGroupCommit.js'
 import { atomically, type PgQueryable } from './PgQueryable.js'
@@ -10,21 +10,6 @@ import { insertDelivery } from './PgWebhookStore.js'
 
 type Row = Record<string, unknown>
 
-const COLUMNS: Record<string, string> = {
-  status: 'status',
-  startedAt: 'started_at',
-  completedAt: 'completed_at',
-  expiresAt: 'expires_at',
-  retainUntil: 'retain_until',
-  workerId: 'worker_id',
-  error: 'error',
-  retries: 'retries',
-  createdAt: 'created_at',
-  ttlMs: 'ttl_ms',
-  output: 'output',
-  progress: 'progress',
-}
-const JSON_FIELDS = new Set(['output', 'progress'])
 /** Every column but `input`: only take and get({ input: true }) read it (it may be 20 MB). */
 const NO_INPUT = `id, endpoint_id, account_id, seq, status, webhook, policy, s3_config, sync, low_priority, execution_timeout_ms, ttl_ms,
   retention_ms, created_at, started_at, completed_at, expires_at, retain_until, worker_id, output, error, retries, progress, stream_cursor`

@@ -1,6 +1,7 @@
 import { bucketEndAtOrAfter, bucketStart, splitSpan } from '../../domain/billing/buckets.js'
 import { intervalPieces, USAGE_COMPONENTS, type UsageComponent, type UsageInterval, type UsageSubject } from '../../domain/billing/usage.js'
 import type { DailyFilter, DailyGrouping, DailySum, UsageFilter, UsageStore } from '../UsageStore.js'
+import { toInterval } from '../rows.js'
 import { atomically, type PgQueryable } from './PgQueryable.js'
 
 const COLUMN: Record<UsageComponent, string> = { gpu: 'gpu', cpu: 'cpu', disk: 'disk', fee: 'fee', standard: 'standard', highPerformance: 'high_performance', networking: 'networking' }
@@ -144,19 +145,3 @@ function conditions(f: UsageFilter | DailyFilter, values: unknown[]): { where: s
   return { where, values: out }
 }
 
-function toInterval(r: Record<string, unknown>): UsageInterval {
-  return {
-    id: r.id as number,
-    accountId: r.account_id as string,
-    product: r.product as UsageInterval['product'],
-    component: r.component as UsageInterval['component'],
-    resourceId: r.resource_id as string,
-    partId: r.part_id as string | null,
-    gpuTypeId: r.gpu_type_id as string | null,
-    quantity: r.quantity as number,
-    priceMicros: r.price_micros as number,
-    periodMs: r.period_ms as number,
-    startedAt: r.started_at as number,
-    endedAt: r.ended_at as number | null,
-  }
-}

@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3'
 import type { JobStatus } from '../../contract/job.js'
 import { jsonText } from '../../domain/RawJson.js'
 import type { JobCounts, JobPatch, JobRecord, JobStore } from '../JobStore.js'
-import { json, toJob } from '../rows.js'
+import { COLUMNS, json, JSON_FIELDS, toJob } from '../rows.js'
 import type { WebhookDelivery } from '../WebhookStore.js'
 import { GroupCommit } from './GroupCommit.js'
 import { JobCounters, type Tally } from './JobCounters.js'
@@ -17,21 +17,6 @@ interface PatchStatement {
   fields: Array<[key: string, param: string, isJson: boolean]>
 }
 
-const COLUMNS: Record<string, string> = {
-  status: 'status',
-  startedAt: 'started_at',
-  completedAt: 'completed_at',
-  expiresAt: 'expires_at',
-  retainUntil: 'retain_until',
-  workerId: 'worker_id',
-  error: 'error',
-  retries: 'retries',
-  createdAt: 'created_at',
-  ttlMs: 'ttl_ms',
-  output: 'output',
-  progress: 'progress',
-}
-const JSON_FIELDS = new Set(['output', 'progress'])
 const NEXT_SEQ = '(SELECT coalesce(max(seq), 0) + 1 FROM jobs)'
 /**
  * Every column but `input`: only take hands the input on (to a worker); every other read leaves it in the

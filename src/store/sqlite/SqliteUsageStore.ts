@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3'
 import { bucketEndAtOrAfter, bucketStart, splitSpan } from '../../domain/billing/buckets.js'
 import { intervalPieces, USAGE_COMPONENTS, type UsageComponent, type UsageInterval, type UsageSubject } from '../../domain/billing/usage.js'
 import type { DailyFilter, DailyGrouping, DailySum, UsageFilter, UsageStore } from '../UsageStore.js'
+import { toInterval } from '../rows.js'
 
 const COLUMN: Record<UsageComponent, string> = { gpu: 'gpu', cpu: 'cpu', disk: 'disk', fee: 'fee', standard: 'standard', highPerformance: 'high_performance', networking: 'networking' }
 
@@ -167,20 +168,3 @@ function conditions(f: UsageFilter | DailyFilter): { where: string; params: Reco
   return { where, params }
 }
 
-function toInterval(row: unknown): UsageInterval {
-  const r = row as Record<string, string | number | null>
-  return {
-    id: r.id as number,
-    accountId: r.account_id as string,
-    product: r.product as UsageInterval['product'],
-    component: r.component as UsageInterval['component'],
-    resourceId: r.resource_id as string,
-    partId: r.part_id as string | null,
-    gpuTypeId: r.gpu_type_id as string | null,
-    quantity: r.quantity as number,
-    priceMicros: r.price_micros as number,
-    periodMs: r.period_ms as number,
-    startedAt: r.started_at as number,
-    endedAt: r.ended_at as number | null,
-  }
-}
