@@ -13,7 +13,7 @@ import type { ClusterRecord } from '../store/ClusterStore.js'
 import type { Store } from '../store/Store.js'
 import type { Principal } from './AccountService.js'
 import type { NetworkVolumeService } from './NetworkVolumeService.js'
-import type { PodService } from './PodService.js'
+import { podCatalogView, type PodService } from './PodService.js'
 import type { SshKeyService } from './SshKeyService.js'
 
 /** What ClusterService needs. */
@@ -48,15 +48,7 @@ export class ClusterService {
       }
     }
     const spec = createClusterSpec(body, {
-      catalog: {
-        gpuType: (id) => {
-          const g = catalog.gpuType(id)
-          return g ? { manufacturer: g.manufacturer, maxCount: g.maxCount ?? 8 } : undefined
-        },
-        cpuFlavor: (id) => catalog.cpuFlavor(id),
-        dataCenter: (id) => catalog.dataCenter(id),
-        dataCenterIds: () => catalog.dataCenters.map((d) => d.id),
-      },
+      catalog: podCatalogView(catalog),
       volumes,
       sshKeys: await this.deps.sshKeys.keysOf(p.accountId),
       newPassword: () => randomBytes(12).toString('base64url'),

@@ -393,16 +393,7 @@ export class PodService {
   }
 
   private catalogView(): PodCatalogView {
-    const { catalog } = this.deps
-    return {
-      gpuType: (id) => {
-        const g = catalog.gpuType(id)
-        return g ? { manufacturer: g.manufacturer, maxCount: g.maxCount ?? 8 } : undefined
-      },
-      cpuFlavor: (id) => catalog.cpuFlavor(id),
-      dataCenter: (id) => catalog.dataCenter(id),
-      dataCenterIds: () => catalog.dataCenters.map((d) => d.id),
-    }
+    return podCatalogView(this.deps.catalog)
   }
 }
 
@@ -420,5 +411,18 @@ function allocationOf(pod: PodRecord): Allocation {
     cpuFlavorId: pod.cpu?.id ?? null,
     vcpus: pod.cpu?.vcpuCount ?? 0,
     memoryGb: pod.cpu?.memory ?? 0,
+  }
+}
+
+/** What the pod and cluster rules read of the catalog. */
+export function podCatalogView(catalog: CatalogService): PodCatalogView {
+  return {
+    gpuType: (id) => {
+      const g = catalog.gpuType(id)
+      return g ? { manufacturer: g.manufacturer, maxCount: g.maxCount ?? 8 } : undefined
+    },
+    cpuFlavor: (id) => catalog.cpuFlavor(id),
+    dataCenter: (id) => catalog.dataCenter(id),
+    dataCenterIds: () => catalog.dataCenters.map((d) => d.id),
   }
 }
