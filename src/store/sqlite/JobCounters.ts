@@ -24,16 +24,24 @@ export type Tally = Omit<JobCounts, 'oldestQueuedAt'> & {
  */
 export class JobCounters {
   private readonly tallies = new Map<string, Tally>()
+  /** The highest queue position (`seq`) in the table when it was counted: read in the same scan. */
+  readonly maxSeq: number
 
   constructor(db: Database.Database) {
-    const rows = db.prepare('SELECT endpoint_id, status, low_priority, count(*) AS n, coalesce(sum(retries), 0) AS retried FROM jobs GROUP BY endpoint_id, status, low_priority').all() as Array<{
+    const rows = db.prepare('SELECT endpoint_id, status, low_priority, count(*) AS n, coalesce(sum(retries), 0) AS retried, max(seq) AS max_seq FROM jobs GROUP BY endpoint_id, status, low_priority').all() as Array<{
       endpoint_id: string
       status: JobStatus
       low_priority: number
       n: number
       retried: number
+      max_seq: number
     }>
-    for (const r of rows) this.apply(r.endpoint_id, r.status, r.low_priority === 1, r.n, r.retried)
+    let maxSeq = 0
+    for (const r of rows) {
+      this.apply(r.endpoint_id, r.status, r.low_priority === 1, r.n, r.retried)
+      maxSeq = Math.max(maxSeq, r.max_seq)
+    }
+    this.maxSeq = maxSeq
   }
 
   /** A job appeared (inserted) or disappeared (deleted, `sign` -1). */

@@ -11,13 +11,12 @@ import type { TxGate } from './TxGate.js'
 
 type Row = Record<string, unknown>
 
-/** A prepared UPDATE of one patch shape, and which patch fields feed which parameters. */
+/** A prepared UPDATE of one patch shape, and the patch fields its first parameters take, in order. */
 interface PatchStatement {
   stmt: Database.Statement
-  fields: Array<[key: string, param: string, isJson: boolean]>
+  fields: Array<[key: string, isJson: boolean]>
 }
 
-const NEXT_SEQ = '(SELECT coalesce(max(seq), 0) + 1 FROM jobs)'
 /**
  * Every column but `input`: only take hands the input on (to a worker); every other read leaves it in the
  * table, so a 20 MB input is not copied out of SQLite on each status check or state move.
@@ -27,10 +26,10 @@ const NO_INPUT = `id, endpoint_id, account_id, seq, status, webhook, policy, s3_
 
 function prepare(db: Database.Database) {
   return {
+    // Positional parameters, in column order (see insert()): binding 24 named ones cost more than the row.
     insert: db.prepare(`INSERT INTO jobs (id, endpoint_id, account_id, seq, status, input, webhook, policy, s3_config, sync, low_priority,
         execution_timeout_ms, ttl_ms, retention_ms, created_at, started_at, completed_at, expires_at, retain_until, worker_id, output, error, retries, progress)
-      VALUES (@id, @endpointId, @accountId, ${NEXT_SEQ}, @status, @input, @webhook, @policy, @s3Config, @sync, @lowPriority,
-        @executionTimeoutMs, @ttlMs, @retentionMs, @createdAt, @startedAt, @completedAt, @expiresAt, @retainUntil, @workerId, @output, @error, @retries, @progress)`),
+      VALUES (${Array(24).fill('?').join(', ')})`),
     get: db.prepare(`SELECT ${NO_INPUT} FROM jobs WHERE id = ?`),
     getWithInput: db.prepare('SELECT * FROM jobs WHERE id = ?'),
     take: db.prepare(`UPDATE jobs SET status = 'IN_PROGRESS', worker_id = @workerId, started_at = @now, progress = NULL
@@ -63,7 +62,12 @@ function prepare(db: Database.Database) {
 export class SqliteJobStore implements JobStore {
   private readonly s: ReturnType<typeof prepare>
   private readonly patchStatements: Map<string, PatchStatement>
-  private readonly shared: { counters: JobCounters }
+  /**
+   * Shared by the transaction views: the counts, and the last queue position handed out. One process owns
+   * the file (DataDirLock), so positions are handed out here instead of by a max(seq) subquery (which needed
+   * an index on seq that every insert paid for).
+   */
+  private readonly shared: { counters: JobCounters; seq: number }
   private readonly commits: GroupCommit
   /** Set on the view used inside `Store.transaction`: writes run at once, in the open transaction. */
   private readonly direct: boolean
@@ -84,7 +88,8 @@ export class SqliteJobStore implements JobStore {
     }
     this.patchStatements = new Map()
     this.s = prepare(db)
-    this.shared = { counters: new JobCounters(db) }
+    const counters = new JobCounters(db)
+    this.shared = { counters, seq: counters.maxSeq }
     // A failed COMMIT undid the batch: recount from what the table really holds.
     this.commits = new GroupCommit(db, () => this.recount())
   }
@@ -96,7 +101,10 @@ export class SqliteJobStore implements JobStore {
 
   /** Rebuilds the counts from the table, after a rollback undid writes they followed. */
   recount(): void {
-    if (this.db.open) this.shared.counters = new JobCounters(this.db)
+    if (!this.db.open) return
+    this.shared.counters = new JobCounters(this.db)
+    // Never handed out twice: positions given to rolled-back rows stay unused.
+    this.shared.seq = Math.max(this.shared.seq, this.shared.counters.maxSeq)
   }
 
   private get counters(): JobCounters {
@@ -124,18 +132,18 @@ export class SqliteJobStore implements JobStore {
   }
 
   insert(job: JobRecord): Promise<void> {
-    const params = {
-      ...job,
-      input: jsonText(job.input),
-      policy: job.policy ? JSON.stringify(job.policy) : null,
-      s3Config: job.s3Config ? JSON.stringify(job.s3Config) : null,
-      sync: job.sync ? 1 : 0,
-      lowPriority: job.lowPriority ? 1 : 0,
-      output: json(job.output),
-      progress: json(job.progress),
-    }
+    const input = jsonText(job.input)
+    const policy = job.policy ? JSON.stringify(job.policy) : null
+    const s3Config = job.s3Config ? JSON.stringify(job.s3Config) : null
+    const output = json(job.output)
+    const progress = json(job.progress)
     return this.write(() => {
-      this.s.insert.run(params)
+      // Numbered when it runs: the group commit runs writes in the order they were asked for.
+      const seq = ++this.shared.seq
+      this.s.insert.run(
+        job.id, job.endpointId, job.accountId, seq, job.status, input, job.webhook, policy, s3Config, job.sync ? 1 : 0, job.lowPriority ? 1 : 0,
+        job.executionTimeoutMs, job.ttlMs, job.retentionMs, job.createdAt, job.startedAt, job.completedAt, job.expiresAt, job.retainUntil, job.workerId, output, job.error, job.retries, progress,
+      )
       this.counters.add(job)
     })
   }
@@ -159,21 +167,26 @@ export class SqliteJobStore implements JobStore {
 
   transition(id: string, from: readonly JobStatus[], patch: JobPatch, workerId?: string, outbox?: (job: JobRecord) => WebhookDelivery | undefined): Promise<JobRecord | undefined> {
     const { stmt, fields } = this.patchStatement(patch, from, workerId)
-    const params: Record<string, unknown> = { id }
-    for (const [key, param, isJson] of fields) {
+    // Positional, in the statement's order (see patchStatement): the SET values, then the WHERE's.
+    const args: unknown[] = []
+    for (const [key, isJson] of fields) {
       const v = (patch as Record<string, unknown>)[key]
-      params[param] = isJson ? json(v) : v
+      args.push(isJson ? json(v) : v)
     }
-    if (patch.retainFrom !== undefined) params.retainFrom = patch.retainFrom
-    for (let i = 0; i < from.length; i++) params[`from${i}`] = from[i]
-    if (workerId !== undefined) params.workerIdCond = workerId
+    const seqAt = patch.requeueAtEnd ? args.push(0) - 1 : -1
+    if (patch.retainFrom !== undefined) args.push(patch.retainFrom)
+    args.push(id, ...from)
+    if (workerId !== undefined) args.push(workerId)
     // What the counts need of the job before the move: known from `from` when it names one state.
     const counted = 'status' in patch || 'retries' in patch
     const known = from.length === 1 && !('retries' in patch)
-    // One savepoint of the group commit: the move, its chunk cleanup and its webhook delivery stand or fall together.
+    // The move, its chunk cleanup and its webhook delivery stand or fall together: in a savepoint of the
+    // group commit when there can be more than the UPDATE (a single statement fails alone without one).
+    const atomic = patch.clearStream === true || outbox !== undefined
     return this.write(() => {
+      if (seqAt >= 0) args[seqAt] = ++this.shared.seq
       const before = counted && !known ? (this.s.before.get(id) as { status: JobStatus; retries: number } | undefined) : undefined
-      const row = stmt.get(params) as Row | undefined
+      const row = stmt.get(args) as Row | undefined
       if (!row) return undefined
       if (patch.clearStream) this.s.deleteChunks.run(id)
       const job = toJob(row)
@@ -181,7 +194,7 @@ export class SqliteJobStore implements JobStore {
       if (delivery) this.webhooks.insertNow(delivery)
       if (counted) this.counters.move({ ...job, ...(known ? { status: from[0], retries: job.retries } : before!) }, job)
       return job
-    }, true)
+    }, atomic)
   }
 
   /**
@@ -196,14 +209,14 @@ export class SqliteJobStore implements JobStore {
     const fields: PatchStatement['fields'] = []
     for (const [key, col] of Object.entries(COLUMNS)) {
       if (!(key in patch)) continue
-      sets.push(`${col} = @p_${key}`)
-      fields.push([key, `p_${key}`, JSON_FIELDS.has(key)])
+      sets.push(`${col} = ?`)
+      fields.push([key, JSON_FIELDS.has(key)])
     }
-    if (patch.requeueAtEnd) sets.push(`seq = ${NEXT_SEQ}`)
+    if (patch.requeueAtEnd) sets.push('seq = ?')
     if (patch.clearStream) sets.push('stream_cursor = 0')
-    if (patch.retainFrom !== undefined) sets.push('retain_until = @retainFrom + retention_ms')
+    if (patch.retainFrom !== undefined) sets.push('retain_until = ? + retention_ms')
     if (sets.length === 0) sets.push('id = id')
-    const sql = `UPDATE jobs SET ${sets.join(', ')} WHERE id = @id AND status IN (${from.map((_, i) => `@from${i}`).join(', ')})${workerId !== undefined ? ' AND worker_id = @workerIdCond' : ''} RETURNING ${NO_INPUT}`
+    const sql = `UPDATE jobs SET ${sets.join(', ')} WHERE id = ? AND status IN (${from.map(() => '?').join(', ')})${workerId !== undefined ? ' AND worker_id = ?' : ''} RETURNING ${NO_INPUT}`
     prepared = { stmt: this.db.prepare(sql), fields }
     this.patchStatements.set(shape, prepared)
     return prepared
