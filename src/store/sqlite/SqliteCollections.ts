@@ -21,7 +21,8 @@ export class SqliteEndpointStore extends SqliteDocuments<EndpointRecord> impleme
   private readonly byRegistry = this.select(`account_id = ? AND json_extract(data, '$.registry') = ?`)
   private readonly byVolume = this.select(`account_id = ? AND EXISTS (SELECT 1 FROM json_each(data, '$.networkVolumes') WHERE value = ?)`)
   constructor(db: Database.Database) {
-    super(db, 'endpoint')
+    // Cached: every job submission and every GET of an endpoint reads one.
+    super(db, 'endpoint', () => null, { cache: true })
   }
   async referencing(accountId: string, ref: EndpointReference): Promise<string[]> {
     const hits = 'templateId' in ref ? this.byTemplate(accountId, ref.templateId) : 'registryId' in ref ? this.byRegistry(accountId, ref.registryId) : this.byVolume(accountId, ref.networkVolumeId)

@@ -8,12 +8,21 @@ import type { Owned, OwnedCollection } from '../OwnedCollection.js'
  */
 export class SqliteDocuments<T extends Owned> implements OwnedCollection<T> {
   private readonly s
+  /**
+   * Parsed documents by id, for kinds read on every request (endpoints: each /run, each GET of one). Sound
+   * because one process owns the file (DataDirLock) and every write of the table goes through this class:
+   * a write drops its entry, a rolled-back transaction drops them all (`forgetCached`). Entries are frozen,
+   * since every caller gets the same object.
+   */
+  private readonly cache: Map<string, T> | null
 
   constructor(
     protected readonly db: Database.Database,
     protected readonly kind: string,
     private readonly parentOf: (record: T) => string | null = () => null,
+    opts: { cache?: boolean } = {},
   ) {
+    this.cache = opts.cache ? new Map() : null
     this.s = {
       insert: db.prepare(
         `INSERT INTO documents (kind, id, account_id, parent_id, public, data, created_at, seq)
@@ -31,12 +40,25 @@ export class SqliteDocuments<T extends Owned> implements OwnedCollection<T> {
   }
 
   async insert(record: T): Promise<void> {
+    this.cache?.delete(record.id)
     this.s.insert.run(this.params(record))
   }
 
   async get(id: string): Promise<T | undefined> {
+    const hit = this.cache?.get(id)
+    if (hit) return hit
     const data = this.s.get.get(this.kind, id) as string | undefined
-    return data === undefined ? undefined : (JSON.parse(data) as T)
+    if (data === undefined) return undefined
+    const record = JSON.parse(data) as T
+    if (!this.cache) return record
+    if (this.cache.size >= CACHE_LIMIT) this.cache.clear()
+    this.cache.set(id, deepFreeze(record))
+    return record
+  }
+
+  /** Drops every cached document (their writes were rolled back). */
+  forgetCached(): void {
+    this.cache?.clear()
   }
 
   async list(accountId: string): Promise<T[]> {
@@ -44,10 +66,12 @@ export class SqliteDocuments<T extends Owned> implements OwnedCollection<T> {
   }
 
   async update(record: T): Promise<boolean> {
+    this.cache?.delete(record.id)
     return this.s.update.run(this.params(record)).changes > 0
   }
 
   async delete(id: string): Promise<boolean> {
+    this.cache?.delete(id)
     return this.s.delete.run(this.kind, id).changes > 0
   }
 
@@ -64,6 +88,7 @@ export class SqliteDocuments<T extends Owned> implements OwnedCollection<T> {
   }
 
   async deleteByParent(parentId: string): Promise<number> {
+    this.cache?.clear()
     return this.s.deleteOfParent.run(this.kind, parentId).changes
   }
 
@@ -81,4 +106,15 @@ export class SqliteDocuments<T extends Owned> implements OwnedCollection<T> {
     const isPublic = (record as { public?: unknown }).public === true ? 1 : 0
     return { kind: this.kind, id: record.id, accountId: record.accountId, parentId: this.parentOf(record), public: isPublic, data: JSON.stringify(record), createdAt: record.createdAt }
   }
+}
+
+/** Documents kept parsed per kind, at most (a few thousand endpoints is a large installation). */
+const CACHE_LIMIT = 10_000
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    for (const v of Object.values(value)) deepFreeze(v)
+    Object.freeze(value)
+  }
+  return value
 }

@@ -49,6 +49,8 @@ export class SqliteStore implements Store {
   private readonly gate = new TxGate()
   /** The same collections without the gate, handed to `transaction`'s callback. */
   private readonly tx: Collections
+  /** The endpoint documents, kept parsed in memory (dropped when a transaction rolls back). */
+  private readonly endpointDocs: SqliteEndpointStore
 
   /** Opens (creating if needed) the database file and brings its schema up to date. */
   constructor(file: string) {
@@ -67,6 +69,7 @@ export class SqliteStore implements Store {
     const db = this.db
     const webhooks = new SqliteWebhookStore(db)
     this.jobs = new SqliteJobStore(db, webhooks, this.gate)
+    this.endpointDocs = new SqliteEndpointStore(db)
     this.tx = {
       accounts: new SqliteAccountStore(db),
       apiKeys: new SqliteApiKeyStore(db),
@@ -74,7 +77,7 @@ export class SqliteStore implements Store {
       registries: new SqliteDocuments<RegistryRecord>(db, 'registry'),
       delegations: new SqliteDocuments<DelegationRecord>(db, 'delegation'),
       networkVolumes: new SqliteDocuments<NetworkVolumeRecord>(db, 'network_volume'),
-      endpoints: new SqliteEndpointStore(db),
+      endpoints: this.endpointDocs,
       releases: new SqliteReleaseStore(db),
       sshKeys: new SqliteSshKeyStore(db),
       jobs: this.jobs.inTransaction(),
@@ -113,8 +116,9 @@ export class SqliteStore implements Store {
       } catch (err) {
         if (this.db.inTransaction) {
           this.db.exec('ROLLBACK')
-          // Job counts followed writes that are now undone.
+          // Job counts and cached endpoints followed writes that are now undone.
           this.jobs.recount()
+          this.endpointDocs.forgetCached()
         }
         throw err
       }
