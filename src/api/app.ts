@@ -124,6 +124,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     logger: deps.logger ? undefined : false,
     bodyLimit: deps.bodyLimit,
     requestIdHeader: 'x-request-id',
+    // fast-json-stringify picks the branch of a union (an endpoint's requestUrls) by validating the value
+    // against each: without this every GET of an endpoint ran eight URI regular expressions on our own URLs.
+    // Formats stay in the schemas (and OpenAPI); they are checked on input, not on what we write.
+    serializerOpts: { ajv: { validateFormats: false } },
     // Per-request lines would dominate the log and cost time on the job hot path; errors are still logged.
     logController: new LogController({ disableRequestLogging: true }),
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
