@@ -23,17 +23,33 @@ export function jsonValue(v: unknown): unknown {
 
 /**
  * JSON.stringify that writes each RawJson inside `value` as its own text (JSON.stringify alone would write
- * its fields). The RawJson values are swapped for unique marker strings and spliced back in.
+ * its fields). Plain objects and arrays are walked here (what JSON.stringify would write of them, keys in
+ * the same order); everything else (strings, numbers, Dates and other objects with toJSON) is written by
+ * JSON.stringify itself. Job documents are shallow, their large parts are the RawJson texts, so the walk
+ * is short (a replacer function called for every key cost more, and a marker had to be spliced back).
  */
 export function stringifyWithRaw(value: unknown): string {
-  const raws: string[] = []
-  const marker = `\u0001raw${Math.random().toString(36).slice(2)}:`
-  const text = JSON.stringify(value, (_key, v: unknown) => (v instanceof RawJson ? marker + (raws.push(v.text) - 1) : v))
-  if (raws.length === 0) return text
-  // The marker's control character is written as \u0001 inside a JSON string.
-  const quoted = JSON.stringify(marker).slice(1, -1)
-  const parts = text.split(new RegExp(`"${quoted.replace(/[\\^$.*+?()[\]{}|]/g, '\\$&')}(\\d+)"`))
-  let out = parts[0]
-  for (let i = 1; i < parts.length; i += 2) out += raws[Number(parts[i])] + parts[i + 1]
-  return out
+  return write(value) ?? 'null'
+}
+
+/** The JSON text of `v`, or undefined where JSON.stringify writes nothing (undefined, functions, symbols). */
+function write(v: unknown): string | undefined {
+  if (typeof v !== 'object' || v === null) return JSON.stringify(v)
+  if (v instanceof RawJson) return v.text
+  if (Array.isArray(v)) {
+    let out = '['
+    for (let i = 0; i < v.length; i++) out += (i ? ',' : '') + (write(v[i]) ?? 'null')
+    return out + ']'
+  }
+  const proto = Object.getPrototypeOf(v) as object | null
+  if ((proto !== Object.prototype && proto !== null) || typeof (v as { toJSON?: unknown }).toJSON === 'function') return JSON.stringify(v, (_k, x: unknown) => (x instanceof RawJson ? JSON.parse(x.text) : x))
+  let out = '{'
+  let first = true
+  for (const key of Object.keys(v)) {
+    const text = write((v as Record<string, unknown>)[key])
+    if (text === undefined) continue
+    out += (first ? '' : ',') + JSON.stringify(key) + ':' + text
+    first = false
+  }
+  return out + '}'
 }
