@@ -68,6 +68,7 @@ export interface Hangar {
   readonly workers: WorkerService
   /** Deadline checks; `sweep()` runs one now (tests move their clock, then sweep). */
   readonly sweeper: JobSweeper
+  /** Scaling decisions; `poke()` resolves after one that started after the call (tests move their monotonic clock, then poke). */
   readonly scaler: Autoscaler
   /** Engine pings; `check()` runs one round now. */
   readonly hostMonitor: HostMonitor
@@ -83,7 +84,14 @@ export interface Hangar {
 }
 
 export interface StartOptions {
+  /** Business time: job deadlines, TTLs, billing, rate windows (tests move a ManualClock instead of sleeping). */
   clock?: Clock
+  /**
+   * Monotonic ms of the worker service and the autoscaler: heartbeats, idle timeouts, FlashBoot windows,
+   * crash back-off, the scaler's demand history (tests move it, then await `scaler.poke()`). The load
+   * balancer and the health checks keep real time: they pace requests and probes on the network.
+   */
+  monotonic?: () => number
   /** Overrides the pino logger built from config.logLevel (tests pass false). */
   logger?: pino.Logger | false
   /** Adds routes or hooks before the server listens (embedders, and tests of error handling). */
@@ -148,12 +156,13 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   // workers of a previous run can be adopted.
   let workerUrl = config.workerUrl ?? (config.port === 0 ? '' : publicBaseUrl({ ...config, publicUrl: undefined }, config.port))
   const workerUrlOf = (hostId: string) => engines.get(hostId)?.controlPlaneUrl ?? workerUrl
-  const workers = new WorkerService({ store, clock, runtime, catalog, lifecycle, events, config: config.jobs, dataDir: config.dataDir, installationId: installationId(config.dataDir), baseUrl: workerUrlOf, runtimeOf: (hostId) => runtime.runtimeOf(hostId), log, pullAuth: (ep) => pullAuth(registries, ep), metrics, lbDrainMs: config.loadBalancer.requestTimeoutMs, meter, feed })
+  const monotonic = opts.monotonic
+  const workers = new WorkerService({ store, clock, monotonic, runtime, catalog, lifecycle, events, config: config.jobs, dataDir: config.dataDir, installationId: installationId(config.dataDir), baseUrl: workerUrlOf, runtimeOf: (hostId) => runtime.runtimeOf(hostId), log, pullAuth: (ep) => pullAuth(registries, ep), metrics, lbDrainMs: config.loadBalancer.requestTimeoutMs, meter, feed })
   // LOAD_BALANCER endpoints: health checks make workers ready; the balancer hands requests to ready ones.
   const health = new HealthPoller({ workers, config: config.loadBalancer, log })
   const balancer = new LoadBalancer({ workers, health: (id) => health.health(id), coldStartTimeoutMs: config.loadBalancer.coldStartTimeoutMs })
   // The scaler drives the workers from queued jobs and waiting requests (it subscribes to both when it starts).
-  const scaler = new Autoscaler({ store, workers, events, log, clock, config: config.jobs, loadBalancer: balancer })
+  const scaler = new Autoscaler({ store, workers, events, log, clock, monotonic, config: config.jobs, loadBalancer: balancer })
   // Cycles, closed once both ends exist (each part above is built on the ones before it): the workers list
   // shows the scaler's and the health checks' view of the workers they watch; a READY check hands waiting
   // requests to the balancer's workers; the metrics, which the worker service reports to, count its workers.

@@ -70,12 +70,12 @@ export class Autoscaler {
 
   start(): void {
     this.stopped = false
-    this.timer = setInterval(() => this.poke(), this.o.config.scaleIntervalMs)
+    this.timer = setInterval(() => void this.poke(), this.o.config.scaleIntervalMs)
     this.timer.unref()
     // A queued job or a request waiting for a load-balancing worker: decide now, not at the next interval.
-    this.unsubscribe = [this.o.events.onQueued(() => this.poke())]
-    if (this.o.loadBalancer) this.unsubscribe.push(this.o.loadBalancer.onWaiting(() => this.poke()))
-    this.poke()
+    this.unsubscribe = [this.o.events.onQueued(() => void this.poke())]
+    if (this.o.loadBalancer) this.unsubscribe.push(this.o.loadBalancer.onWaiting(() => void this.poke()))
+    void this.poke()
   }
 
   /** Stops deciding; waits for a run in progress to finish. */
@@ -86,12 +86,15 @@ export class Autoscaler {
     await this.running
   }
 
-  /** Asks for a run soon (coalesced). */
-  poke(): void {
-    if (this.stopped) return
+  /**
+   * Asks for a run soon (coalesced). The promise settles once a run that started after this call has
+   * ended (sooner when the scaler stops or a run fails): tests move their monotonic clock, then await a decision.
+   */
+  poke(): Promise<void> {
+    if (this.stopped) return Promise.resolve()
     if (this.running) {
       this.again = true
-      return
+      return this.running
     }
     this.running = (async () => {
       try {
@@ -112,6 +115,7 @@ export class Autoscaler {
         this.running = undefined
       }
     })()
+    return this.running
   }
 
   /** One decision for every endpoint that has demand, workers or a minimum: public so tests can run it. */
