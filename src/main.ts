@@ -68,6 +68,7 @@ export interface Hangar {
   readonly workers: WorkerService
   /** Deadline checks; `sweep()` runs one now (tests move their clock, then sweep). */
   readonly sweeper: JobSweeper
+  /** Scaling decisions; `poke()` resolves after one that started after the call (tests move their monotonic clock, then poke). */
   readonly scaler: Autoscaler
   /** Engine pings; `check()` runs one round now. */
   readonly hostMonitor: HostMonitor
@@ -83,7 +84,14 @@ export interface Hangar {
 }
 
 export interface StartOptions {
+  /** Business time: job deadlines, TTLs, billing, rate windows (tests move a ManualClock instead of sleeping). */
   clock?: Clock
+  /**
+   * Monotonic ms of the worker service and the autoscaler: heartbeats, idle timeouts, FlashBoot windows,
+   * crash back-off, the scaler's demand history (tests move it, then await `scaler.poke()`). The load
+   * balancer and the health checks keep real time: they pace requests and probes on the network.
+   */
+  monotonic?: () => number
   /** Overrides the pino logger built from config.logLevel (tests pass false). */
   logger?: pino.Logger | false
   /** Adds routes or hooks before the server listens (embedders, and tests of error handling). */
@@ -118,16 +126,6 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   await feed.start()
   const accounts = new AccountService({ store, clock, feed })
 
-  // Counters live in Redis when several replicas must share one budget, else in this process.
-  const counters: CounterStore = config.redisUrl ? new RedisCounterStore(config.redisUrl) : new MemoryCounterStore()
-  const rateLimiter = new RateLimiter({
-    counters,
-    clock,
-    quotas: config.rateLimits.management,
-    perWorker: config.rateLimits.perWorker,
-    runningWorkers: (endpointId) => workers.runningCount(endpointId),
-  })
-
   const machine = await detectMachine(config.fleet.detectGpus)
   const catalog = new CatalogService(config.catalog, config.fleet, machine)
   // Registry credentials and jobs' S3 secrets are sealed with a key kept beside (not inside) the database.
@@ -141,15 +139,11 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   const networkVolumes = new NetworkVolumeService({ store, clock, catalog, volumesDir: join(config.dataDir, 'volumes'), meter })
   const sshKeys = new SshKeyService({ store, clock })
 
-  let url = ''
-  const endpoints = new EndpointService({ store, catalog, clock, templates, registries, networkVolumes, publicUrl: () => url, lbDomain: config.loadBalancer.domain, workerVersions: async (id) => workers.versions(id), feed })
-
   // Jobs. The lifecycle is the only writer of job states; events wake waiting requests.
-  // Gauges are read when scraped: job tallies of every endpoint, workers by the status users see.
-  const metrics: PromMetrics = new PromMetrics({
+  // Gauges are read when scraped: job tallies of every endpoint, and (below) workers by the status users see.
+  const metrics = new PromMetrics({
     now: () => clock.now(),
     jobCounts: async () => Promise.all((await store.endpoints.listAll()).map(async (e) => ({ endpointId: e.id, ...(await store.jobs.counts(e.id)) }))),
-    workerCounts: () => workers.endpointsWithWorkers().map((endpointId: string) => ({ endpointId, byStatus: workerCountsOf(workers.health(endpointId)) })),
   })
   const events = new JobEvents(feed)
   const webhooks = new WebhookDispatcher({ store, clock, log, retryDelayMs: config.jobs.webhookRetryDelayMs, timeoutMs: config.jobs.webhookTimeoutMs, metrics, feed })
@@ -162,19 +156,39 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   // workers of a previous run can be adopted.
   let workerUrl = config.workerUrl ?? (config.port === 0 ? '' : publicBaseUrl({ ...config, publicUrl: undefined }, config.port))
   const workerUrlOf = (hostId: string) => engines.get(hostId)?.controlPlaneUrl ?? workerUrl
-  const workers = new WorkerService({ store, clock, runtime, catalog, lifecycle, events, config: config.jobs, dataDir: config.dataDir, installationId: installationId(config.dataDir), baseUrl: workerUrlOf, runtimeOf: (hostId) => runtime.runtimeOf(hostId), log, pullAuth: (ep) => pullAuth(registries, ep), waiting: (id) => scaler.waiting(id), metrics, lbHealth: (id) => health.health(id), lbDrainMs: config.loadBalancer.requestTimeoutMs, meter, feed })
-  // LOAD_BALANCER endpoints: health checks make workers ready; the balancer hands requests to ready ones
-  // and tells the scaler when requests wait.
-  const health: HealthPoller = new HealthPoller({ workers, config: config.loadBalancer, log, onChecked: (id, h) => h === 'READY' && balancer.dispatch(id) })
-  const balancer: LoadBalancer = new LoadBalancer({ workers, health: (id) => health.health(id), onWaiting: () => scaler.poke(), coldStartTimeoutMs: config.loadBalancer.coldStartTimeoutMs })
-  const podEvents = opts.podEvents ?? new PodEvents()
-  const pods = new PodService({ store, clock, catalog, runtime, templates, registries, networkVolumes, sshKeys, events: podEvents, log, dataDir: config.dataDir, stopGraceMs: config.jobs.stopGraceMs, installationId: installationId(config.dataDir) })
-  const clusters = new ClusterService({ store, clock, catalog, pods, networkVolumes, sshKeys })
+  const monotonic = opts.monotonic
+  const workers = new WorkerService({ store, clock, monotonic, runtime, catalog, lifecycle, events, config: config.jobs, dataDir: config.dataDir, installationId: installationId(config.dataDir), baseUrl: workerUrlOf, runtimeOf: (hostId) => runtime.runtimeOf(hostId), log, pullAuth: (ep) => pullAuth(registries, ep), metrics, lbDrainMs: config.loadBalancer.requestTimeoutMs, meter, feed })
+  // LOAD_BALANCER endpoints: health checks make workers ready; the balancer hands requests to ready ones.
+  const health = new HealthPoller({ workers, config: config.loadBalancer, log })
+  const balancer = new LoadBalancer({ workers, health: (id) => health.health(id), coldStartTimeoutMs: config.loadBalancer.coldStartTimeoutMs })
+  // The scaler drives the workers from queued jobs and waiting requests (it subscribes to both when it starts).
+  const scaler = new Autoscaler({ store, workers, events, log, clock, monotonic, config: config.jobs, loadBalancer: balancer })
+  // Cycles, closed once both ends exist (each part above is built on the ones before it): the workers list
+  // shows the scaler's and the health checks' view of the workers they watch; a READY check hands waiting
+  // requests to the balancer's workers; the metrics, which the worker service reports to, count its workers.
+  workers.attach({ scaler, health })
+  health.onChecked((endpointId, h) => h === 'READY' && balancer.dispatch(endpointId))
+  metrics.countWorkers(() => workers.endpointsWithWorkers().map((endpointId) => ({ endpointId, byStatus: workerCountsOf(workers.health(endpointId)) })))
+
   const jobs = new JobService({ store, clock, events, lifecycle, workerHealth: (id) => workers.health(id), waitingReason: (job) => scaler.waitingReason(job.endpointId, job.lowPriority)?.message, streamWaitMs: config.jobs.streamWaitMs, secrets })
   const workerJobs = new WorkerJobService({ store, clock, events, lifecycle, workers, takeWaitMs: config.jobs.takeWaitMs, secrets })
   const sweeper = new JobSweeper({ store, clock, lifecycle, workers, log, intervalMs: config.jobs.sweepIntervalMs })
   const hostMonitor = new HostMonitor({ hosts: runtime.engineHosts(), runtime, fleet: catalog.fleet, workers, log, intervalMs: config.enginePingIntervalMs })
-  const scaler: Autoscaler = new Autoscaler({ store, workers, events, log, clock, config: config.jobs, loadBalancer: balancer })
+  const podEvents = opts.podEvents ?? new PodEvents()
+  const pods = new PodService({ store, clock, catalog, runtime, templates, registries, networkVolumes, sshKeys, events: podEvents, log, dataDir: config.dataDir, stopGraceMs: config.jobs.stopGraceMs, installationId: installationId(config.dataDir) })
+  const clusters = new ClusterService({ store, clock, catalog, pods, networkVolumes, sshKeys })
+  let url = ''
+  const endpoints = new EndpointService({ store, catalog, clock, templates, registries, networkVolumes, publicUrl: () => url, lbDomain: config.loadBalancer.domain, workerVersions: async (id) => workers.versions(id), feed })
+  // Counters live in Redis when several replicas must share one budget, else in this process. Job
+  // operations of an endpoint are allowed more the more workers it runs.
+  const counters: CounterStore = config.redisUrl ? new RedisCounterStore(config.redisUrl) : new MemoryCounterStore()
+  const rateLimiter = new RateLimiter({
+    counters,
+    clock,
+    quotas: config.rateLimits.management,
+    perWorker: config.rateLimits.perWorker,
+    runningWorkers: (endpointId) => workers.runningCount(endpointId),
+  })
 
   // What the leader does. The loops start once the server listens too (workers must be given its bound
   // address, unknown before with port 0): a deviation from store -> runtime -> services -> scaler order.

@@ -1,5 +1,6 @@
 import pino from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ManualClock } from './helpers/clock.js'
 import { pidOf } from './helpers/runtime.js'
 import { createEndpoint, endpointBody, jobCall, waitFinal } from './helpers/endpoints.js'
 import { startTestServer, type TestServer } from './helpers/server.js'
@@ -8,11 +9,17 @@ import { until } from './helpers/until.js'
 describe('the autoscaler', () => {
   let s: TestServer
   const logLines: Array<Record<string, any>> = []
+  // Monotonic time (idle timeouts, FlashBoot windows, heartbeats) moves only when a test moves it. Business
+  // time stays real: delayTime compares a real cold start with a real warm one.
+  const mono = new ManualClock()
   beforeAll(async () => {
     const logger = pino({ level: 'info' }, { write: (line: string) => void logLines.push(JSON.parse(line)) })
-    s = await startTestServer({ jobs: { pingIntervalMs: 500, sweepIntervalMs: 100 } }, { logger })
+    s = await startTestServer({ jobs: { pingIntervalMs: 500, sweepIntervalMs: 100 } }, { logger, monotonic: () => mono.now() })
   })
   afterAll(() => s.stop())
+
+  /** A scaling decision that started after this call, done. */
+  const decision = () => s.hangar.scaler.poke()
 
   const workers = async (ep: string) => (await s.api('GET', `/v2/serverless/${ep}/workers`)).body
   const sleepJob = (ep: string, ms: number, extra: Record<string, unknown> = {}) => jobCall(s, 'POST', `/v2/${ep}/run`, { input: { ms }, ...extra }).then((r) => r.body.id as string)
@@ -44,7 +51,15 @@ describe('the autoscaler', () => {
     expect((await workers(ep)).workers.find((w: any) => w.id === firstDone.workerId)?.jobsDone).toBeGreaterThanOrEqual(1)
     for (const id of ids) expect((await waitFinal(s, ep, id)).status).toBe('COMPLETED')
     expect(new Set((await s.hangar.store.workers.listRecent(ep, 20)).map((w) => w.id)).size).toBe(3)
-    await until(async () => (await workers(ep)).summary.total === 0, 15_000, 'scale down to min (0)')
+    // Idle workers stay until the idle timeout (1 s) has passed since a decision saw them idle, then go.
+    await until(async () => (await workers(ep)).summary.idle === 3, 10_000, 'three idle workers')
+    await decision()
+    mono.advance(900)
+    await decision()
+    expect((await workers(ep)).summary).toMatchObject({ idle: 3, total: 3 })
+    mono.advance(200)
+    await decision()
+    expect((await workers(ep)).summary.total).toBe(0)
     expect((await jobCall(s, 'GET', `/v2/${ep}/health`)).body.workers).toMatchObject({ idle: 0, running: 0, initializing: 0, ready: 0, throttled: 0, unhealthy: 0 })
 
     const decisions = logLines.filter((l) => l.msg === 'scaling decision' && l.endpointId === ep)
@@ -56,10 +71,12 @@ describe('the autoscaler', () => {
     const ep = (await createEndpoint(s, endpointBody('hangar/echo:latest', { name: 'flash', flashboot: 'FLASHBOOT', workers: { min: 0, max: 1, idleTimeout: 1 } }))).id
     const cold = (await jobCall(s, 'POST', `/v2/${ep}/runsync`, { input: { n: 1 } })).body
     expect(cold.status).toBe('COMPLETED')
-    const parked = await until(async () => {
-      const list = await workers(ep)
-      return list.parked.length === 1 ? list : undefined
-    }, 10_000, 'a parked worker')
+    // Idle past its timeout (1 s), the worker is parked.
+    await until(async () => (await workers(ep)).summary.idle === 1, 10_000, 'an idle worker')
+    await decision()
+    mono.advance(1_100)
+    await decision()
+    const parked = await workers(ep)
     expect(parked.parked[0]).toMatchObject({ id: cold.workerId, status: 'PARKED', parkedUntil: expect.any(String), jobsDone: 1 })
     expect(parked.summary).toMatchObject({ total: 0, parked: 1, idle: 0 })
     const record = (await s.hangar.store.workers.get(cold.workerId))!
@@ -67,7 +84,8 @@ describe('the autoscaler', () => {
 
     // A parked worker takes no job: lowPriority jobs never scale up, so this one waits.
     const low = (await jobCall(s, 'POST', `/v2/${ep}/run`, { input: { low: true }, policy: { lowPriority: true } })).body.id
-    await new Promise((r) => setTimeout(r, 700))
+    await decision()
+    expect((await workers(ep)).summary).toMatchObject({ total: 0, parked: 1 })
     const lowStatus = (await jobCall(s, 'GET', `/v2/${ep}/status/${low}`)).body
     expect(lowStatus).toMatchObject({ status: 'IN_QUEUE', waitingReason: expect.stringMatching(/^lowPriority jobs never start workers/) })
 

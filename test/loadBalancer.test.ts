@@ -4,6 +4,7 @@ import { Readable } from 'node:stream'
 import { request } from 'undici'
 import { WebSocket } from 'ws'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ManualClock } from './helpers/clock.js'
 import { createEndpoint, endpointBody } from './helpers/endpoints.js'
 import { lbBody, lbFetch } from './helpers/lb.js'
 import { startTestServer, type TestServer } from './helpers/server.js'
@@ -137,11 +138,16 @@ describe('LOAD_BALANCER traffic through requestUrls.base', () => {
 
 describe('LOAD_BALANCER scaling', () => {
   let s: TestServer
+  // The workers' idle time is monotonic and moves only when a test moves it (health checks keep real time).
+  const mono = new ManualClock()
   beforeAll(async () => {
-    s = await startTestServer({
-      jobs: { pingIntervalMs: 500, crashBackoffMs: 100, stopGraceMs: 1_000 },
-      loadBalancer: { healthIntervalMs: 100, startingHealthIntervalMs: 30, coldStartTimeoutMs: 20_000 },
-    })
+    s = await startTestServer(
+      {
+        jobs: { pingIntervalMs: 500, crashBackoffMs: 100, stopGraceMs: 1_000 },
+        loadBalancer: { healthIntervalMs: 100, startingHealthIntervalMs: 30, coldStartTimeoutMs: 20_000 },
+      },
+      { monotonic: () => mono.now() },
+    )
   })
   afterAll(() => s.stop())
 
@@ -173,7 +179,13 @@ describe('LOAD_BALANCER scaling', () => {
   it('scales to zero after the idle timeout and back on the next request', async () => {
     const ep = await createEndpoint(s, lbBody({ name: 'zero', workers: { min: 0, max: 1, idleTimeout: 1 } }))
     expect((await lbFetch(s, ep.id, '/whoami')).status).toBe(200)
-    await until(async () => ((await s.api('GET', `/v2/serverless/${ep.id}/workers`)).body.summary.total === 0 ? true : undefined), 15_000, 'no workers')
+    const summary = async () => (await s.api('GET', `/v2/serverless/${ep.id}/workers`)).body.summary
+    await until(async () => (await summary()).idle === 1, 10_000, 'an idle worker')
+    // Idle past its timeout (1 s) since a decision saw it idle, the worker goes.
+    await s.hangar.scaler.poke()
+    mono.advance(1_100)
+    await s.hangar.scaler.poke()
+    expect((await summary()).total).toBe(0)
     expect((await lbFetch(s, ep.id, '/whoami')).status).toBe(200)
   })
 })

@@ -23,7 +23,17 @@ export interface AutoscalerOptions {
   /** Monotonic ms for the demand history. */
   monotonic?: () => number
   /** Requests of LOAD_BALANCER endpoints (waiting and in flight): their demand, scaled by planLbScaling's rule. */
-  loadBalancer?: { demand(endpointId: string): LbDemand; busyEndpoints(): string[] }
+  loadBalancer?: BalancerDemand
+}
+
+/** What the scaler reads from the load balancer (see LoadBalancer). */
+export interface BalancerDemand {
+  /** Waiting and in-flight requests of an endpoint. */
+  demand(endpointId: string): LbDemand
+  /** Endpoints with requests waiting or in flight. */
+  busyEndpoints(): string[]
+  /** Calls `listener` when a request starts waiting for a worker (a cold start); returns the unsubscribe. */
+  onWaiting(listener: (endpointId: string) => void): () => void
 }
 
 /** Waiting jobs of an endpoint and why they wait, for the workers list. */
@@ -44,7 +54,7 @@ const RERUN_GAP_MS = 50
  */
 export class Autoscaler {
   private timer: NodeJS.Timeout | undefined
-  private unsubscribe: (() => void) | undefined
+  private unsubscribe: Array<() => void> = []
   private running: Promise<void> | undefined
   private again = false
   private stopped = false
@@ -60,26 +70,31 @@ export class Autoscaler {
 
   start(): void {
     this.stopped = false
-    this.timer = setInterval(() => this.poke(), this.o.config.scaleIntervalMs)
+    this.timer = setInterval(() => void this.poke(), this.o.config.scaleIntervalMs)
     this.timer.unref()
-    this.unsubscribe = this.o.events.onQueued(() => this.poke())
-    this.poke()
+    // A queued job or a request waiting for a load-balancing worker: decide now, not at the next interval.
+    this.unsubscribe = [this.o.events.onQueued(() => void this.poke())]
+    if (this.o.loadBalancer) this.unsubscribe.push(this.o.loadBalancer.onWaiting(() => void this.poke()))
+    void this.poke()
   }
 
   /** Stops deciding; waits for a run in progress to finish. */
   async stop(): Promise<void> {
     this.stopped = true
     clearInterval(this.timer)
-    this.unsubscribe?.()
+    for (const off of this.unsubscribe.splice(0)) off()
     await this.running
   }
 
-  /** Asks for a run soon (coalesced). */
-  poke(): void {
-    if (this.stopped) return
+  /**
+   * Asks for a run soon (coalesced). The promise settles once a run that started after this call has
+   * ended (sooner when the scaler stops or a run fails): tests move their monotonic clock, then await a decision.
+   */
+  poke(): Promise<void> {
+    if (this.stopped) return Promise.resolve()
     if (this.running) {
       this.again = true
-      return
+      return this.running
     }
     this.running = (async () => {
       try {
@@ -100,6 +115,7 @@ export class Autoscaler {
         this.running = undefined
       }
     })()
+    return this.running
   }
 
   /** One decision for every endpoint that has demand, workers or a minimum: public so tests can run it. */

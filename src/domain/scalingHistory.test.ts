@@ -21,6 +21,13 @@ describe('scaling history', () => {
     expect(peakDesired([], 5_000)).toBe(0)
   })
 
+  it('of samples taken at the same time, the newest is the one in effect', () => {
+    // Busy (3), then idle (0) within one clock reading; a window later, only the idle level holds.
+    const hist = relativeHistory([{ at: 1_000, queued: 5, desired: 3 }, { at: 1_000, queued: 0, desired: 0 }], 2_100)
+    expect(peakDesired(hist, 1_000)).toBe(0)
+    expect(peakDesired(hist, 2_000)).toBe(3)
+  })
+
   it('burstJump compares with the lowest count of the window', () => {
     const hist = relativeHistory([{ at: 0, queued: 10, desired: 1 }, { at: 9_000, queued: 2, desired: 1 }, { at: 9_500, queued: 4, desired: 1 }], 10_000)
     expect(burstJump(hist, 9)).toBe(7)

@@ -18,11 +18,13 @@ export function peakDesired(history: DemandSample[], windowMs: number): number {
 
 /**
  * The samples in effect at some point of the last `windowMs`: those taken within it, and the one in
- * effect when it began (the newest older sample, or "nothing" when there is none).
+ * effect when it began (the newest older sample, or "nothing" when there is none). Samples taken at the
+ * same time (a monotonic clock may read the same twice) are in effect in their order, newest last.
  */
 function inEffect(history: DemandSample[], windowMs: number): DemandSample[] {
   const within = history.filter((s) => s.agoMs <= windowMs)
-  const before = history.filter((s) => s.agoMs > windowMs).sort((a, b) => a.agoMs - b.agoMs)[0] ?? { agoMs: Infinity, queued: 0, desired: 0 }
+  let before: DemandSample = { agoMs: Infinity, queued: 0, desired: 0 }
+  for (const s of history) if (s.agoMs > windowMs && s.agoMs <= before.agoMs) before = s
   return [before, ...within]
 }
 

@@ -3,12 +3,16 @@ import type { JobStatus } from '../contract/job.js'
 import type { Metrics, WebhookOutcome } from '../services/Metrics.js'
 import type { JobCounts } from '../store/JobStore.js'
 
-/** What the scrape-time gauges read; both are called only when /metrics is scraped. */
+/** Workers of one endpoint by the status GET .../workers shows. */
+export interface WorkerCounts {
+  endpointId: string
+  byStatus: Record<string, number>
+}
+
+/** What the scrape-time gauges read (called only when /metrics is scraped); live workers come later, see `countWorkers`. */
 export interface PromMetricsOptions {
   /** Job counts of every endpoint (waiting, running, kept finished ones, the oldest wait). */
   jobCounts: () => Promise<Array<{ endpointId: string } & JobCounts>>
-  /** Workers of every endpoint that has some, by the status GET .../workers shows. */
-  workerCounts: () => Array<{ endpointId: string; byStatus: Record<string, number> }>
   /** Epoch ms on the same clock as `oldestQueuedAt`. */
   now: () => number
   /** Process metrics (CPU, memory, event-loop lag); default true. */
@@ -43,6 +47,8 @@ export class PromMetrics implements Metrics {
   // Series looked up once per label set: prom-client hashes the labels on every call otherwise, and these
   // two are called once per request and once per job. (Counters and histograms are never reset.)
   private readonly httpChildren = new Map<string, ReturnType<Histogram<'method' | 'route' | 'status_code'>['labels']>>()
+  /** Workers of every endpoint that has some (none until `countWorkers`). */
+  private workerCounts: () => WorkerCounts[] = () => []
   private readonly finishedChildren = new Map<string, { count: ReturnType<Counter<'endpoint' | 'status'>['labels']>; duration: ReturnType<Histogram<'endpoint' | 'status'>['labels']> }>()
 
   constructor(opts: PromMetricsOptions) {
@@ -94,6 +100,7 @@ export class PromMetrics implements Metrics {
         for (const c of await counts()) this.set({ endpoint: c.endpointId }, c.oldestQueuedAt === null ? 0 : Math.max(0, now - c.oldestQueuedAt) / 1000)
       },
     })
+    const workerCounts = () => this.workerCounts()
     new Gauge({
       name: 'hangar_workers',
       help: 'Workers by status (RUNNING, IDLE, INITIALIZING, THROTTLED, UNHEALTHY)',
@@ -101,9 +108,17 @@ export class PromMetrics implements Metrics {
       registers,
       collect() {
         this.reset()
-        for (const { endpointId, byStatus } of opts.workerCounts()) for (const [status, n] of Object.entries(byStatus)) this.set({ endpoint: endpointId, status }, n)
+        for (const { endpointId, byStatus } of workerCounts()) for (const [status, n] of Object.entries(byStatus)) this.set({ endpoint: endpointId, status }, n)
       },
     })
+  }
+
+  /**
+   * Where the workers gauge reads live workers. Given after construction: the worker service reports cold
+   * starts to these metrics, so it is built after them.
+   */
+  countWorkers(counts: () => WorkerCounts[]): void {
+    this.workerCounts = counts
   }
 
   jobFinished(endpointId: string, status: JobStatus, runMs: number | null): void {

@@ -6,8 +6,6 @@ import type { HttpWorker, WorkerService } from './WorkerService.js'
 
 export interface HealthPollerOptions {
   workers: Pick<WorkerService, 'httpWorkers' | 'contact' | 'lose'>
-  /** A worker's health was read (READY ones may take waiting requests now). */
-  onChecked: (endpointId: string, health: LbHealth) => void
   config: Pick<LoadBalancerConfig, 'healthIntervalMs' | 'startingHealthIntervalMs' | 'healthTimeoutMs' | 'unhealthyAfter'>
   log: Log
   monotonic?: () => number
@@ -35,6 +33,7 @@ export class HealthPoller {
   private agent = new Agent({ keepAliveTimeout: 10_000, connections: 2 })
   private timer: NodeJS.Timeout | undefined
   private readonly mono: () => number
+  private readonly checkedListeners = new Set<(endpointId: string, health: LbHealth) => void>()
 
   constructor(private readonly o: HealthPollerOptions) {
     this.mono = o.monotonic ?? (() => performance.now())
@@ -50,6 +49,15 @@ export class HealthPoller {
   async stop(): Promise<void> {
     clearInterval(this.timer)
     await this.agent.close()
+  }
+
+  /**
+   * Calls `listener` after each health read of a worker (a READY one may take waiting requests now).
+   * Returns the unsubscribe.
+   */
+  onChecked(listener: (endpointId: string, health: LbHealth) => void): () => void {
+    this.checkedListeners.add(listener)
+    return () => this.checkedListeners.delete(listener)
   }
 
   /** The last health read of a worker; undefined before the first check. */
@@ -106,6 +114,6 @@ export class HealthPoller {
         this.o.workers.lose(w.id, `worker ${w.id} failed ${t.failures} health checks in a row on port ${w.address.healthPort} ${path}: ${why}`)
       }
     }
-    this.o.onChecked(w.endpointId, t.health)
+    for (const listener of this.checkedListeners) listener(w.endpointId, t.health)
   }
 }

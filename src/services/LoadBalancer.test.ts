@@ -20,7 +20,8 @@ describe('LoadBalancer', () => {
   it('serves waiting requests in arrival order as capacity frees up', async () => {
     const f = fleet(['a'])
     const waited: string[] = []
-    const lb = new LoadBalancer({ workers: f.port, health: () => 'READY', onWaiting: (id) => waited.push(id), coldStartTimeoutMs: 5_000 })
+    const lb = new LoadBalancer({ workers: f.port, health: () => 'READY', coldStartTimeoutMs: 5_000 })
+    lb.onWaiting((id) => waited.push(id))
     const first = await lb.acquire('e', 1)
     const order: number[] = []
     const later = [1, 2, 3].map((n) => lb.acquire('e', 1).then((lease) => (order.push(n), lease)))
@@ -38,14 +39,14 @@ describe('LoadBalancer', () => {
   it('sends each request to the least busy healthy worker, never to one that is not READY or is draining', async () => {
     const f = fleet(['a', 'b', 'c'])
     f.workers.get('c')!.retiring = true
-    const lb = new LoadBalancer({ workers: f.port, health: (id) => (id === 'b' ? 'INITIALIZING' : 'READY'), onWaiting: () => {}, coldStartTimeoutMs: 5_000 })
+    const lb = new LoadBalancer({ workers: f.port, health: (id) => (id === 'b' ? 'INITIALIZING' : 'READY'), coldStartTimeoutMs: 5_000 })
     const leases = [await lb.acquire('e', 4), await lb.acquire('e', 4)]
     expect(leases.map((l) => l.workerId)).toEqual(['a', 'a'])
   })
 
   it('answers 503 with Retry-After when no worker becomes ready in time, and forgets a request whose client left', async () => {
     const f = fleet([])
-    const lb = new LoadBalancer({ workers: f.port, health: () => 'READY', onWaiting: () => {}, coldStartTimeoutMs: 50 })
+    const lb = new LoadBalancer({ workers: f.port, health: () => 'READY', coldStartTimeoutMs: 50 })
     const err = await lb.acquire('e', 1).catch((e: unknown) => e)
     expect(err).toBeInstanceOf(DomainError)
     expect((err as DomainError).kind).toBe('unavailable')

@@ -6,8 +6,6 @@ export interface LoadBalancerDeps {
   workers: Pick<WorkerService, 'httpWorkers' | 'requestStarted' | 'requestEnded'>
   /** The last health check of a worker (only READY workers get requests). */
   health: (workerId: string) => LbHealth | undefined
-  /** A request started waiting: the scaler should look at the endpoint now (cold start). */
-  onWaiting: (endpointId: string) => void
   /** How long a request waits for a worker before a 503. */
   coldStartTimeoutMs: number
   /** Monotonic ms. */
@@ -40,10 +38,20 @@ export class LoadBalancer {
   private readonly queues = new Map<string, Waiter[]>()
   private readonly inFlight = new Map<string, number>()
   private readonly mono: () => number
+  private readonly waitingListeners = new Set<(endpointId: string) => void>()
   private seq = 0
 
   constructor(private readonly deps: LoadBalancerDeps) {
     this.mono = deps.monotonic ?? (() => performance.now())
+  }
+
+  /**
+   * Calls `listener` each time a request starts waiting in line (the scaler looks at the endpoint at once:
+   * a cold start). Returns the unsubscribe.
+   */
+  onWaiting(listener: (endpointId: string) => void): () => void {
+    this.waitingListeners.add(listener)
+    return () => this.waitingListeners.delete(listener)
   }
 
   /**
@@ -101,7 +109,7 @@ export class LoadBalancer {
       const q = this.queues.get(endpointId) ?? []
       q.push(waiter)
       this.queues.set(endpointId, q)
-      this.deps.onWaiting(endpointId)
+      for (const listener of this.waitingListeners) listener(endpointId)
     })
   }
 

@@ -57,23 +57,29 @@ export interface WorkerServiceDeps {
   runtimeOf?: (hostId: string) => string
   /** Credentials for an endpoint's private image (its `registry`), or null when it has none. */
   pullAuth?: (ep: EndpointRecord) => Promise<WorkloadSpec['pullAuth']>
-  /** Monotonic ms for heartbeats: process liveness is real time, whatever the business clock says. */
+  /** Monotonic ms for heartbeats, idle and parked times, crash back-off: process liveness is real time, whatever the business clock says. */
   monotonic?: () => number
-  /** Why an endpoint's waiting jobs wait (from the autoscaler), for the workers list. */
-  waiting?: (endpointId: string) => Promise<WorkerListContext['waiting']>
   /** Billing: told when a worker starts serving (its first call, or unparked) and stops (parked, exited). */
   meter?: WorkerMeter
   /** Observes cold starts. */
   metrics?: Metrics
   /** How long a retiring load-balancing worker may keep requests and WebSockets before it is stopped anyway. */
   lbDrainMs?: number
-  /** Health of a load-balancing worker as its health checks report it, for the workers list. */
-  lbHealth?: (workerId: string) => LbHealth | undefined
   /**
    * Several control-plane processes: the leader owns the live workers and describes them to the others
    * (`worker.state`); a follower serves their protocol calls and sends what it sees to the leader.
    */
   feed?: ChangeFeed
+}
+
+/** Why an endpoint's waiting jobs wait, as the autoscaler sees it (see Autoscaler.waiting). */
+export interface ScalingSignals {
+  waiting(endpointId: string): Promise<WorkerListContext['waiting']>
+}
+
+/** The last health check of a load-balancing worker (see HealthPoller). */
+export interface HealthReadings {
+  health(workerId: string): LbHealth | undefined
 }
 
 /** Where a load-balancing worker serves HTTP (PORT) and answers health checks (PORT_HEALTH), as published by the runtime. */
@@ -130,6 +136,9 @@ export class WorkerService {
   private readonly detached = new WeakSet<LiveWorker>()
   private readonly described = new Set<LiveWorker>()
   private describeTimer: NodeJS.Timeout | null = null
+  /** What the workers list shows from the parts that watch the workers (see `attach`). */
+  private scaler: ScalingSignals | null = null
+  private healthChecks: HealthReadings | null = null
 
   constructor(private readonly deps: WorkerServiceDeps) {
     this.mono = deps.monotonic ?? (() => performance.now())
@@ -148,6 +157,16 @@ export class WorkerService {
       })
       feed.on('worker.recycle', (id) => this.leading && this.recycle(id))
     }
+  }
+
+  /**
+   * Attaches the parts whose view the workers list shows: the autoscaler (why jobs wait) and the health checks
+   * of load-balancing workers. Both are built on this service (they watch and drive its workers), so they
+   * exist only after it: this is the one step that closes that loop, before the server listens.
+   */
+  attach(watchers: { scaler: ScalingSignals; health: HealthReadings }): void {
+    this.scaler = watchers.scaler
+    this.healthChecks = watchers.health
   }
 
   /** This process became the leader: its workers are the live ones (call `recover()` next to adopt the fleet's). */
@@ -563,13 +582,13 @@ export class WorkerService {
     const ep = await this.deps.store.endpoints.get(endpointId)
     if (!ep || ep.accountId !== accountId) throw notFound('endpoint', endpointId)
     return workerList(this.of(endpointId), {
-      health: this.deps.lbHealth,
+      health: (workerId) => this.healthChecks?.health(workerId),
       endpointVersion: ep.version,
       now: this.deps.clock.now(),
       mono: this.mono(),
       backoffMs: this.backoff.remainingMs(endpointId),
       parkWindowMs: parkWindowMs(ep.flashboot, this.deps.config),
-      waiting: (await this.deps.waiting?.(endpointId)) ?? { jobs: 0, lowPriorityJobs: 0, reason: null },
+      waiting: (await this.scaler?.waiting(endpointId)) ?? { jobs: 0, lowPriorityJobs: 0, reason: null },
       runtimeOf: this.deps.runtimeOf,
     })
   }

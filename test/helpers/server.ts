@@ -3,7 +3,6 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseConfig } from '../../src/config.js'
-import type { Clock } from '../../src/domain/clock.js'
 import { startHangar, type Hangar, type StartOptions } from '../../src/main.js'
 import { afterAll } from 'vitest'
 import { dropSchema, freshSchemaName } from './postgres.js'
@@ -40,14 +39,14 @@ export interface TestServer {
  * `overrides` is raw configuration (validated and defaulted like a config file); `sqlite: true` keeps the
  * embedded store whatever HANGAR_TEST_DATABASE_URL says (a test of moving from SQLite needs one).
  */
-export async function startTestServer(overrides: Record<string, unknown> = {}, opts: { clock?: Clock; dataDir?: string; sqlite?: boolean; configureApp?: StartOptions['configureApp']; logger?: StartOptions['logger'] } = {}): Promise<TestServer> {
+export async function startTestServer(overrides: Record<string, unknown> = {}, opts: Pick<StartOptions, 'clock' | 'monotonic' | 'configureApp' | 'logger'> & { dataDir?: string; sqlite?: boolean } = {}): Promise<TestServer> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'hangar-test-'))
   const pgUrl = opts.sqlite ? undefined : process.env.HANGAR_TEST_DATABASE_URL
   const schema = pgUrl && overrides.databaseUrl === undefined ? (opts.dataDir ? `hangar_t_${createHash('sha256').update(opts.dataDir).digest('hex').slice(0, 16)}` : freshSchemaName()) : undefined
   if (schema && opts.dataDir) keptSchemas.add(schema)
   const database = schema ? { databaseUrl: pgUrl, databaseSchema: schema } : {}
   const config = parseConfig({ host: '127.0.0.1', port: 0, logLevel: 'silent', dataDir, fleet: { detectGpus: false }, ...database, ...overrides })
-  const hangar = await startHangar(config, { clock: opts.clock, logger: opts.logger ?? false, configureApp: opts.configureApp })
+  const hangar = await startHangar(config, { clock: opts.clock, monotonic: opts.monotonic, logger: opts.logger ?? false, configureApp: opts.configureApp })
   const adminKey = hangar.adminKey ?? (await import('node:fs')).readFileSync(join(dataDir, 'admin-key'), 'utf8').trim()
 
   const api = async <T = any>(method: string, path: string, body?: unknown, key: string | null = adminKey): Promise<ApiResponse<T>> => {
