@@ -1,5 +1,8 @@
 import Database from 'better-sqlite3'
-import { accountKey, createQueueEndpoint, jobServerConfig, round, startServer, until, type BenchContext, type BenchServer, type Row } from '../lib.js'
+import { spawn } from 'node:child_process'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { accountKey, createQueueEndpoint, jobServerConfig, round, SERVER_ROOT, startServer, until, type BenchContext, type BenchServer, type Row } from '../lib.js'
 
 /** One cold start: client round trip and its parts, from the job's and the worker's stored times. */
 interface ColdStart {
@@ -27,11 +30,14 @@ export async function coldStart(ctx: BenchContext): Promise<Row[]> {
     for (let i = 0; i < runs; i++) all.push(await oneColdStart(s, key, i))
     const med = (k: keyof ColdStart) => round(median(all.map((c) => c[k])))
     const total = med('total')
+    const floor = await nodeBootFloor(runs)
     return [
       { workload: w, metric: 'first /runsync to COMPLETED', value: total, unit: 'ms', goal: '<= 250 ms', met: total <= 250, note: `median of ${runs}, hangar/echo:latest (node + TypeScript SDK); all: ${all.map((c) => round(c.total)).join(', ')} ms` },
       { workload: w, metric: 'submit -> process spawned', value: med('spawn'), unit: 'ms', note: 'scaling decision, placement, spawn' },
       { workload: w, metric: 'spawned -> job taken', value: med('ready'), unit: 'ms', note: 'process boot, SDK start, first job-take' },
       { workload: w, metric: 'taken -> answered', value: med('rest'), unit: 'ms', note: 'handler, job-done, /runsync wake-up' },
+      { workload: w, metric: 'floor: node starts and exits', value: floor.bare, unit: 'ms', note: `median of ${runs}: \`node -e 0\`, spawn to exit; no worker process boots faster on this machine` },
+      { workload: w, metric: 'floor: node loads the worker SDK and exits', value: floor.sdk, unit: 'ms', note: 'the part of "spawned -> job taken" before the first job-take is sent' },
     ]
   } finally {
     await s.stop()
@@ -59,6 +65,21 @@ async function oneColdStart(s: BenchServer, key: string, i: number): Promise<Col
   } finally {
     db.close()
   }
+}
+
+/** What starting node costs here, bare and with the worker SDK imported: the bound under a process cold start. */
+async function nodeBootFloor(runs: number): Promise<{ bare: number; sdk: number }> {
+  const sdk = pathToFileURL(join(SERVER_ROOT, 'dist/worker/index.js')).href
+  const time = async (args: string[]) => {
+    const all: number[] = []
+    for (let i = 0; i < runs; i++) {
+      const t0 = performance.now()
+      await new Promise<void>((resolve, reject) => spawn(process.execPath, args, { stdio: 'ignore' }).once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`node ${args.join(' ')} exited ${code}`)))))
+      all.push(performance.now() - t0)
+    }
+    return round(median(all))
+  }
+  return { bare: await time(['-e', '0']), sdk: await time(['--input-type=module', '-e', `await import(${JSON.stringify(sdk)})`]) }
 }
 
 export function median(xs: number[]): number {
