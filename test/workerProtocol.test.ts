@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createEndpoint, endpointBody, jobCall, waitStatus } from './helpers/endpoints.js'
+import { rawRequest } from './helpers/raw.js'
 import { startTestServer, type TestServer } from './helpers/server.js'
 
 const FORM = 'application/x-www-form-urlencoded'
@@ -25,6 +26,14 @@ describe('worker protocol (Python SDK replay)', () => {
   const take = () => call('GET', `${env.RUNPOD_WEBHOOK_GET_JOB}&job_in_progress=0`)
   const done = (jobId: string, body: unknown, isStream = false) =>
     call('POST', `${env.RUNPOD_WEBHOOK_POST_OUTPUT.replace('$ID', jobId)}&isStream=${isStream}`, typeof body === 'string' ? body : JSON.stringify(body), { 'x-request-id': jobId })
+  const doneBatch = (body: unknown, key = env.RUNPOD_AI_API_KEY) =>
+    fetch(env.HANGAR_WEBHOOK_POST_OUTPUT_BATCH, { method: 'POST', headers: { authorization: key, 'content-type': FORM }, body: typeof body === 'string' ? body : JSON.stringify(body) })
+  const takeBatch = async (n: number) => {
+    const r = await call('GET', `${env.RUNPOD_WEBHOOK_GET_JOB.replace('/job-take/', '/job-take-batch/')}&batch_size=${n}&job_in_progress=0`)
+    expect(r.status).toBe(200)
+    return ((await r.json()) as Array<{ id: string }>).map((j) => j.id)
+  }
+  const statusOf = async (id: string) => (await jobCall(s, 'GET', `/v2/${ep}/status/${id}`)).body
   const submit = async (input: Record<string, unknown>, extra: Record<string, unknown> = {}) => (await jobCall(s, 'POST', `/v2/${ep}/run`, { input, ...extra })).body.id as string
   const takeJob = async () => {
     const r = await take()
@@ -59,6 +68,7 @@ describe('worker protocol (Python SDK replay)', () => {
     expect(env.RUNPOD_WEBHOOK_POST_OUTPUT).toBe(`${base}/job-done/${wid}/$ID?gpu=CPU`)
     expect(env.RUNPOD_WEBHOOK_POST_STREAM).toBe(`${base}/job-stream/${wid}/$ID?gpu=CPU`)
     expect(env.RUNPOD_WEBHOOK_PING).toBe(`${base}/ping/${wid}?gpu=CPU`)
+    expect(env.HANGAR_WEBHOOK_POST_OUTPUT_BATCH).toBe(`${base}/job-done-batch/${wid}?gpu=CPU`)
     expect(env).toMatchObject({ RUNPOD_ENDPOINT_ID: ep, RUNPOD_PING_INTERVAL: '60000', RUNPOD_SKIP_AUTO_SYSTEM_CHECKS: 'true', CUDA_VISIBLE_DEVICES: '', DUMP_TO: expect.any(String) })
     expect(env.RUNPOD_AI_API_KEY).toMatch(/^hw_/)
     expect(env.RUNPOD_AI_API_KEY).not.toBe(s.adminKey)
@@ -150,6 +160,91 @@ describe('worker protocol (Python SDK replay)', () => {
     expect(late.status).toBe(200)
     expect(await late.json()).toEqual({ accepted: false, status: 'CANCELLED' })
     expect((await jobCall(s, 'GET', `/v2/${ep}/status/${id}`)).body.status).toBe('CANCELLED')
+  })
+
+  it('applies each item of a job-done-batch as job-done would, and answers for each in order', async () => {
+    const [done1, failed, progressing, stream, cancelled] = [await submit({ i: 1 }), await submit({ i: 2 }), await submit({ i: 3 }), await submit({ i: 4 }), await submit({ i: 5 })]
+    expect(await takeBatch(5)).toEqual([done1, failed, progressing, stream, cancelled])
+    expect((await jobCall(s, 'POST', `/v2/${ep}/cancel/${cancelled}`)).body.status).toBe('CANCELLED')
+    // As the SDK writes it: JSON text labelled form-urlencoded; the output keeps its digits (kept as raw text).
+    const r = await doneBatch(
+      `[{"id":"${done1}","output":{"big":12345678901234567890}},` +
+        `{"id":"${failed}","output":{"partial":1},"error":"handler said no"},` +
+        `{"id":"${progressing}","status":"IN_PROGRESS","output":{"percent":10}},` +
+        `{"id":"${stream}","output":["a","b"],"isStream":true},` +
+        `{"id":"${cancelled}","output":"too late"},` +
+        `{"id":"no-such-job","output":1}]`,
+    )
+    expect(r.status).toBe(200)
+    expect(await r.json()).toEqual({
+      results: [
+        { id: done1, accepted: true, status: 'COMPLETED' },
+        { id: failed, accepted: true, status: 'FAILED' },
+        { id: progressing, accepted: true, status: 'IN_PROGRESS' },
+        { id: stream, accepted: true, status: 'COMPLETED' },
+        { id: cancelled, accepted: false, status: 'CANCELLED' },
+        { id: 'no-such-job', accepted: false },
+      ],
+    })
+    const raw = await fetch(`${s.url}/v2/${ep}/status/${done1}`, { headers: { authorization: `Bearer ${s.adminKey}` } })
+    expect(await raw.text()).toContain('"output":{"big":12345678901234567890}')
+    expect(await statusOf(failed)).toMatchObject({ status: 'FAILED', error: 'handler said no', output: { partial: 1 } })
+    expect(await statusOf(progressing)).toMatchObject({ status: 'IN_PROGRESS', output: { percent: 10 } })
+    expect(await statusOf(stream)).toMatchObject({ status: 'COMPLETED', output: ['a', 'b'] })
+    expect(await statusOf(cancelled)).toMatchObject({ status: 'CANCELLED' })
+    // A later result for the job whose progress was posted completes it; [] is a batch of nothing.
+    expect(await (await doneBatch([{ id: progressing, output: 'end' }])).json()).toEqual({ results: [{ id: progressing, accepted: true, status: 'COMPLETED' }] })
+    expect(await (await doneBatch([])).json()).toEqual({ results: [] })
+    expect(await statusOf(progressing)).toMatchObject({ status: 'COMPLETED', output: 'end' })
+  })
+
+  it('refuses a malformed job-done-batch with a 400 naming the item at fault, and applies none of it', async () => {
+    const [a, b] = [await submit({}), await submit({})]
+    expect(await takeBatch(2)).toEqual([a, b])
+    const first = { id: a, output: 'must not be applied' }
+    const cases: Array<[unknown, RegExp]> = [
+      ['[{"id":"' + a + '","output":1},', /^job-done-batch body: it is not valid JSON \(malformed JSON body: unexpected end at byte \d+\)$/],
+      ['', /^job-done-batch body: it is not valid JSON \(empty body\)$/],
+      [first, /^job-done-batch body: it must be a JSON array of job-done bodies, each with its job's "id", not an object$/],
+      [[first, 'x'], /^job-done-batch body\[1\]: it must be a JSON object \(a job-done body with "id"\), not a string$/],
+      [[first, [{ id: b }]], /^job-done-batch body\[1\]: it must be a JSON object .*not an array$/],
+      [[first, { output: 1 }], /^job-done-batch body\[1\]\.id: missing: each result names its job with "id"$/],
+      [[first, { id: 7, output: 1 }], /^job-done-batch body\[1\]\.id: it must be the job id, a non-empty string, not a number$/],
+      [[first, { id: '', output: 1 }], /^job-done-batch body\[1\]\.id: .*not an empty one$/],
+      [[first, { id: b, output: 1 }, { id: a, output: 2 }], new RegExp(`^job-done-batch body\\[2\\]\\.id: job "${a}" is already at \\[0\\]: post each job once$`)],
+      [[first, { id: b, isStream: 'true' }], /^job-done-batch body\[1\]\.isStream: it must be true or false, not a string$/],
+      [[first, ...Array.from({ length: 256 }, (_, k) => ({ id: `other-${k}`, output: k }))], /^job-done-batch body: it holds 257 results, at most 256 are taken in one request$/],
+    ]
+    for (const [body, detail] of cases) {
+      const r = await doneBatch(body)
+      expect(r.status, JSON.stringify(body).slice(0, 80)).toBe(400)
+      expect(r.headers.get('content-type')).toMatch(/^application\/problem\+json/)
+      expect(((await r.json()) as { detail: string }).detail).toMatch(detail)
+    }
+    // Nothing was applied, and no job was failed for a body that could not be read.
+    expect(await statusOf(a)).toMatchObject({ status: 'IN_PROGRESS' })
+    expect(await statusOf(b)).toMatchObject({ status: 'IN_PROGRESS' })
+    // 256 is the limit itself.
+    const full = await doneBatch([{ id: a, output: 'a' }, { id: b, stopPod: false, output: 'b' }, ...Array.from({ length: 254 }, (_, k) => ({ id: `other-${k}`, output: k }))])
+    expect(full.status).toBe(200)
+    const { results } = (await full.json()) as { results: Array<{ id: string; accepted: boolean }> }
+    expect(results).toHaveLength(256)
+    expect(results.slice(0, 3)).toEqual([{ id: a, accepted: true, status: 'COMPLETED' }, { id: b, accepted: true, status: 'COMPLETED' }, { id: 'other-0', accepted: false }])
+    expect(await statusOf(a)).toMatchObject({ status: 'COMPLETED', output: 'a' })
+  })
+
+  it('takes job-done-batch only from the worker itself, and bounds its body like job-done', async () => {
+    const id = await submit({})
+    await takeJob()
+    expect((await doneBatch([{ id, output: 'forged' }], 'hw_wrong')).status).toBe(401)
+    expect((await doneBatch([{ id, output: 'forged' }], s.adminKey)).status).toBe(401)
+    const other = await fetch(env.HANGAR_WEBHOOK_POST_OUTPUT_BATCH.replace(env.RUNPOD_POD_ID, 'someoneelse'), { method: 'POST', headers: { authorization: env.RUNPOD_AI_API_KEY }, body: JSON.stringify([{ id, output: 'forged' }]) })
+    expect(other.status).toBe(401)
+    const u = new URL(env.HANGAR_WEBHOOK_POST_OUTPUT_BATCH)
+    const huge = await rawRequest(s.url, `POST ${u.pathname}${u.search} HTTP/1.1\r\nHost: x\r\nAuthorization: ${env.RUNPOD_AI_API_KEY}\r\nContent-Type: ${FORM}\r\nContent-Length: ${64 * 1024 * 1024 + 1}\r\nConnection: close\r\n\r\n[`)
+    expect(huge.status).toBe(413)
+    expect(await statusOf(id)).toMatchObject({ status: 'IN_PROGRESS' })
+    expect((await (await doneBatch([{ id, output: 'mine' }])).json()).results).toEqual([{ id, accepted: true, status: 'COMPLETED' }])
   })
 
   it('replaces the worker after a result with stopPod', async () => {

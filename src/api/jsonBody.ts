@@ -3,7 +3,7 @@ import type { IncomingHttpHeaders } from 'node:http'
 import type { Readable } from 'node:stream'
 import { DomainError } from '../domain/errors.js'
 import { RawJson } from '../domain/RawJson.js'
-import { JsonSyntaxError, scanJson, type JsonMember } from './jsonScan.js'
+import { JsonSyntaxError, scanJson, type JsonMember, type JsonSpan } from './jsonScan.js'
 
 /** How a JSON body is turned into a value. */
 export interface JsonBodyOptions {
@@ -62,18 +62,57 @@ export function readBody(payload: Readable & { headers?: IncomingHttpHeaders }, 
  * undefined for an empty body. With `rawField`, that member of a top-level object stays RawJson text.
  */
 export function decodeJsonBody(buf: Buffer, o: JsonBodyOptions): unknown {
-  const body = buf[0] === 0xef && buf[1] === 0xbb && buf[2] === 0xbf ? buf.subarray(3) : buf
-  if (isBlank(body)) return undefined
-  if (!isUtf8(body)) throw new JsonSyntaxError('the body is not valid UTF-8: JSON must be sent as UTF-8')
+  const body = utf8Body(buf)
+  if (body === undefined) return undefined
   const members: JsonMember[] | undefined = o.rawField ? [] : undefined
   scanJson(body, o.maxDepth, members)
   if (!members || body[firstByte(body)] !== 0x7b) return o.parse(body.toString('utf8'))
   const out: Record<string, unknown> = {}
-  for (const m of members) {
-    if (m.key === '__proto__') throw new JsonSyntaxError('JSON keys "__proto__" and "constructor.prototype" are not accepted')
-    out[m.key] = m.key === o.rawField ? (o.rawAnyType ? new RawJson(body.toString('utf8', m.start, m.end)) : raw(body, m)) : o.parse(body.toString('utf8', m.start, m.end))
+  for (const m of members) setMember(out, body, m, o)
+  return out
+}
+
+/**
+ * decodeJsonBody for a batch: a top-level array whose object elements each keep their `rawField` member as
+ * RawJson (`rawAnyType` as there), the rest of each object parsed. Elements that are not objects, and a
+ * top-level value that is not an array, come back parsed as they are, for the caller to refuse in its own
+ * words. Returns undefined for an empty body.
+ */
+export function decodeJsonArrayBody(buf: Buffer, o: JsonBodyOptions & { rawField: string }): unknown {
+  const body = utf8Body(buf)
+  if (body === undefined) return undefined
+  const members: JsonMember[] = []
+  const elements: JsonSpan[] = []
+  scanJson(body, o.maxDepth, members, elements)
+  if (body[firstByte(body)] !== 0x5b) return o.parse(body.toString('utf8'))
+  const out: unknown[] = new Array(elements.length)
+  // Members come in text order, so each element's members follow those of the element before.
+  let k = 0
+  for (let e = 0; e < elements.length; e++) {
+    const span = elements[e]
+    if (body[span.start] !== 0x7b) {
+      out[e] = o.parse(body.toString('utf8', span.start, span.end))
+      continue
+    }
+    const obj: Record<string, unknown> = {}
+    for (; k < members.length && members[k].element === e; k++) setMember(obj, body, members[k], o)
+    out[e] = obj
   }
   return out
+}
+
+/** The body without a leading byte-order mark, checked to be UTF-8; undefined when blank. */
+function utf8Body(buf: Buffer): Buffer | undefined {
+  const body = buf[0] === 0xef && buf[1] === 0xbb && buf[2] === 0xbf ? buf.subarray(3) : buf
+  if (isBlank(body)) return undefined
+  if (!isUtf8(body)) throw new JsonSyntaxError('the body is not valid UTF-8: JSON must be sent as UTF-8')
+  return body
+}
+
+/** Sets member `m` on `out`: `rawField` as RawJson (see JsonBodyOptions), any other parsed. */
+function setMember(out: Record<string, unknown>, body: Buffer, m: JsonMember, o: JsonBodyOptions): void {
+  if (m.key === '__proto__') throw new JsonSyntaxError('JSON keys "__proto__" and "constructor.prototype" are not accepted')
+  out[m.key] = m.key === o.rawField ? (o.rawAnyType ? new RawJson(body.toString('utf8', m.start, m.end)) : raw(body, m)) : o.parse(body.toString('utf8', m.start, m.end))
 }
 
 /**

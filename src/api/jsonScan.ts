@@ -3,11 +3,20 @@ export class JsonSyntaxError extends Error {
   readonly statusCode = 400
 }
 
-/** One member of the top-level object: its key and where its value lies in the text (byte offsets). */
-export interface JsonMember {
-  key: string
+/** Where a value lies in the text (byte offsets, `end` exclusive). */
+export interface JsonSpan {
   start: number
   end: number
+}
+
+/**
+ * One member of a listed object: its key and where its value lies in the text. The listed objects are the
+ * top-level object, or, when the elements of a top-level array are listed, each object element.
+ */
+export interface JsonMember extends JsonSpan {
+  key: string
+  /** When elements are listed: the index of the array element whose member this is. */
+  element?: number
 }
 
 const OBJ = 1
@@ -17,15 +26,23 @@ const ARR = 2
  * Checks that `b` holds exactly one JSON value, nested at most `maxDepth` deep, whose numbers are all finite,
  * without building it: one pass over the bytes with an explicit stack, so depth costs no call stack and a
  * 20 MB string costs no copy. When `members` is given, the top-level object's members are listed in it (so
- * a caller can keep one of them as raw text). Throws JsonSyntaxError naming the offset.
+ * a caller can keep one of them as raw text). When `elements` is given, the elements of a top-level array are
+ * listed in it, and `members` lists the members of each object element instead, tagged with the element's
+ * index (so each object of a batch can keep a field raw); a top-level value of another type lists nothing.
+ * Throws JsonSyntaxError naming the offset.
  */
-export function scanJson(b: Uint8Array, maxDepth: number, members?: JsonMember[]): void {
+export function scanJson(b: Uint8Array, maxDepth: number, members?: JsonMember[], elements?: JsonSpan[]): void {
   const n = b.length
   const stack = new Uint8Array(maxDepth + 1)
+  // The depth of the objects whose members are listed: the top-level object, or the elements of the top-level array.
+  const memberDepth = elements ? 2 : 1
+  // At memberDepth: whether the container there is one of those objects (an object element, not a nested one).
+  const listed = () => stack[memberDepth] === OBJ && (memberDepth === 1 || stack[1] === ARR)
   let depth = 0
   let i = ws(b, 0)
   let key = ''
   let valueStart = 0
+  let elementStart = 0
   const fail = (what: string): never => {
     throw new JsonSyntaxError(`malformed JSON body: ${what} at byte ${i}`)
   }
@@ -33,7 +50,8 @@ export function scanJson(b: Uint8Array, maxDepth: number, members?: JsonMember[]
     // A value starts at i.
     i = ws(b, i)
     if (i >= n) fail('unexpected end')
-    if (depth === 1 && members) valueStart = i
+    if (depth === memberDepth && members) valueStart = i
+    if (depth === 1 && elements) elementStart = i
     const c = b[i]
     let ended = true
     if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
@@ -60,7 +78,8 @@ export function scanJson(b: Uint8Array, maxDepth: number, members?: JsonMember[]
         if (i < n) fail(`unexpected ${describe(b[i])} after the JSON value`)
         return
       }
-      if (depth === 1 && members && stack[1] === OBJ) members.push({ key, start: valueStart, end: i })
+      if (members && depth === memberDepth && listed()) members.push(memberDepth === 1 ? { key, start: valueStart, end: i } : { key, start: valueStart, end: i, element: elements!.length })
+      if (depth === 1 && elements && stack[1] === ARR) elements.push({ start: elementStart, end: i })
       i = ws(b, i)
       const d = b[i]
       if (d === 0x2c /* , */) {
@@ -78,7 +97,7 @@ export function scanJson(b: Uint8Array, maxDepth: number, members?: JsonMember[]
     i = at
     if (b[i] !== 0x22) fail('expected a string key')
     const end = string(b, i, fail)
-    if (depth === 1 && members) key = JSON.parse(Buffer.from(b.buffer, b.byteOffset + i, end - i).toString('utf8')) as string
+    if (members && depth === memberDepth && listed()) key = JSON.parse(Buffer.from(b.buffer, b.byteOffset + i, end - i).toString('utf8')) as string
     i = ws(b, end)
     if (b[i] !== 0x3a) fail('expected ":"')
     return i + 1

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 
 /** Worker-protocol routes: long-polls and heartbeats every few seconds per worker, logged only at debug. */
-const WORKER_PROTOCOL = /^\/v2\/:endpointId\/(job-take|job-take-batch|job-stop|ping|job-done|job-stream)\//
+const WORKER_PROTOCOL = /^\/v2\/:endpointId\/(job-take|job-take-batch|job-stop|ping|job-done|job-done-batch|job-stream)\//
 
 /**
  * One line per answered request: at info for clients (management API, job operations), at debug for the

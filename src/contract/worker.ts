@@ -127,5 +127,42 @@ export const WorkerPostReply = Type.Object({
 })
 export type WorkerPostReply = Static<typeof WorkerPostReply>
 
+/** The most results one job-done-batch request may carry. */
+export const MAX_DONE_BATCH = 256
+
+/**
+ * One result in a job-done-batch body (Hangar's extension; the Python SDK never sends it): a job-done body
+ * with its job's `id`, and `isStream` as job-done's query parameter. Each item means exactly what job-done
+ * with that body means.
+ */
+export const WorkerDoneBatchItem = Type.Object({
+  id: Type.String({ minLength: 1, description: 'the job id' }),
+  output: Type.Optional(Type.Unknown()),
+  error: Type.Optional(Type.Unknown()),
+  status: Type.Optional(Type.Unknown({ description: '"IN_PROGRESS": a progress update' })),
+  stopPod: Type.Optional(Type.Unknown()),
+  isStream: Type.Optional(Type.Boolean({ description: 'true when chunks were posted to job-stream before' })),
+})
+export type WorkerDoneBatchItem = Static<typeof WorkerDoneBatchItem>
+
+/**
+ * What a worker posts to job-done-batch: several results at once, each job at most once, sent as JSON text
+ * under any content type (the route reads it itself, like job-done).
+ */
+export const WorkerDoneBatchBody = Type.Array(WorkerDoneBatchItem, { maxItems: MAX_DONE_BATCH })
+export type WorkerDoneBatchBody = Static<typeof WorkerDoneBatchBody>
+
+/** job-done-batch: what became of each result, in the body's order (as job-done's reply, with the job id). */
+export const WorkerDoneBatchReply = Type.Object({
+  results: Type.Array(
+    Type.Object({
+      id: Type.String(),
+      accepted: Type.Boolean({ description: 'false: ignored, the job is no longer running on this worker' }),
+      status: Type.Optional(JobStatus),
+    }),
+  ),
+})
+export type WorkerDoneBatchReply = Static<typeof WorkerDoneBatchReply>
+
 /** ping: an empty object. */
 export const WorkerPingReply = Type.Object({})

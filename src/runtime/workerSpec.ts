@@ -40,6 +40,8 @@ export function buildWorkerSpec(i: WorkerSpecInput): WorkloadSpec {
     RUNPOD_WEBHOOK_POST_OUTPUT: `${base}/job-done/${wid}/$ID${q}`,
     RUNPOD_WEBHOOK_POST_STREAM: `${base}/job-stream/${wid}/$ID${q}`,
     RUNPOD_WEBHOOK_PING: `${base}/ping/${wid}${q}`,
+    // Hangar's extension, read by its TypeScript SDK only: several results in one request (job-done-batch).
+    HANGAR_WEBHOOK_POST_OUTPUT_BATCH: `${base}/job-done-batch/${wid}${q}`,
     RUNPOD_AI_API_KEY: i.token,
     RUNPOD_POD_ID: i.workerId,
     RUNPOD_ENDPOINT_ID: i.endpoint.id,

@@ -1,4 +1,4 @@
-import type { WorkerDoneBody, WorkerJob, WorkerPostReply } from '../contract/worker.js'
+import type { WorkerDoneBatchItem, WorkerDoneBatchReply, WorkerDoneBody, WorkerJob, WorkerPostReply } from '../contract/worker.js'
 import type { Clock } from '../domain/clock.js'
 import { DomainError } from '../domain/errors.js'
 import { splitChunk } from '../domain/streamChunks.js'
@@ -92,15 +92,31 @@ export class WorkerJobService {
    * completes it with `output`. `stopPod` has the worker replaced once its jobs end.
    */
   async done(workerId: string, jobId: string, body: WorkerDoneBody, isStream: boolean): Promise<WorkerPostReply> {
+    this.deps.workers.contact(workerId)
+    return this.settle(workerId, jobId, body)
+  }
+
+  /**
+   * job-done-batch: each item as job-done with its body. They are started together and awaited as one, so
+   * their writes fall in one turn of the event loop and share the store's group commit. The items must
+   * have distinct ids (the route checks the body).
+   */
+  async doneBatch(workerId: string, items: WorkerDoneBatchItem[]): Promise<WorkerDoneBatchReply> {
+    this.deps.workers.contact(workerId)
+    const replies = await Promise.all(items.map((item) => this.settle(workerId, item.id, item)))
+    return { results: replies.map((r, k) => ({ id: items[k].id, ...r })) }
+  }
+
+  // `isStream` (job-done's query, a batch item's field) only says chunks were posted before; the body's
+  // output (the aggregate, or []) is the result.
+  private async settle(workerId: string, jobId: string, body: WorkerDoneBody): Promise<WorkerPostReply> {
     const { lifecycle, workers } = this.deps
-    workers.contact(workerId)
     if (body.status === 'IN_PROGRESS') return this.result(jobId, await lifecycle.progress(jobId, workerId, body.output ?? null))
     let job: JobRecord | undefined
     if (body.error !== undefined && body.error !== null && body.error !== '') {
       const error = typeof body.error === 'string' ? body.error : JSON.stringify(body.error)
       job = await lifecycle.apply(jobId, 'fail', { error, ...(body.output !== undefined ? { output: body.output } : {}) }, workerId)
     } else {
-      // `isStream` only says chunks were posted before; the body's output (the aggregate, or []) is the result.
       job = await lifecycle.apply(jobId, 'complete', { output: body.output === undefined ? null : body.output, progress: undefined }, workerId)
     }
     if (body.stopPod === true) workers.recycle(workerId)

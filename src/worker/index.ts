@@ -3,12 +3,19 @@
  * protocol as the Python `runpod` SDK (take / take-batch, done, stream, ping, job-stop), configured by the
  * same environment variables the platform sets when it starts the worker.
  *
+ * One extension the Python SDK never uses: with `concurrency` above 1 and HANGAR_WEBHOOK_POST_OUTPUT_BATCH
+ * set (Hangar sets it), results of jobs that finish while another batch is being posted are sent together
+ * in one job-done-batch request, each item meaning what its job-done post would (see ResultPoster). Results
+ * over 1 MB, progress updates and stream chunks still go one by one; a control plane without the route
+ * (404) gets single posts from then on.
+ *
  * @example
  * import { serve } from 'hangar/worker'
  * serve({ handler: async (job) => ({ echo: job.input }) })
  */
 
 import type { WorkerDoneBody, WorkerJob, WorkerJobBatch, WorkerJobsToStop } from '../contract/worker.js'
+import { ResultPoster } from './results.js'
 import { target, Transport, withQuery, type Target } from './transport.js'
 
 export type { WorkerJob } from '../contract/worker.js'
@@ -48,6 +55,7 @@ interface Settings {
   workerId: string
   pingIntervalMs: number
   http: Transport
+  results: ResultPoster
 }
 
 /** A per-job URL parsed once: the path split where the job id goes. */
@@ -78,18 +86,29 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const concurrency = Math.max(1, opts.concurrency ?? 1)
   const takeUrl = env.RUNPOD_WEBHOOK_GET_JOB
   const workerId = env.RUNPOD_POD_ID ?? ''
+  const done = jobTemplate(required(env, 'RUNPOD_WEBHOOK_POST_OUTPUT'), workerId)
+  const key = required(env, 'RUNPOD_AI_API_KEY')
+  // A connection per running job (its result), plus the take, stop and ping calls.
+  const http = new Transport(concurrency + 3, () => (lastAnswer = Date.now()))
+  // One job at a time finishes one at a time: nothing to batch.
+  const batchUrl = concurrency > 1 ? env.HANGAR_WEBHOOK_POST_OUTPUT_BATCH : undefined
   const s: Settings = {
     take: target(takeUrl),
     takeBatch: target(takeUrl.replace('/job-take/', '/job-take-batch/')),
     stop: target(takeUrl.replace('/job-take/', '/job-stop/')),
-    done: jobTemplate(required(env, 'RUNPOD_WEBHOOK_POST_OUTPUT'), workerId),
+    done,
     stream: jobTemplate(required(env, 'RUNPOD_WEBHOOK_POST_STREAM'), workerId),
     ping: env.RUNPOD_WEBHOOK_PING ? target(env.RUNPOD_WEBHOOK_PING) : null,
-    key: required(env, 'RUNPOD_AI_API_KEY'),
+    key,
     workerId,
     pingIntervalMs: Math.max(100, Number(env.RUNPOD_PING_INTERVAL ?? 10_000) || 10_000),
-    // A connection per running job (its result), plus the take, stop and ping calls.
-    http: new Transport(concurrency + 3, () => (lastAnswer = Date.now())),
+    http,
+    results: new ResultPoster({
+      http,
+      key,
+      single: (jobId, isStream) => jobTarget(done, jobId, { isStream: String(isStream) }),
+      batch: batchUrl ? target(batchUrl.replaceAll('$RUNPOD_POD_ID', workerId)) : null,
+    }),
   }
   active = s
   const running = new Map<string, AbortController>()
@@ -191,18 +210,7 @@ async function runJob(s: Settings, handler: Handler, job: Job): Promise<void> {
   }
   // A job the platform stopped is no longer this worker's: its result would be ignored.
   if (job.signal.aborted) return
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await post(s, jobTarget(s.done, job.id, { isStream: String(isStream) }), body)
-      return
-    } catch (err) {
-      if (attempt >= 3) {
-        console.error(`job ${job.id}: could not post the result: ${(err as Error).message}`)
-        return
-      }
-      await sleep(500 * attempt)
-    }
-  }
+  await s.results.post(job.id, body, isStream, job.signal)
 }
 
 async function take(s: Settings, max: number, busy: boolean, batch: boolean): Promise<WorkerJobBatch> {

@@ -66,6 +66,11 @@ export class Transport {
     return this.call(t, 'POST', key, JSON.stringify(body), timeoutMs)
   }
 
+  /** Posts JSON text already written (a result measured before it is sent). */
+  postText(t: Target, key: string, json: string, timeoutMs: number): Promise<Answer> {
+    return this.call(t, 'POST', key, json, timeoutMs)
+  }
+
   private call(t: Target, method: 'GET' | 'POST', key: string, body: string | undefined, timeoutMs: number): Promise<Answer> {
     const headers: http.OutgoingHttpHeaders = body === undefined ? { authorization: key } : { authorization: key, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }
     const request = t.secure ? https.request : http.request

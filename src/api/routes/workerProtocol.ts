@@ -2,6 +2,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import {
+  MAX_DONE_BATCH,
+  WorkerDoneBatchReply,
   WorkerDoneQuery,
   WorkerJob,
   WorkerJobBatch,
@@ -11,11 +13,12 @@ import {
   WorkerPingReply,
   WorkerPostReply,
   WorkerTakeBatchQuery,
+  type WorkerDoneBatchItem,
   type WorkerDoneBody,
 } from '../../contract/worker.js'
 import { DomainError } from '../../domain/errors.js'
 import { stringifyWithRaw } from '../../domain/RawJson.js'
-import { decodeJsonBody, readBody, type JsonBodyOptions } from '../jsonBody.js'
+import { decodeJsonArrayBody, decodeJsonBody, readBody, type JsonBodyOptions } from '../jsonBody.js'
 import type { IncomingMessage } from 'node:http'
 import type { AppDeps } from '../app.js'
 
@@ -42,6 +45,7 @@ export const workerProtocolRoutes =
     app.addContentTypeParser('*', { bodyLimit: MAX_RESULT_BYTES }, async (req: FastifyRequest, payload: IncomingMessage) => readBody(payload, req.headers, MAX_RESULT_BYTES))
     // A result's output is only stored and handed on: kept as raw text (see RawJson); chunks are split, so parsed.
     const decode = (body: unknown, rawField?: string) => parseJson(body, { maxDepth: limits.maxJsonDepth, rawField, rawAnyType: true, parse: JSON.parse })
+    const decodeBatch = (body: unknown) => parseJson(body, { maxDepth: limits.maxJsonDepth, rawField: 'output', rawAnyType: true, parse: JSON.parse }, decodeJsonArrayBody)
 
     app.addHook('onRequest', async (req) => {
       const { endpointId, workerId } = req.params as { endpointId: string; workerId: string }
@@ -102,6 +106,29 @@ export const workerProtocolRoutes =
         return workerJobs.done(workerId, jobId, body.value as WorkerDoneBody, req.query.isStream === 'true')
       },
     )
+    // Hangar's extension (its worker SDK; the Python SDK never calls it): several job-done bodies in one
+    // request, applied together so that they share one commit. A body it refuses applies none of them; it
+    // fails no job either (unlike job-done, the jobs of a body it cannot read are not known), so the
+    // worker can post them again one by one.
+    app.post(
+      '/v2/:endpointId/job-done-batch/:workerId',
+      {
+        config,
+        schema: {
+          tags,
+          security,
+          summary: `Post up to ${MAX_DONE_BATCH} results at once: a JSON array of job-done bodies, each with its job's "id" (JSON text, any content type)`,
+          description: 'Each item means what job-done with that body means; the reply lists what became of each, in the same order. A malformed body (not an array of objects, an item without a string id, a job twice, too many items) is a 400 and nothing is applied.',
+          params: WorkerParams,
+          response: { 200: WorkerDoneBatchReply },
+        },
+      },
+      async (req) => {
+        const body = decodeBatch(req.body)
+        if (!body.ok) throw new DomainError('bad_request', `job-done-batch body: it is not valid JSON (${body.error})`)
+        return workerJobs.doneBatch(req.params.workerId, batchItems(body.value))
+      },
+    )
     app.post('/v2/:endpointId/job-stream/:workerId/:jobId', { config, schema: { tags, security, summary: 'Post a stream chunk {"output": chunk}', params: WorkerJobParams, response: { 200: WorkerPostReply } } }, async (req) => {
       const body = decode(req.body)
       if (!body.ok) throw new DomainError('bad_request', `job-stream body is not valid JSON (${body.error})`)
@@ -109,11 +136,38 @@ export const workerProtocolRoutes =
     })
   }
 
-function parseJson(body: unknown, o: JsonBodyOptions): { ok: true; value: unknown } | { ok: false; error: string } {
+function parseJson<O extends JsonBodyOptions>(body: unknown, o: O, decoder: (buf: Buffer, o: O) => unknown = decodeJsonBody): { ok: true; value: unknown } | { ok: false; error: string } {
   try {
-    const value = Buffer.isBuffer(body) ? decodeJsonBody(body, o) : undefined
+    const value = Buffer.isBuffer(body) ? decoder(body, o) : undefined
     return value === undefined ? { ok: false, error: 'empty body' } : { ok: true, value }
   } catch (err) {
     return { ok: false, error: (err as Error).message }
   }
+}
+
+/**
+ * The items of a job-done-batch body, checked before any is applied: an array of at most MAX_DONE_BATCH
+ * objects, each with a non-empty string `id` of its own. The first fault is a 400 naming the item.
+ */
+function batchItems(body: unknown): WorkerDoneBatchItem[] {
+  const bad = (where: string, why: string) => new DomainError('bad_request', `job-done-batch body${where}: ${why}`)
+  if (!Array.isArray(body)) throw bad('', `it must be a JSON array of job-done bodies, each with its job's "id", not ${kindOf(body)}`)
+  if (body.length > MAX_DONE_BATCH) throw bad('', `it holds ${body.length} results, at most ${MAX_DONE_BATCH} are taken in one request`)
+  const seen = new Map<string, number>()
+  for (let k = 0; k < body.length; k++) {
+    const item: unknown = body[k]
+    if (typeof item !== 'object' || item === null || Array.isArray(item)) throw bad(`[${k}]`, `it must be a JSON object (a job-done body with "id"), not ${kindOf(item)}`)
+    const { id, isStream } = item as { id?: unknown; isStream?: unknown }
+    if (id === undefined) throw bad(`[${k}].id`, 'missing: each result names its job with "id"')
+    if (typeof id !== 'string' || id === '') throw bad(`[${k}].id`, `it must be the job id, a non-empty string, not ${id === '' ? 'an empty one' : kindOf(id)}`)
+    const first = seen.get(id)
+    if (first !== undefined) throw bad(`[${k}].id`, `job ${JSON.stringify(id)} is already at [${first}]: post each job once`)
+    if (isStream !== undefined && typeof isStream !== 'boolean') throw bad(`[${k}].isStream`, `it must be true or false, not ${kindOf(isStream)}`)
+    seen.set(id, k)
+  }
+  return body as WorkerDoneBatchItem[]
+}
+
+function kindOf(v: unknown): string {
+  return v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v === 'object' ? 'an object' : `a ${typeof v}`
 }
