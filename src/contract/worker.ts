@@ -1,6 +1,7 @@
 import { Type, type Static, type TSchema } from 'typebox'
 import { DateTime } from './common.js'
 import { JobStatus } from './job.js'
+import { MAX_DONE_BATCH } from './workerLimits.js'
 
 /**
  * The spec's five statuses, plus PARKED (FlashBoot: the process is kept, takes no job, is not counted),
@@ -127,8 +128,7 @@ export const WorkerPostReply = Type.Object({
 })
 export type WorkerPostReply = Static<typeof WorkerPostReply>
 
-/** The most results one job-done-batch request may carry. */
-export const MAX_DONE_BATCH = 256
+export { MAX_DONE_BATCH } from './workerLimits.js'
 
 /**
  * One result in a job-done-batch body (Hangar's extension; the Python SDK never sends it): a job-done body

@@ -1,4 +1,6 @@
-import { MAX_DONE_BATCH, type WorkerDoneBody } from '../contract/worker.js'
+import type { WorkerDoneBody } from '../contract/worker.js'
+// Not from worker.ts: that module loads TypeBox, which the SDK never needs at run time.
+import { MAX_DONE_BATCH } from '../contract/workerLimits.js'
 import type { Target, Transport } from './transport.js'
 
 /** A result whose JSON text is larger than this goes alone, through job-done. */
