@@ -271,3 +271,17 @@ export function cpuMeter(serverPid: number, workerPids: number[]): (jobs: number
     }
   }
 }
+
+/**
+ * A bare Fastify process (no auth, store, schemas or hooks) serving the routes in `routes` (code using `f`,
+ * the Fastify instance): the HTTP stack's own cost on this machine, the floor beside a Hangar figure.
+ */
+export async function startBareFastify(routes: string): Promise<{ url: string; pid: number; stop: () => void }> {
+  const code = `const f = require('fastify')(); ${routes}; f.listen({ port: 0, host: '127.0.0.1' }).then(() => console.log(f.server.address().port))`
+  const child = spawn(process.execPath, ['-e', code], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] })
+  const port = await new Promise<string>((resolve, reject) => {
+    child.stdout!.once('data', (b: Buffer) => resolve(String(b).trim()))
+    child.once('exit', (c) => reject(new Error(`bare Fastify exited (${c})`)))
+  })
+  return { url: `http://127.0.0.1:${port}`, pid: child.pid!, stop: () => child.kill() }
+}

@@ -1,5 +1,4 @@
-import { spawn } from 'node:child_process'
-import { accountKey, cpuMeter, load, ROOT, round, startServer, type BenchContext, type Row } from '../lib.js'
+import { accountKey, cpuMeter, load, round, startBareFastify, startServer, type BenchContext, type Row } from '../lib.js'
 
 /** Workload 6: GET and POST /v2/serverless under concurrent load. */
 export async function managementApi(ctx: BenchContext): Promise<Row[]> {
@@ -36,17 +35,12 @@ export async function managementApi(ctx: BenchContext): Promise<Row[]> {
  * loaded like the GET above (requests/s, and server CPU per request).
  */
 async function bareFastify(doc: string, headers: Record<string, string>, seconds: number): Promise<{ rps: number; cpuUs: number }> {
-  const code = `const f = require('fastify')(); const d = ${JSON.stringify(doc)}; f.get('/x', async () => JSON.parse(d)); f.listen({ port: 0, host: '127.0.0.1' }).then(() => console.log(f.server.address().port))`
-  const child = spawn(process.execPath, ['-e', code], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] })
+  const bare = await startBareFastify(`f.get('/x', async () => JSON.parse(${JSON.stringify(doc)}))`)
   try {
-    const port = await new Promise<string>((resolve, reject) => {
-      child.stdout!.once('data', (b: Buffer) => resolve(String(b).trim()))
-      child.once('exit', (c) => reject(new Error(`bare Fastify exited (${c})`)))
-    })
-    const meter = cpuMeter(child.pid!, [])
-    const r = await load({ url: `http://127.0.0.1:${port}/x`, headers, connections: 32, seconds })
+    const meter = cpuMeter(bare.pid, [])
+    const r = await load({ url: `${bare.url}/x`, headers, connections: 32, seconds })
     return { rps: r.rps, cpuUs: meter(r.total).server }
   } finally {
-    child.kill()
+    bare.stop()
   }
 }
