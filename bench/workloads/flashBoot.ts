@@ -1,3 +1,4 @@
+import { Pool } from 'undici'
 import { accountKey, createQueueEndpoint, jobServerConfig, round, startServer, until, type BenchContext, type BenchServer, type Row } from '../lib.js'
 import { median } from './coldStart.js'
 
@@ -13,24 +14,32 @@ export async function flashBoot(ctx: BenchContext): Promise<Row[]> {
   try {
     const key = await accountKey(s, 'bench', true)
     const ep = await createQueueEndpoint(s, key, 'hangar/echo:latest', { flashboot: 'FLASHBOOT', workers: { min: 0, max: 1, idleTimeout: 1 } })
-    await runsync(s, key, ep, -1)
+    // The timed requests go over one keep-alive undici connection, as in workload 3: fetch() alone took
+    // about 4 ms per request on the 2-core machine, more than the platform's part.
+    const pool = new Pool(s.url, { connections: 1 })
     const times: number[] = []
-    for (let i = 0; i < runs; i++) {
-      if (!(await parked(s, key, ep))) return [{ workload: w, metric: 'first /runsync after scale-down', value: NaN, unit: 'ms', goal: '<= 20 ms', note: 'not measured: no worker was parked (FlashBoot) within 15 s of going idle' }]
-      times.push(await runsync(s, key, ep, i))
+    try {
+      await runsync(pool, key, ep, -1)
+      for (let i = 0; i < runs; i++) {
+        if (!(await parked(s, key, ep))) return [{ workload: w, metric: 'first /runsync after scale-down', value: NaN, unit: 'ms', goal: '<= 5 ms', note: 'not measured: no worker was parked (FlashBoot) within 15 s of going idle' }]
+        times.push(await runsync(pool, key, ep, i))
+      }
+    } finally {
+      await pool.close()
     }
     const med = round(median(times), 1)
-    return [{ workload: w, metric: 'first /runsync after scale-down', value: med, unit: 'ms', goal: '<= 20 ms', met: med <= 20, note: `median of ${runs} (each after the worker was parked by the 1 s idle timeout); all: ${times.map((t) => round(t, 1)).join(', ')} ms` }]
+    return [{ workload: w, metric: 'first /runsync after scale-down', value: med, unit: 'ms', goal: '<= 5 ms', met: med <= 5, note: `median of ${runs} (each after the worker was parked by the 1 s idle timeout); all: ${times.map((t) => round(t, 1)).join(', ')} ms` }]
   } finally {
     await s.stop()
   }
 }
 
-async function runsync(s: BenchServer, key: string, ep: string, i: number): Promise<number> {
+async function runsync(pool: Pool, key: string, ep: string, i: number): Promise<number> {
   const t0 = performance.now()
-  const r = await s.api('POST', `/v2/${ep}/runsync`, { input: { i } }, key)
+  const res = await pool.request({ path: `/v2/${ep}/runsync`, method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ input: { i } }) })
+  const out = (await res.body.json()) as { status?: string }
   const ms = performance.now() - t0
-  if (r.status !== 200 || r.body.status !== 'COMPLETED') throw new Error(`/runsync: ${r.status} ${JSON.stringify(r.body)}`)
+  if (res.statusCode !== 200 || out.status !== 'COMPLETED') throw new Error(`/runsync: ${res.statusCode} ${JSON.stringify(out)}`)
   return ms
 }
 
