@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { describe, expect, it } from 'vitest'
+import { MAX_DONE_BATCH } from '../contract/workerLimits.js'
+import { MAX_DONE_BATCH as SDK_MAX_DONE_BATCH } from './results.js'
 
 /**
  * The run-time imports reachable from a source file: relative ones followed, `import type` and
@@ -24,9 +26,18 @@ function runtimeImports(entry: string): { files: string[]; packages: string[] } 
 }
 
 describe('the worker SDK at run time', () => {
+  const { files, packages } = runtimeImports(join(import.meta.dirname, 'index.ts'))
+
   it('loads node built-ins only: no package (TypeBox alone added about 240 ms to every worker cold start)', () => {
-    const { files, packages } = runtimeImports(join(import.meta.dirname, 'index.ts'))
     expect(files.length).toBeGreaterThan(2)
     expect(packages.filter((p) => !p.startsWith('node:'))).toEqual([])
+  })
+
+  it('stays inside src/worker, which is copied alone into worker images (dist/worker)', () => {
+    expect(files.filter((f) => dirname(f) !== import.meta.dirname)).toEqual([])
+  })
+
+  it('batches results up to the limit the control plane takes', () => {
+    expect(SDK_MAX_DONE_BATCH).toBe(MAX_DONE_BATCH)
   })
 })

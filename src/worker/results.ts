@@ -1,8 +1,12 @@
 import type { WorkerDoneBody } from '../contract/worker.js'
-// Not from worker.ts: that module loads TypeBox, which the SDK never needs at run time.
-import { MAX_DONE_BATCH } from '../contract/workerLimits.js'
 import type { Target, Transport } from './transport.js'
 
+/**
+ * The most results one job-done-batch request may carry: the contract's MAX_DONE_BATCH (a test keeps them
+ * equal). Not imported from it: the SDK's run-time code stays inside src/worker, which is copied alone
+ * into worker images, and loads nothing but node's own modules.
+ */
+export const MAX_DONE_BATCH = 256
 /** A result whose JSON text is larger than this goes alone, through job-done. */
 export const ALONE_BYTES = 1024 * 1024
 /** At most this much JSON text in one job-done-batch request (the control plane takes up to 64 MB). */
