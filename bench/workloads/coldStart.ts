@@ -36,7 +36,7 @@ export async function coldStart(ctx: BenchContext): Promise<Row[]> {
       { workload: w, metric: 'submit -> process spawned', value: med('spawn'), unit: 'ms', note: 'scaling decision, placement, spawn' },
       { workload: w, metric: 'spawned -> job taken', value: med('ready'), unit: 'ms', note: 'process boot, SDK start, first job-take' },
       { workload: w, metric: 'taken -> answered', value: med('rest'), unit: 'ms', note: 'handler, job-done, /runsync wake-up' },
-      { workload: w, metric: 'floor: node runs a first line', value: floor.bare, unit: 'ms', note: `median of ${runs}, from the process's start (performance.now() in the child); no worker process starts faster on this machine` },
+      { workload: w, metric: 'floor: node runs a first line', value: floor.bare, unit: 'ms', note: `median of ${runs}: from the process's start to its first line (performance.now() in a child spawned by the benchmark); node's own start-up, 80-130 ms on this machine from run to run` },
       { workload: w, metric: 'floor: node has loaded the worker SDK', value: floor.sdk, unit: 'ms', note: 'the same, once `import` of the SDK resolved: the part of "spawned -> job taken" before the first job-take is sent' },
     ]
   } finally {
