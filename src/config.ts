@@ -29,7 +29,9 @@ export const Config = Type.Object(
     /**
      * Refuse to start while another Hangar uses the data dir (`<dataDir>/hangar.lock`). Off only where two
      * processes must share one SQLite file on purpose (a test of shared rate limits): both then run workers
-     * and an autoscaler over the same database.
+     * and an autoscaler over the same database, and what the SQLite store keeps in memory because one
+     * process owns the file (job counts, queue positions, parsed endpoints) is each process's own. Several
+     * processes on one database is what PostgreSQL is for (see "Several replicas").
      */
     lockDataDir: Type.Boolean({ default: true }),
     /** `auto`: readable lines on a terminal, JSON otherwise; `json` or `pretty` force one. */

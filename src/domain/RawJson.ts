@@ -25,7 +25,8 @@ export function jsonValue(v: unknown): unknown {
  * JSON.stringify that writes each RawJson inside `value` as its own text (JSON.stringify alone would write
  * its fields). Plain objects and arrays are walked here (what JSON.stringify would write of them, keys in
  * the same order); everything else (strings, numbers, Dates and other objects with toJSON) is written by
- * JSON.stringify itself. Job documents are shallow, their large parts are the RawJson texts, so the walk
+ * JSON.stringify itself, a RawJson inside such an object as its parsed value (none of the documents written
+ * this way holds one: they are plain objects). Job documents are shallow, their large parts are the RawJson texts, so the walk
  * is short (a replacer function called for every key cost more, and a marker had to be spliced back).
  */
 export function stringifyWithRaw(value: unknown): string {

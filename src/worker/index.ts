@@ -210,7 +210,7 @@ async function runJob(s: Settings, handler: Handler, job: Job): Promise<void> {
   }
   // A job the platform stopped is no longer this worker's: its result would be ignored.
   if (job.signal.aborted) return
-  await s.results.post(job.id, body, isStream, job.signal)
+  await s.results.post(job.id, body, isStream)
 }
 
 async function take(s: Settings, max: number, busy: boolean, batch: boolean): Promise<WorkerJobBatch> {

@@ -11,7 +11,7 @@ export const MAX_DONE_BATCH = 256
 export const ALONE_BYTES = 1024 * 1024
 /** At most this much JSON text in one job-done-batch request (the control plane takes up to 64 MB). */
 const BATCH_BYTES = 8 * 1024 * 1024
-/** Posts of a result (or a batch of them) before it is given up, as the Python SDK does. */
+/** Posts of a result before it is given up, as the Python SDK does (a failed batch is posted result by result). */
 const ATTEMPTS = 3
 
 export interface ResultPosterOptions {
@@ -30,7 +30,6 @@ interface Queued {
   text: string
   bytes: number
   isStream: boolean
-  signal: AbortSignal
   delivered: () => void
 }
 
@@ -51,9 +50,9 @@ export class ResultPoster {
 
   /**
    * Posts a job's job-done body; resolves once the platform took it, or once the attempts are spent
-   * (logged). A job whose signal aborted before its turn is dropped: its result would be ignored.
+   * (logged). The caller drops the results of jobs the platform stopped before they finished.
    */
-  async post(jobId: string, body: WorkerDoneBody, isStream: boolean, signal: AbortSignal): Promise<void> {
+  async post(jobId: string, body: WorkerDoneBody, isStream: boolean): Promise<void> {
     let text: string
     try {
       text = JSON.stringify(body)
@@ -63,7 +62,7 @@ export class ResultPoster {
     const bytes = Buffer.byteLength(text)
     if (!this.o.batch || this.batchGone || bytes > ALONE_BYTES) return this.alone(jobId, text, isStream)
     return new Promise<void>((delivered) => {
-      this.queue.push({ jobId, text, bytes, isStream, signal, delivered })
+      this.queue.push({ jobId, text, bytes, isStream, delivered })
       if (this.flushing) return
       this.flushing = true
       setImmediate(() => void this.flush())
@@ -78,17 +77,18 @@ export class ResultPoster {
     }
   }
 
-  /** The next batch off the queue: at most MAX_DONE_BATCH results and BATCH_BYTES of text; aborted jobs dropped. */
+  /**
+   * The next batch off the queue: at most MAX_DONE_BATCH results and BATCH_BYTES of text. A result queued
+   * is sent even if its job is aborted meanwhile: the job had finished (runJob drops results of jobs
+   * stopped before they finished), and the worker stopping (SIGINT) must not lose results it holds; one
+   * the platform stopped is answered `accepted: false`, as a single post would be.
+   */
   private next(): Queued[] {
     const batch: Queued[] = []
     let bytes = 0
     let k = 0
     for (; k < this.queue.length && batch.length < MAX_DONE_BATCH; k++) {
       const q = this.queue[k]
-      if (q.signal.aborted) {
-        q.delivered()
-        continue
-      }
       if (batch.length > 0 && bytes + q.bytes > BATCH_BYTES) break
       batch.push(q)
       bytes += q.bytes
@@ -102,25 +102,19 @@ export class ResultPoster {
     if (this.batchGone) return this.eachAlone(batch)
     // Each item is the job-done body with its job's id (and isStream, job-done's query parameter).
     const text = `[${batch.map((q) => `{"id":${JSON.stringify(q.jobId)}${q.isStream ? ',"isStream":true' : ''}${q.text === '{}' ? '' : ',' + q.text.slice(1, -1)}}`).join(',')}]`
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const res = await this.o.http.postText(this.o.batch!, this.o.key, text, 30_000)
-        await res.drop()
-        if (res.status >= 200 && res.status <= 299) return batch.forEach((q) => q.delivered())
-        if (res.status === 404) this.batchGone = true
-        if (res.status === 404 || res.status === 400 || res.status === 413) return this.eachAlone(batch)
-        throw new Error(`job-done-batch answered HTTP ${res.status}`)
-      } catch (err) {
-        if (attempt >= ATTEMPTS) {
-          for (const q of batch) {
-            lost(q.jobId, err)
-            q.delivered()
-          }
-          return
-        }
-        await pause(500 * attempt)
-      }
+    try {
+      const res = await this.o.http.postText(this.o.batch!, this.o.key, text, 30_000)
+      await res.drop()
+      if (res.status >= 200 && res.status <= 299) return batch.forEach((q) => q.delivered())
+      if (res.status === 404) this.batchGone = true
+      if (res.status === 404 || res.status === 400 || res.status === 413) return this.eachAlone(batch)
+    } catch {
+      // Unreachable or timed out: retried below.
     }
+    // A failed batch is retried result by result (each up to ATTEMPTS times, as a single post is), off the
+    // queue: results finishing meanwhile are not held behind its pauses and timeouts. A result the batch
+    // did apply is answered `accepted: false` the second time, and nothing changes.
+    void this.eachAlone(batch)
   }
 
   private async eachAlone(batch: Queued[]): Promise<void> {

@@ -53,16 +53,21 @@ parentPort.once('message', () => {
 export class Checkpointer {
   private readonly worker: Worker
 
+  private exited = false
+
   constructor(file: string, intervalMs = 200, minFrames = 1_000) {
     const module = createRequire(import.meta.url).resolve('better-sqlite3')
     this.worker = new Worker(WORKER, { eval: true, workerData: { file, module, intervalMs, minFrames } })
     this.worker.unref()
     // A checkpointer that dies leaves checkpoints to the writer's own autocheckpoint (kept as a backstop).
     this.worker.on('error', () => {})
+    this.worker.once('exit', () => (this.exited = true))
   }
 
   /** Closes the thread's connection (before the writer's, so the writer's close is the last and cleans up the WAL). */
   async stop(): Promise<void> {
+    // A thread that already ended (it failed) has nothing to close, and would never answer.
+    if (this.exited) return
     const closed = new Promise<void>((resolve) => {
       this.worker.once('message', () => resolve())
       this.worker.once('exit', () => resolve())

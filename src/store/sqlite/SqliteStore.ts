@@ -114,12 +114,11 @@ export class SqliteStore implements Store {
         this.db.exec('COMMIT')
         return result
       } catch (err) {
-        if (this.db.inTransaction) {
-          this.db.exec('ROLLBACK')
-          // Job counts and cached endpoints followed writes that are now undone.
-          this.jobs.recount()
-          this.endpointDocs.forgetCached()
-        }
+        if (this.db.inTransaction) this.db.exec('ROLLBACK')
+        // Job counts and cached endpoints may have followed writes that are now undone: by this ROLLBACK, or
+        // by SQLite itself (an I/O error, a full disk or an interrupt ends the transaction on its own).
+        this.jobs.recount()
+        this.endpointDocs.forgetCached()
         throw err
       }
     })
