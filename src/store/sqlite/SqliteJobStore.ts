@@ -67,7 +67,7 @@ export class SqliteJobStore implements JobStore {
    * the file (DataDirLock), so positions are handed out here instead of by a max(seq) subquery (which needed
    * an index on seq that every insert paid for).
    */
-  private readonly shared: { counters: JobCounters; seq: number }
+  private readonly shared: { counters: JobCounters; seq: number; txWrites: number }
   private readonly commits: GroupCommit
   /** Set on the view used inside `Store.transaction`: writes run at once, in the open transaction. */
   private readonly direct: boolean
@@ -89,7 +89,7 @@ export class SqliteJobStore implements JobStore {
     this.patchStatements = new Map()
     this.s = prepare(db)
     const counters = new JobCounters(db)
-    this.shared = { counters, seq: counters.maxSeq }
+    this.shared = { counters, seq: counters.maxSeq, txWrites: 0 }
     // A failed COMMIT undid the batch: recount from what the table really holds.
     this.commits = new GroupCommit(db, () => this.recount())
   }
@@ -97,6 +97,16 @@ export class SqliteJobStore implements JobStore {
   /** The view of this store for use inside an open transaction (writes join it instead of the group commit). */
   inTransaction(): SqliteJobStore {
     return new SqliteJobStore(this.db, this.webhooks, null, this)
+  }
+
+  /** A transaction opens: job writes made in it are counted, so its rollback recounts only when there were some. */
+  transactionBegins(): void {
+    this.shared.txWrites = 0
+  }
+
+  /** A transaction was rolled back: the counts are rebuilt if jobs were written in it (a scan of the table). */
+  transactionRolledBack(): void {
+    if (this.shared.txWrites > 0) this.recount()
   }
 
   /** Rebuilds the counts from the table, after a rollback undid writes they followed. */
@@ -114,6 +124,7 @@ export class SqliteJobStore implements JobStore {
   /** Runs a write: group-committed, or at once inside an open transaction (in a savepoint when `atomic`). */
   private write<T>(run: () => T, atomic = false): Promise<T> {
     if (!this.direct) return this.commits.write(run, atomic)
+    this.shared.txWrites++
     try {
       return Promise.resolve(atomic ? this.db.transaction(run)() : run())
     } catch (err) {
@@ -224,6 +235,7 @@ export class SqliteJobStore implements JobStore {
 
   async delete(id: string): Promise<boolean> {
     if (this.gate?.busy) await this.ready()
+    if (this.direct) this.shared.txWrites++
     const row = this.s.delete.get(id) as { endpoint_id: string; status: JobStatus; low_priority: number; retries: number } | undefined
     if (row) this.counters.add({ endpointId: row.endpoint_id, status: row.status, lowPriority: row.low_priority === 1, retries: row.retries }, -1)
     return row !== undefined
@@ -231,6 +243,7 @@ export class SqliteJobStore implements JobStore {
 
   async purgeQueued(endpointId: string): Promise<number> {
     if (this.gate?.busy) await this.ready()
+    if (this.direct) this.shared.txWrites++
     // Counted, then deleted, in one transaction; no row comes back into memory (a purge can remove a million jobs).
     const purge = this.db.transaction(() => {
       const tally = this.s.queuedTally.all(endpointId) as Array<{ low: number; n: number; retries: number }>

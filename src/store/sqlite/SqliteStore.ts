@@ -109,6 +109,7 @@ export class SqliteStore implements Store {
     // keeps everything else off the connection until it ends.
     return this.gate.run(async () => {
       this.db.exec('BEGIN IMMEDIATE')
+      this.jobs.transactionBegins()
       try {
         const result = await fn(this.tx)
         this.db.exec('COMMIT')
@@ -116,8 +117,9 @@ export class SqliteStore implements Store {
       } catch (err) {
         if (this.db.inTransaction) this.db.exec('ROLLBACK')
         // Job counts and cached endpoints may have followed writes that are now undone: by this ROLLBACK, or
-        // by SQLite itself (an I/O error, a full disk or an interrupt ends the transaction on its own).
-        this.jobs.recount()
+        // by SQLite itself (an I/O error, a full disk or an interrupt ends the transaction on its own). The
+        // counts are rebuilt only when jobs were written: a refused PATCH must not scan a million jobs.
+        this.jobs.transactionRolledBack()
         this.endpointDocs.forgetCached()
         throw err
       }
