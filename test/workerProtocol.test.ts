@@ -2,6 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ManualClock } from './helpers/clock.js'
 import { createEndpoint, endpointBody, jobCall, waitStatus } from './helpers/endpoints.js'
 import { rawRequest } from './helpers/raw.js'
 import { startTestServer, type TestServer } from './helpers/server.js'
@@ -259,5 +260,51 @@ describe('worker protocol (Python SDK replay)', () => {
     // workers.min is 1: a new worker replaces it.
     const active = await s.hangar.store.workers.listActive(ep)
     expect(active.map((w) => w.id)).not.toContain(workerId)
+  })
+})
+
+describe('worker protocol: a job whose take answer was lost', () => {
+  let s: TestServer
+  let dir: string
+  const clock = new ManualClock()
+  afterAll(async () => {
+    await s?.stop()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('goes back to the queue once two pings of its worker leave it out past the grace, and is taken again', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'hangar-lost-take-'))
+    const dump = join(dir, 'env.json')
+    s = await startTestServer(
+      { jobs: { takeWaitMs: 1_000, pingIntervalMs: 60_000 }, images: { 'test/replay:latest': { command: [process.execPath, join(import.meta.dirname, 'fixtures', 'envdump.mjs')], env: { DUMP_TO: dump } } } },
+      { clock },
+    )
+    const ep = (await createEndpoint(s, endpointBody('test/replay:latest', { workers: { min: 1, max: 1, idleTimeout: 3600 } }))).id
+    const deadline = Date.now() + 15_000
+    while (!existsSync(dump) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+    const { env } = JSON.parse(readFileSync(dump, 'utf8')) as { env: Record<string, string> }
+    const call = (url: string, init: RequestInit = {}) => fetch(url, { ...init, headers: { authorization: env.RUNPOD_AI_API_KEY, 'content-type': FORM } })
+    const ping = async (ids?: string) => expect((await call(`${env.RUNPOD_WEBHOOK_PING}&runpod_version=1.7.0${ids ? `&job_id=${ids}` : ''}`)).status).toBe(200)
+    const statusOf = async (id: string) => (await jobCall(s, 'GET', `/v2/${ep}/status/${id}`)).body.status as string
+    const take = async () => ((await (await call(`${env.RUNPOD_WEBHOOK_GET_JOB}&job_in_progress=0`)).json()) as { id: string }).id
+
+    const id = (await jobCall(s, 'POST', `/v2/${ep}/run`, { input: { n: 1 } })).body.id as string
+    // Taken (committed), but as if the answer never reached the worker: it does not list the job.
+    expect(await take()).toBe(id)
+    await ping()
+    await ping()
+    expect(await statusOf(id)).toBe('IN_PROGRESS')
+    clock.advance(31_000)
+    // Listed, it runs on; one ping leaving it out could be a result on its way.
+    await ping(`${id},other`)
+    await ping()
+    expect(await statusOf(id)).toBe('IN_PROGRESS')
+    await ping()
+    expect(await statusOf(id)).toBe('IN_QUEUE')
+    // Taken again and completed once.
+    expect(await take()).toBe(id)
+    const done = await call(`${env.RUNPOD_WEBHOOK_POST_OUTPUT.replace('$ID', id)}&isStream=false`, { method: 'POST', body: JSON.stringify({ output: 'ok' }) })
+    expect(await done.json()).toMatchObject({ accepted: true, status: 'COMPLETED' })
+    expect((await jobCall(s, 'GET', `/v2/${ep}/status/${id}`)).body).toMatchObject({ status: 'COMPLETED', output: 'ok' })
   })
 })

@@ -85,6 +85,9 @@ export type WorkerList = Static<typeof WorkerList>
 export const WorkerParams = Type.Object({ endpointId: Type.String(), workerId: Type.String() })
 export const WorkerJobParams = Type.Object({ endpointId: Type.String(), workerId: Type.String(), jobId: Type.String() })
 export const WorkerTakeBatchQuery = Type.Object({ batch_size: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })) })
+export const WorkerPingQuery = Type.Object({
+  job_id: Type.Optional(Type.String({ maxLength: 1_000_000, description: 'comma-separated ids of the jobs the worker runs; absent when idle' })),
+})
 export const WorkerDoneQuery = Type.Object({ isStream: Type.Optional(Type.String({ description: '"true" when chunks were posted to job-stream before' })) })
 
 /** What a worker receives from job-take (job-take-batch: an array of them); the whole object is handed to its handler. */

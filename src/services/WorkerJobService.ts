@@ -6,6 +6,7 @@ import type { JobRecord } from '../store/JobStore.js'
 import type { Store } from '../store/Store.js'
 import type { JobEvents } from './JobEvents.js'
 import type { JobLifecycle } from './JobLifecycle.js'
+import { loseJob } from './loseJob.js'
 import type { WorkerService } from './WorkerService.js'
 import { openS3Config } from './s3Secret.js'
 import type { SecretBox } from './SecretBox.js'
@@ -20,6 +21,8 @@ export interface WorkerJobServiceDeps {
   takeWaitMs: number
   /** Opens a job's sealed `s3Config.accessSecret` for the worker. */
   secrets: SecretBox
+  /** How long a job may run on a worker whose pings do not list it before it counts as never received (see ping). */
+  unlistedGraceMs?: number
 }
 
 /**
@@ -146,11 +149,42 @@ export class WorkerJobService {
     return { accepted: true, status: job.status }
   }
 
-  /** ping: a heartbeat. */
-  ping(workerId: string): void {
-    this.deps.workers.contact(workerId)
+  /**
+   * ping: a heartbeat, listing the jobs the worker runs. A job the store has running on it that two of its
+   * pings in a row leave out, after the grace, never reached it: the take's answer was lost (a control
+   * plane killed between committing the take and answering it). It goes back to the queue, uncounted,
+   * instead of waiting for its execution timeout. Two pings, because an SDK may drop a job from its list a
+   * moment before its result arrives; the move is a compare-and-set, so a result that does arrive wins.
+   */
+  async ping(workerId: string, running: readonly string[]): Promise<void> {
+    const { store, clock, lifecycle, workers } = this.deps
+    workers.contact(workerId)
+    const held = await store.jobs.listInProgress(workerId)
+    if (held.length === 0) return
+    const now = clock.now()
+    const listed = new Set(running)
+    const grace = this.deps.unlistedGraceMs ?? UNLISTED_GRACE_MS
+    for (const job of held) {
+      if (listed.has(job.id) || job.startedAt === null || now - job.startedAt < grace) {
+        this.unlisted.delete(job.id)
+        continue
+      }
+      if (!this.unlisted.has(job.id)) {
+        if (this.unlisted.size > 100_000) this.unlisted.clear()
+        this.unlisted.add(job.id)
+        continue
+      }
+      this.unlisted.delete(job.id)
+      await loseJob(lifecycle, job, workerId, 'its worker never received it', false)
+    }
   }
+
+  /** Jobs one ping of their worker left out (see ping). */
+  private readonly unlisted = new Set<string>()
 }
+
+/** Default of WorkerJobServiceDeps.unlistedGraceMs: far longer than a take's answer or a result post takes. */
+const UNLISTED_GRACE_MS = 30_000
 
 function toWorkerJob(j: JobRecord, secrets: SecretBox): WorkerJob {
   const job: WorkerJob = { id: j.id, input: j.input }

@@ -10,6 +10,7 @@ import {
   WorkerJobParams,
   WorkerJobsToStop,
   WorkerParams,
+  WorkerPingQuery,
   WorkerPingReply,
   WorkerPostReply,
   WorkerTakeBatchQuery,
@@ -78,8 +79,8 @@ export const workerProtocolRoutes =
       const ids = await workerJobs.stops(req.params.workerId, gone(req))
       return ids.length ? { jobsToStop: ids } : reply.code(204).send(null)
     })
-    app.get('/v2/:endpointId/ping/:workerId', { config, schema: { tags, security, summary: 'Worker heartbeat', params: WorkerParams, response: { 200: WorkerPingReply } } }, async (req) => {
-      workerJobs.ping(req.params.workerId)
+    app.get('/v2/:endpointId/ping/:workerId', { config, schema: { tags, security, summary: 'Worker heartbeat, with the ids of the jobs it runs', params: WorkerParams, querystring: WorkerPingQuery, response: { 200: WorkerPingReply } } }, async (req) => {
+      await workerJobs.ping(req.params.workerId, req.query.job_id ? req.query.job_id.split(',') : [])
       return {}
     })
 
