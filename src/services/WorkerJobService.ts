@@ -21,8 +21,6 @@ export interface WorkerJobServiceDeps {
   takeWaitMs: number
   /** Opens a job's sealed `s3Config.accessSecret` for the worker. */
   secrets: SecretBox
-  /** How long a job may run on a worker whose pings do not list it before it counts as never received (see ping). */
-  unlistedGraceMs?: number
 }
 
 /**
@@ -94,7 +92,7 @@ export class WorkerJobService {
    * job-done. `status: IN_PROGRESS` is a progress update; an `error` fails the job; anything else
    * completes it with `output`. `stopPod` has the worker replaced once its jobs end.
    */
-  async done(workerId: string, jobId: string, body: WorkerDoneBody, isStream: boolean): Promise<WorkerPostReply> {
+  async done(workerId: string, jobId: string, body: WorkerDoneBody): Promise<WorkerPostReply> {
     this.deps.workers.contact(workerId)
     return this.settle(workerId, jobId, body)
   }
@@ -163,9 +161,8 @@ export class WorkerJobService {
     if (held.length === 0) return
     const now = clock.now()
     const listed = new Set(running)
-    const grace = this.deps.unlistedGraceMs ?? UNLISTED_GRACE_MS
     for (const job of held) {
-      if (listed.has(job.id) || job.startedAt === null || now - job.startedAt < grace) {
+      if (listed.has(job.id) || job.startedAt === null || now - job.startedAt < UNLISTED_GRACE_MS) {
         this.unlisted.delete(job.id)
         continue
       }
@@ -183,7 +180,7 @@ export class WorkerJobService {
   private readonly unlisted = new Set<string>()
 }
 
-/** Default of WorkerJobServiceDeps.unlistedGraceMs: far longer than a take's answer or a result post takes. */
+/** How long a job runs on a worker before its pings may count it as never received: far longer than a take's answer or a result post takes. */
 const UNLISTED_GRACE_MS = 30_000
 
 function toWorkerJob(j: JobRecord, secrets: SecretBox): WorkerJob {

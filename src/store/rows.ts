@@ -26,6 +26,12 @@ export const COLUMNS: Record<string, string> = {
   output: 'output',
   progress: 'progress',
 }
+/**
+ * Every column of jobs but `input`: only take and get({ input: true }) read it; every other read leaves it
+ * in the table, so a 20 MB input is not copied out on each status check or state move.
+ */
+export const NO_INPUT = `id, endpoint_id, account_id, seq, status, webhook, policy, s3_config, sync, low_priority, execution_timeout_ms, ttl_ms,
+  retention_ms, created_at, started_at, completed_at, expires_at, retain_until, worker_id, output, error, retries, progress, stream_cursor`
 /** JobPatch fields stored as JSON text. */
 export const JSON_FIELDS = new Set(['output', 'progress'])
 

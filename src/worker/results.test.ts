@@ -2,14 +2,15 @@ import { describe, expect, it } from 'vitest'
 import { ResultPoster } from './results.js'
 import { target, type Transport } from './transport.js'
 
-/** A transport whose answers the test releases one by one; it records what was posted where. */
-function fakeTransport() {
+/** A poster on a transport whose answers the test releases one by one; `posts` records what was posted where. */
+function posterOnFake() {
   const posts: Array<{ path: string; text: string; answer: (status: number) => void }> = []
   const http = {
     postText: (t: { path: string }, _key: string, text: string) =>
       new Promise((resolve) => posts.push({ path: t.path, text, answer: (status: number) => resolve({ status, drop: async () => {} }) })),
   } as unknown as Transport
-  return { http, posts }
+  const poster = new ResultPoster({ http, key: 'k', single: (id) => target(`http://h/done/${id}`), batch: target('http://h/batch') })
+  return { poster, posts }
 }
 
 const until = async (cond: () => boolean) => {
@@ -19,8 +20,7 @@ const until = async (cond: () => boolean) => {
 
 describe('ResultPoster', () => {
   it('sends a result that waited behind a batch in flight in the next batch, whatever became of its job meanwhile', async () => {
-    const { http, posts } = fakeTransport()
-    const poster = new ResultPoster({ http, key: 'k', single: (id) => target(`http://h/done/${id}`), batch: target('http://h/batch') })
+    const { poster, posts } = posterOnFake()
     const first = poster.post('j1', { output: 1 }, false)
     await until(() => posts.length === 1)
     const second = poster.post('j2', { output: 2 }, false)
@@ -33,8 +33,7 @@ describe('ResultPoster', () => {
   })
 
   it('posts the results of a failed batch one by one, and the next batch does not wait for them', async () => {
-    const { http, posts } = fakeTransport()
-    const poster = new ResultPoster({ http, key: 'k', single: (id) => target(`http://h/done/${id}`), batch: target('http://h/batch') })
+    const { poster, posts } = posterOnFake()
     const first = poster.post('j1', { output: 1 }, false)
     await until(() => posts.length === 1)
     const second = poster.post('j2', { output: 2 }, false)

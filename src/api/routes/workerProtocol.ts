@@ -104,7 +104,7 @@ export const workerProtocolRoutes =
           await workerJobs.rejectResult(workerId, jobId, why)
           throw new DomainError('bad_request', `job-done body: ${why}`)
         }
-        return workerJobs.done(workerId, jobId, body.value as WorkerDoneBody, req.query.isStream === 'true')
+        return workerJobs.done(workerId, jobId, body.value as WorkerDoneBody)
       },
     )
     // Hangar's extension (its worker SDK; the Python SDK never calls it): several job-done bodies in one

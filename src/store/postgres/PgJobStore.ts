@@ -2,7 +2,7 @@ import pg from 'pg'
 import type { JobStatus } from '../../contract/job.js'
 import { jsonText } from '../../domain/RawJson.js'
 import type { JobCounts, JobPatch, JobRecord, JobStore } from '../JobStore.js'
-import { COLUMNS, json, JSON_FIELDS, toJob } from '../rows.js'
+import { COLUMNS, json, JSON_FIELDS, NO_INPUT, toJob } from '../rows.js'
 import type { WebhookDelivery } from '../WebhookStore.js'
 import type { PgGroupCommit } from './PgGroupCommit.js'
 import { atomically, type PgQueryable } from './PgQueryable.js'
@@ -10,9 +10,6 @@ import { insertDelivery } from './PgWebhookStore.js'
 
 type Row = Record<string, unknown>
 
-/** Every column but `input`: only take and get({ input: true }) read it (it may be 20 MB). */
-const NO_INPUT = `id, endpoint_id, account_id, seq, status, webhook, policy, s3_config, sync, low_priority, execution_timeout_ms, ttl_ms,
-  retention_ms, created_at, started_at, completed_at, expires_at, retain_until, worker_id, output, error, retries, progress, stream_cursor`
 /**
  * The counts of one endpoint's jobs: the sum of its rows in job_counts, which triggers on jobs keep in step
  * with every statement that writes jobs, on any replica (migration 070). FAILED counts TIMED_OUT too;

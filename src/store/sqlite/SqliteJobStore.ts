@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3'
 import type { JobStatus } from '../../contract/job.js'
 import { jsonText } from '../../domain/RawJson.js'
 import type { JobCounts, JobPatch, JobRecord, JobStore } from '../JobStore.js'
-import { COLUMNS, json, JSON_FIELDS, toJob } from '../rows.js'
+import { COLUMNS, json, JSON_FIELDS, NO_INPUT, toJob } from '../rows.js'
 import type { WebhookDelivery } from '../WebhookStore.js'
 import { GroupCommit } from './GroupCommit.js'
 import { JobCounters, type Tally } from './JobCounters.js'
@@ -17,12 +17,6 @@ interface PatchStatement {
   fields: Array<[key: string, isJson: boolean]>
 }
 
-/**
- * Every column but `input`: only take hands the input on (to a worker); every other read leaves it in the
- * table, so a 20 MB input is not copied out of SQLite on each status check or state move.
- */
-const NO_INPUT = `id, endpoint_id, account_id, seq, status, webhook, policy, s3_config, sync, low_priority, execution_timeout_ms, ttl_ms,
-  retention_ms, created_at, started_at, completed_at, expires_at, retain_until, worker_id, output, error, retries, progress, stream_cursor`
 
 function prepare(db: Database.Database) {
   return {
