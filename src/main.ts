@@ -36,6 +36,7 @@ import { LoadBalancer } from './services/LoadBalancer.js'
 import { silentLog, type Log } from './services/log.js'
 import { WebhookDispatcher } from './services/WebhookDispatcher.js'
 import { WorkerJobService } from './services/WorkerJobService.js'
+import { DroppedTakes } from './services/DroppedTakes.js'
 import { WorkerService } from './services/WorkerService.js'
 import { buildRuntime, hostEngines } from './runtime/buildRuntime.js'
 import { HostMonitor } from './services/HostMonitor.js'
@@ -162,7 +163,8 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   const health = new HealthPoller({ workers, config: config.loadBalancer, log })
   const balancer = new LoadBalancer({ workers, health: (id) => health.health(id), coldStartTimeoutMs: config.loadBalancer.coldStartTimeoutMs })
   // The scaler drives the workers from queued jobs and waiting requests (it subscribes to both when it starts).
-  const scaler = new Autoscaler({ store, workers, events, log, clock, monotonic, config: config.jobs, loadBalancer: balancer })
+  const dropped = new DroppedTakes(clock)
+  const scaler = new Autoscaler({ store, workers, events, log, clock, monotonic, config: config.jobs, loadBalancer: balancer, dropped })
   // Cycles, closed once both ends exist (each part above is built on the ones before it): the workers list
   // shows the scaler's and the health checks' view of the workers they watch; a READY check hands waiting
   // requests to the balancer's workers; the metrics, which the worker service reports to, count its workers.
@@ -171,7 +173,7 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   metrics.countWorkers(() => workers.endpointsWithWorkers().map((endpointId) => ({ endpointId, byStatus: workerCountsOf(workers.health(endpointId)) })))
 
   const jobs = new JobService({ store, clock, events, lifecycle, workerHealth: (id) => workers.health(id), waitingReason: (job) => scaler.waitingReason(job.endpointId, job.lowPriority)?.message, streamWaitMs: config.jobs.streamWaitMs, secrets })
-  const workerJobs = new WorkerJobService({ store, clock, events, lifecycle, workers, takeWaitMs: config.jobs.takeWaitMs, secrets })
+  const workerJobs = new WorkerJobService({ store, clock, events, lifecycle, workers, takeWaitMs: config.jobs.takeWaitMs, secrets, dropped, log })
   const sweeper = new JobSweeper({ store, clock, lifecycle, workers, log, intervalMs: config.jobs.sweepIntervalMs })
   const hostMonitor = new HostMonitor({ hosts: runtime.engineHosts(), runtime, fleet: catalog.fleet, workers, log, intervalMs: config.enginePingIntervalMs })
   const podEvents = opts.podEvents ?? new PodEvents()

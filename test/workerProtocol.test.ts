@@ -1,6 +1,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import pino from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ManualClock } from './helpers/clock.js'
 import { createEndpoint, endpointBody, jobCall, waitStatus } from './helpers/endpoints.js'
@@ -266,27 +267,31 @@ describe('worker protocol (Python SDK replay)', () => {
 describe('worker protocol: a job whose take answer was lost', () => {
   let s: TestServer
   let dir: string
+  let ep: string
   const clock = new ManualClock()
   afterAll(async () => {
     await s?.stop()
     rmSync(dir, { recursive: true, force: true })
   })
 
-  it('goes back to the queue once two pings of its worker leave it out past the grace, and is taken again', async () => {
+  it('goes back to the queue once two pings of its worker leave it out past the grace, counted and said, and is taken again', async () => {
     dir = mkdtempSync(join(tmpdir(), 'hangar-lost-take-'))
     const dump = join(dir, 'env.json')
+    const lines: string[] = []
     s = await startTestServer(
       { jobs: { takeWaitMs: 1_000, pingIntervalMs: 60_000 }, images: { 'test/replay:latest': { command: [process.execPath, join(import.meta.dirname, 'fixtures', 'envdump.mjs')], env: { DUMP_TO: dump } } } },
-      { clock },
+      { clock, logger: pino({ level: 'info' }, { write: (line: string) => void lines.push(line) }) },
     )
-    const ep = (await createEndpoint(s, endpointBody('test/replay:latest', { workers: { min: 1, max: 1, idleTimeout: 3600 } }))).id
+    ep = (await createEndpoint(s, endpointBody('test/replay:latest', { workers: { min: 1, max: 1, idleTimeout: 3600 } }))).id
     const deadline = Date.now() + 15_000
     while (!existsSync(dump) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
     const { env } = JSON.parse(readFileSync(dump, 'utf8')) as { env: Record<string, string> }
     const call = (url: string, init: RequestInit = {}) => fetch(url, { ...init, headers: { authorization: env.RUNPOD_AI_API_KEY, 'content-type': FORM } })
     const ping = async (ids?: string) => expect((await call(`${env.RUNPOD_WEBHOOK_PING}&runpod_version=1.7.0${ids ? `&job_id=${ids}` : ''}`)).status).toBe(200)
-    const statusOf = async (id: string) => (await jobCall(s, 'GET', `/v2/${ep}/status/${id}`)).body.status as string
+    const view = async (id: string) => (await jobCall(s, 'GET', `/v2/${ep}/status/${id}`)).body as { status: string; retries?: number; error?: string }
+    const statusOf = async (id: string) => (await view(id)).status
     const take = async () => ((await (await call(`${env.RUNPOD_WEBHOOK_GET_JOB}&job_in_progress=0`)).json()) as { id: string }).id
+    const waiting = async () => (await s.api('GET', `/v2/serverless/${ep}/workers`)).body.waiting as { jobs: number; reason: { code: string; message: string } | null }
 
     const id = (await jobCall(s, 'POST', `/v2/${ep}/run`, { input: { n: 1 } })).body.id as string
     // Taken (committed), but as if the answer never reached the worker: it does not list the job.
@@ -300,11 +305,48 @@ describe('worker protocol: a job whose take answer was lost', () => {
     await ping()
     expect(await statusOf(id)).toBe('IN_PROGRESS')
     await ping()
-    expect(await statusOf(id)).toBe('IN_QUEUE')
-    // Taken again and completed once.
+    // Back in the queue, counted as a retry, the reason said in the job and in the log.
+    const requeued = await view(id)
+    expect(requeued).toMatchObject({ status: 'IN_QUEUE', retries: 1, error: expect.stringMatching(/^requeued \(1 of 2 allowed\): its worker \S+ never acknowledged it/) })
+    expect((await s.api('GET', `/v2/${ep}/health`)).body.jobs.retried).toBe(1)
+    expect(lines.map((l) => JSON.parse(l) as { level: number; msg: string; jobId?: string }).filter((l) => l.msg === 'job requeued: its worker never acknowledged it' && l.jobId === id && l.level === 30)).toHaveLength(1)
+    // One drop is not reported as a broken worker.
+    expect((await waiting()).reason?.code).not.toBe('WORKER_DROPS_JOBS')
+    // Taken again and completed once; a completed job shows no error.
     expect(await take()).toBe(id)
     const done = await call(`${env.RUNPOD_WEBHOOK_POST_OUTPUT.replace('$ID', id)}&isStream=false`, { method: 'POST', body: JSON.stringify({ output: 'ok' }) })
     expect(await done.json()).toMatchObject({ accepted: true, status: 'COMPLETED' })
-    expect((await jobCall(s, 'GET', `/v2/${ep}/status/${id}`)).body).toMatchObject({ status: 'COMPLETED', output: 'ok' })
+    const completed = await view(id)
+    expect(completed).toMatchObject({ status: 'COMPLETED', output: 'ok', retries: 1 })
+    expect(completed.error).toBeUndefined()
+  })
+
+  it('reports a worker that keeps dropping what it takes as WORKER_DROPS_JOBS, and fails a job dropped too often', async () => {
+    const { env } = JSON.parse(readFileSync(join(dir, 'env.json'), 'utf8')) as { env: Record<string, string> }
+    const call = (url: string) => fetch(url, { headers: { authorization: env.RUNPOD_AI_API_KEY, 'content-type': FORM } })
+    const ping = async () => expect((await call(`${env.RUNPOD_WEBHOOK_PING}&runpod_version=1.7.0`)).status).toBe(200)
+    const take = async () => ((await (await call(`${env.RUNPOD_WEBHOOK_GET_JOB}&job_in_progress=0`)).json()) as { id: string }).id
+    // A worker that throws every take answer away: take, never list, twice past the grace.
+    const drop = async () => {
+      const id = await take()
+      clock.advance(31_000)
+      await ping()
+      await ping()
+      return id
+    }
+    const a = (await jobCall(s, 'POST', `/v2/${ep}/run`, { input: { n: 2 } })).body.id as string
+    const b = (await jobCall(s, 'POST', `/v2/${ep}/run`, { input: { n: 3 } })).body.id as string
+    // A requeued job keeps its place (oldest first): the worker drops job a again and again.
+    expect(await drop()).toBe(a)
+    expect((await s.api('GET', `/v2/serverless/${ep}/workers`)).body.waiting.reason?.code).not.toBe('WORKER_DROPS_JOBS')
+    expect(await drop()).toBe(a)
+    // With the first test's drop, three within the window: the workers view and the waiting jobs say why.
+    const w = (await s.api('GET', `/v2/serverless/${ep}/workers`)).body.waiting
+    expect(w.reason).toMatchObject({ code: 'WORKER_DROPS_JOBS', message: expect.stringMatching(/^3 job\(s\) in the last 15 min were taken by worker \S+ and never acknowledged/) })
+    expect((await jobCall(s, 'GET', `/v2/${ep}/status/${b}`)).body).toMatchObject({ status: 'IN_QUEUE', waitingReason: expect.stringMatching(/never acknowledged/) })
+    // A third drop of job a fails it with the reason instead of looping; b is next.
+    expect(await drop()).toBe(a)
+    expect((await jobCall(s, 'GET', `/v2/${ep}/status/${a}`)).body).toMatchObject({ status: 'FAILED', retries: 3, error: expect.stringMatching(/lost its worker 3 times; last: its worker \S+ never acknowledged it/) })
+    expect(await take()).toBe(b)
   })
 })

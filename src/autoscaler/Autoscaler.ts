@@ -4,7 +4,8 @@ import type { EndpointRecord } from '../domain/endpoint.js'
 import { parkWindowMs, planScaling, type EndpointScaling, type ScaleAction, type ScalingDecision, type ScalingPolicy } from '../domain/planScaling.js'
 import { lbEndpointScaling, type LbDemand } from '../domain/planLbScaling.js'
 import { BURST_WINDOW_MS, recordSample, relativeHistory, type TimedSample } from '../domain/scalingHistory.js'
-import { waitingReason } from '../domain/waitingReason.js'
+import { dropsReason, waitingReason } from '../domain/waitingReason.js'
+import { DROP_WINDOW_MS, type DroppedTakes } from '../services/DroppedTakes.js'
 import type { JobEvents } from '../services/JobEvents.js'
 import type { JobsConfig } from '../services/jobsConfig.js'
 import type { Log } from '../services/log.js'
@@ -24,6 +25,8 @@ export interface AutoscalerOptions {
   monotonic?: () => number
   /** Requests of LOAD_BALANCER endpoints (waiting and in flight): their demand, scaled by planLbScaling's rule. */
   loadBalancer?: BalancerDemand
+  /** Jobs requeued because their worker never acknowledged them: reported first by why-waiting once it repeats. */
+  dropped?: DroppedTakes
 }
 
 /** What the scaler reads from the load balancer (see LoadBalancer). */
@@ -142,6 +145,8 @@ export class Autoscaler {
    * known yet). Demand is from the last decision, workers as they are now.
    */
   waitingReason(endpointId: string, lowPriority = false): WaitingReason | null {
+    const drops = this.o.dropped?.report(endpointId)
+    if (drops) return dropsReason({ ...drops, windowMs: DROP_WINDOW_MS })
     const last = this.last.get(endpointId)
     if (!last) return null
     const { workers } = this.o
@@ -157,7 +162,8 @@ export class Autoscaler {
   async waiting(endpointId: string): Promise<WaitingView> {
     const c = await this.o.store.jobs.counts(endpointId)
     const jobs = c.inQueue - c.inQueueLow
-    if (c.inQueue === 0) return { jobs: 0, lowPriorityJobs: 0, reason: null }
+    // Dropped takes are reported with nothing waiting too: the dropped jobs sit IN_PROGRESS in between.
+    if (c.inQueue === 0) return { jobs: 0, lowPriorityJobs: 0, reason: this.o.dropped?.report(endpointId) ? this.waitingReason(endpointId) : null }
     return { jobs, lowPriorityJobs: c.inQueueLow, reason: this.waitingReason(endpointId, jobs === 0) }
   }
 

@@ -51,7 +51,7 @@ export const Worker = Type.Object({
 })
 export type Worker = Static<typeof Worker>
 
-export const WaitingReasonCode = Type.Enum(['NO_CAPACITY', 'MAX_REACHED', 'CRASH_LOOP', 'COLD_START', 'QUEUE_DELAY', 'ROLLOUT', 'LOW_PRIORITY'])
+export const WaitingReasonCode = Type.Enum(['WORKER_DROPS_JOBS', 'NO_CAPACITY', 'MAX_REACHED', 'CRASH_LOOP', 'COLD_START', 'QUEUE_DELAY', 'ROLLOUT', 'LOW_PRIORITY'])
 export type WaitingReasonCode = Static<typeof WaitingReasonCode>
 
 /** Why waiting jobs are not running. */

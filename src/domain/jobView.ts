@@ -24,8 +24,17 @@ export function jobStatusView(job: JobViewSource): JobStatusView {
   if (job.startedAt !== null && job.completedAt !== null) view.executionTime = Math.max(0, job.completedAt - job.startedAt)
   if (job.output !== undefined) view.output = job.output
   else if (job.status === 'IN_PROGRESS' && job.progress !== undefined) view.output = job.progress
-  if (job.error !== null) view.error = job.error
+  const error = visibleError(job)
+  if (error !== null) view.error = error
   if (job.retries > 0) view.retries = job.retries
   if (job.workerId !== null) view.workerId = job.workerId
   return view
+}
+
+/**
+ * A job's `error` as its readers see it: a COMPLETED job has none. (A job requeued because its worker never
+ * acknowledged it carries the reason in `error` while it waits or runs again; a success ends that story.)
+ */
+export function visibleError(job: { status: JobStatusView['status']; error: string | null }): string | null {
+  return job.status === 'COMPLETED' ? null : job.error
 }

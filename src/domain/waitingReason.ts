@@ -8,14 +8,18 @@ export interface WaitingContext {
   /** Consecutive failures of the endpoint's workers, and the last one. */
   failures: number
   lastFailure: string | null
+  /** Jobs requeued lately because the worker that took them never acknowledged them, once that repeats. */
+  drops?: { count: number; workerIds: string[]; windowMs: number } | null
 }
 
 /**
  * Why a waiting job of this endpoint is not running, or null when a worker is about to take it. Checked
- * in order: a free worker (null), lowPriority, workers.max 0, no capacity, crash loop, cold start, max
+ * in order: workers that drop the jobs they take (whatever else holds, nothing runs until that is fixed),
+ * a free worker (null), lowPriority, workers.max 0, no capacity, crash loop, cold start, max
  * reached (or a rollout holding the max), queueDelay not yet elapsed.
  */
 export function waitingReason(e: EndpointScaling, ctx: WaitingContext, lowPriority: boolean): WaitingReason | null {
+  if (ctx.drops) return dropsReason(ctx.drops)
   const counted = e.workers.filter(isCounted)
   const n = (s: string) => counted.filter((w) => w.state === s).length
   if (n('idle') > 0) return null
@@ -39,4 +43,15 @@ export function waitingReason(e: EndpointScaling, ctx: WaitingContext, lowPriori
     return { code: 'QUEUE_DELAY', message: `all ${counted.length} workers are busy; QUEUE_DELAY adds workers once a job has waited ${e.policy.queueDelayMs / 1000} s` }
   }
   return null
+}
+
+/** WORKER_DROPS_JOBS: what a user with a broken worker needs to read to find the cause. */
+export function dropsReason(d: NonNullable<WaitingContext['drops']>): WaitingReason {
+  const who = d.workerIds.length === 1 ? `worker ${d.workerIds[0]}` : `workers ${d.workerIds.slice(0, 3).join(', ')}${d.workerIds.length > 3 ? ', ...' : ''}`
+  return {
+    code: 'WORKER_DROPS_JOBS',
+    message:
+      `${d.count} job(s) in the last ${Math.round(d.windowMs / 60_000)} min were taken by ${who} and never acknowledged (its pings did not list them), so they went back to the queue: ` +
+      'the worker drops what job-take hands it; check its log (GET /v2/serverless/{id}/workers/{workerId}/logs) and that its SDK accepts the answer',
+  }
 }

@@ -3,7 +3,7 @@ import { iso, type Clock } from '../domain/clock.js'
 import type { EndpointRecord } from '../domain/endpoint.js'
 import { DomainError, notFound } from '../domain/errors.js'
 import { isFinal, retentionMs } from '../domain/jobState.js'
-import { jobStatusView } from '../domain/jobView.js'
+import { jobStatusView, visibleError } from '../domain/jobView.js'
 import { jobUuid } from '../domain/jobUuid.js'
 import type { JobRecord } from '../store/JobStore.js'
 import type { Store } from '../store/Store.js'
@@ -124,7 +124,8 @@ export class JobService {
         const job = await this.job(ep, jobId)
         const chunks = await store.jobs.readNewChunks(jobId, STREAM_BATCH)
         const view: StreamView = { id: job.id, status: job.status, stream: chunks.map((output) => ({ output })) }
-        if (job.error !== null) view.error = job.error
+        const error = visibleError(job)
+        if (error !== null) view.error = error
         if (chunks.length > 0) return view
         if (isFinal(job.status)) {
           if (job.status === 'COMPLETED' && job.output !== undefined && (await store.jobs.claimFinalOutput(jobId))) view.stream = [{ output: job.output }]
@@ -212,7 +213,7 @@ export class JobService {
           workerId: j.workerId,
           retries: j.retries,
           sync: j.sync,
-          ...(j.error !== null ? { error: j.error } : {}),
+          ...(v.error !== undefined ? { error: v.error } : {}),
         }
       }),
     }

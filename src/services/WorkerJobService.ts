@@ -4,6 +4,8 @@ import { DomainError } from '../domain/errors.js'
 import { splitChunk } from '../domain/streamChunks.js'
 import type { JobRecord } from '../store/JobStore.js'
 import type { Store } from '../store/Store.js'
+import type { Log } from './log.js'
+import type { DroppedTakes } from './DroppedTakes.js'
 import type { JobEvents } from './JobEvents.js'
 import type { JobLifecycle } from './JobLifecycle.js'
 import { loseJob } from './loseJob.js'
@@ -21,6 +23,9 @@ export interface WorkerJobServiceDeps {
   takeWaitMs: number
   /** Opens a job's sealed `s3Config.accessSecret` for the worker. */
   secrets: SecretBox
+  /** Where jobs requeued because their worker never acknowledged them are counted (for why-waiting). */
+  dropped?: DroppedTakes
+  log?: Log
 }
 
 /**
@@ -150,9 +155,12 @@ export class WorkerJobService {
   /**
    * ping: a heartbeat, listing the jobs the worker runs. A job the store has running on it that two of its
    * pings in a row leave out, after the grace, never reached it: the take's answer was lost (a control
-   * plane killed between committing the take and answering it). It goes back to the queue, uncounted,
-   * instead of waiting for its execution timeout. Two pings, because an SDK may drop a job from its list a
-   * moment before its result arrives; the move is a compare-and-set, so a result that does arrive wins.
+   * plane killed between committing the take and answering it) or the worker dropped it (an SDK that
+   * refuses the answer). It goes back to the queue instead of waiting for its execution timeout, counted
+   * as a retry (so a job a broken worker keeps dropping fails after a few, with the reason), with a note in
+   * its `error` while it waits, a line in the log, and a count that why-waiting reports once it repeats.
+   * Two pings, because an SDK may drop a job from its list a moment before its result arrives; the move is
+   * a compare-and-set, so a result that does arrive wins.
    */
   async ping(workerId: string, running: readonly string[]): Promise<void> {
     const { store, clock, lifecycle, workers } = this.deps
@@ -172,7 +180,10 @@ export class WorkerJobService {
         continue
       }
       this.unlisted.delete(job.id)
-      await loseJob(lifecycle, job, workerId, 'its worker never received it', false)
+      const why = `its worker ${workerId} never acknowledged it (took it ${Math.round((now - job.startedAt) / 1000)} s ago; its pings do not list it): the job-take answer was lost, or the worker dropped it`
+      await loseJob(lifecycle, job, workerId, why, true, true)
+      this.deps.dropped?.note(job.endpointId, workerId)
+      this.deps.log?.info({ jobId: job.id, workerId, endpointId: job.endpointId, retries: job.retries + 1 }, 'job requeued: its worker never acknowledged it')
     }
   }
 
