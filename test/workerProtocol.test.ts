@@ -79,6 +79,62 @@ describe('worker protocol (Python SDK replay)', () => {
     expect(existsSync(env.HANGAR_VOLUME_PATH)).toBe(true)
   })
 
+  // The Python SDK reads a job-take or job-stop answer only when it says `Content-Type: application/json`
+  // (aiohttp's content_type, parameters stripped); anything else is dropped at debug level and the job never
+  // runs. Every answer with a body, on every route a worker or a job client calls, says so.
+  it('labels every answer of the worker protocol and of the job operations application/json', async () => {
+    const json = (r: { status: number; headers: Headers }, what: string) => {
+      expect.soft(r.headers.get('content-type')?.split(';')[0], `${what} (${r.status})`).toBe('application/json')
+    }
+    const id = await submit({ prompt: 'ct' }, { webhook: 'http://127.0.0.1:9/hook' })
+    const taken = await take()
+    expect(taken.status).toBe(200)
+    json(taken, 'job-take')
+    expect(((await taken.json()) as { id: string }).id).toBe(id)
+    const progress = await done(id, { status: 'IN_PROGRESS', output: { percent: 10 } })
+    json(progress, 'job-done (progress)')
+    json(await jobCall(s, 'GET', `/v2/${ep}/status/${id}`), 'status (running, progress as RawJson)')
+    json(await call('POST', env.RUNPOD_WEBHOOK_POST_STREAM.replace('$ID', id), JSON.stringify({ output: 'c1' })), 'job-stream')
+    json(await jobCall(s, 'GET', `/v2/${ep}/stream/${id}`), 'stream')
+    json(await call('GET', `${env.RUNPOD_WEBHOOK_PING}&job_id=${id}&runpod_version=1.12.0`), 'ping')
+    json(await jobCall(s, 'POST', `/v2/${ep}/cancel/${id}`), 'cancel')
+    const stop = await call('GET', env.RUNPOD_WEBHOOK_GET_JOB.replace('/job-take/', '/job-stop/'))
+    expect(stop.status).toBe(200)
+    json(stop, 'job-stop')
+    // A result that arrives late is still answered as JSON.
+    json(await done(id, { output: { late: true } }), 'job-done (late)')
+    // Batches, and a completed job whose output is kept as the text it came in (RawJson).
+    const [a, b] = [await submit({ i: 1 }), await submit({ i: 2 })]
+    const batch = await call('GET', `${env.RUNPOD_WEBHOOK_GET_JOB.replace('/job-take/', '/job-take-batch/')}&batch_size=2&job_in_progress=0`)
+    expect(batch.status).toBe(200)
+    json(batch, 'job-take-batch')
+    expect(((await batch.json()) as Array<{ id: string }>).map((j) => j.id).sort()).toEqual([a, b].sort())
+    json(await doneBatch([{ id: a, output: { n: 1 } }, { id: b, output: { n: 2 } }]), 'job-done-batch')
+    json(await jobCall(s, 'GET', `/v2/${ep}/status/${a}`), 'status (completed, RawJson output)')
+    json(await jobCall(s, 'GET', `/v2/${ep}/status-sync/${a}`), 'status-sync')
+    json(await jobCall(s, 'GET', `/v2/${ep}/stream/${a}`), 'stream (completed)')
+    const failed = await submit({})
+    expect((await takeJob()).id).toBe(failed)
+    json(await done(failed, { error: 'no' }), 'job-done (error)')
+    json(await jobCall(s, 'POST', `/v2/${ep}/retry/${failed}`), 'retry')
+    json(await jobCall(s, 'GET', `/v2/${ep}/health`), 'health')
+    json(await jobCall(s, 'GET', `/v2/${ep}/requests`), 'requests')
+    json(await jobCall(s, 'POST', `/v2/${ep}/purge-queue`), 'purge-queue')
+    // /runsync and /run, answered before and after a worker (here: this test) finishes the job.
+    const run = jobCall(s, 'POST', `/v2/${ep}/runsync?wait=5000`, { input: { sync: 1 } })
+    const syncJob = await takeJob()
+    json(await done(syncJob.id, { output: { sync: 'done' } }), 'job-done')
+    const sync = await run
+    expect(sync.body).toMatchObject({ status: 'COMPLETED', output: { sync: 'done' } })
+    json(sync, 'runsync (completed, RawJson output)')
+    json(await jobCall(s, 'POST', `/v2/${ep}/run`, { input: {} }), 'run')
+    json(await jobCall(s, 'POST', `/v2/${ep}/purge-queue`), 'purge-queue')
+    // Errors are problems, also a JSON type.
+    const bad = await call('GET', `${env.RUNPOD_WEBHOOK_GET_JOB}&job_in_progress=0`, undefined, { authorization: 'hw_wrong' })
+    expect(bad.status).toBe(401)
+    expect(bad.headers.get('content-type')?.split(';')[0]).toBe('application/problem+json')
+  })
+
   it('refuses a wrong worker key, another worker id and an account key', async () => {
     const wrong = await fetch(`${env.RUNPOD_WEBHOOK_GET_JOB}&job_in_progress=0`, { headers: { authorization: 'hw_wrong' } })
     expect(wrong.status).toBe(401)

@@ -18,7 +18,7 @@ import {
   type WorkerDoneBody,
 } from '../../contract/worker.js'
 import { DomainError } from '../../domain/errors.js'
-import { stringifyWithRaw } from '../../domain/RawJson.js'
+import { rawJsonReply } from '../rawJsonReply.js'
 import { decodeJsonArrayBody, decodeJsonBody, readBody, type JsonBodyOptions } from '../jsonBody.js'
 import type { IncomingMessage } from 'node:http'
 import type { AppDeps } from '../app.js'
@@ -69,11 +69,11 @@ export const workerProtocolRoutes =
       const [job] = await workerJobs.take(req.params.endpointId, req.params.workerId, 1, gone(req))
       // The input goes out as the text it came in (RawJson), not parsed and written again: a serializer of
       // its own, since the compiled one would write a RawJson's fields.
-      return job ? reply.serializer(stringifyWithRaw).send(job) : reply.code(204).send(null)
+      return job ? rawJsonReply(reply).send(job) : reply.code(204).send(null)
     })
     app.get('/v2/:endpointId/job-take-batch/:workerId', { config, schema: { tags, security, summary: 'Take up to batch_size jobs (long-poll; 204 when none)', params: WorkerParams, querystring: WorkerTakeBatchQuery, response: { 200: WorkerJobBatch, 204: none } } }, async (req, reply) => {
       const jobs = await workerJobs.take(req.params.endpointId, req.params.workerId, req.query.batch_size ?? 1, gone(req))
-      return jobs.length ? reply.serializer(stringifyWithRaw).send(jobs) : reply.code(204).send(null)
+      return jobs.length ? rawJsonReply(reply).send(jobs) : reply.code(204).send(null)
     })
     app.get('/v2/:endpointId/job-stop/:workerId', { config, schema: { tags, security, summary: 'Running jobs to stop (long-poll; 204 when none)', params: WorkerParams, response: { 200: WorkerJobsToStop, 204: none } } }, async (req, reply) => {
       const ids = await workerJobs.stops(req.params.workerId, gone(req))
