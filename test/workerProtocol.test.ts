@@ -135,6 +135,25 @@ describe('worker protocol (Python SDK replay)', () => {
     expect(bad.headers.get('content-type')?.split(';')[0]).toBe('application/problem+json')
   })
 
+  it('sends a stop again to a worker whose pings go on listing a job it was told to stop', async () => {
+    const id = await submit({ stop: 'me' })
+    expect((await takeJob()).id).toBe(id)
+    expect((await jobCall(s, 'POST', `/v2/${ep}/cancel/${id}`)).body).toEqual({ id, status: 'CANCELLED' })
+    const stopUrl = env.RUNPOD_WEBHOOK_GET_JOB.replace('/job-take/', '/job-stop/')
+    // The worker reads the stop but drops it (the Python SDK does when the job's task has not started yet).
+    expect(await (await call('GET', stopUrl)).json()).toEqual({ jobsToStop: [id] })
+    const ping = () => call('GET', `${env.RUNPOD_WEBHOOK_PING}&job_id=${id}&runpod_version=1.12.0`)
+    expect((await ping()).status).toBe(200)
+    // One ping listing it could have raced the stop: nothing yet.
+    expect((await call('GET', stopUrl)).status).toBe(204)
+    expect((await ping()).status).toBe(200)
+    expect(await (await call('GET', stopUrl)).json()).toEqual({ jobsToStop: [id] })
+    // Once the worker stops listing it, no more stops.
+    expect((await call('GET', `${env.RUNPOD_WEBHOOK_PING}&runpod_version=1.12.0`)).status).toBe(200)
+    expect((await ping()).status).toBe(200)
+    expect((await call('GET', stopUrl)).status).toBe(204)
+  })
+
   it('refuses a wrong worker key, another worker id and an account key', async () => {
     const wrong = await fetch(`${env.RUNPOD_WEBHOOK_GET_JOB}&job_in_progress=0`, { headers: { authorization: 'hw_wrong' } })
     expect(wrong.status).toBe(401)

@@ -166,6 +166,7 @@ export class WorkerJobService {
     const { store, clock, lifecycle, workers } = this.deps
     workers.contact(workerId)
     const held = await store.jobs.listInProgress(workerId)
+    if (running.length > 0 || this.strays.has(workerId)) await this.stopStrays(workerId, running, held)
     if (held.length === 0) return
     const now = clock.now()
     const listed = new Set(running)
@@ -186,6 +187,33 @@ export class WorkerJobService {
       this.deps.log?.info({ jobId: job.id, workerId, endpointId: job.endpointId, retries: job.retries + 1 }, 'job requeued: its worker never acknowledged it')
     }
   }
+
+  /**
+   * Jobs a worker lists that it no longer runs here (cancelled, timed out, or taken back while its answer
+   * was lost) and that one ping before listed too: it missed their stop, so it is sent again. The Python
+   * SDK drops a stop that arrives between queueing a job and starting its task, and would otherwise run a
+   * cancelled job to its end in a slot of its concurrency.
+   */
+  private async stopStrays(workerId: string, running: readonly string[], held: readonly JobRecord[]): Promise<void> {
+    const heldIds = new Set(held.map((j) => j.id))
+    const before = this.strays.get(workerId)
+    const now = new Set(running.filter((id) => !heldIds.has(id)).slice(0, 100))
+    if (now.size === 0) {
+      if (before) this.strays.delete(workerId)
+      return
+    }
+    if (this.strays.size > 10_000) this.strays.clear()
+    this.strays.set(workerId, now)
+    for (const id of now) {
+      if (!before?.has(id)) continue
+      const job = await this.deps.store.jobs.get(id)
+      // A stop reaches only this worker's own channel; ids that name no job are not worth one.
+      if (job) this.deps.events.requestStop(workerId, id)
+    }
+  }
+
+  /** Per worker: the listed jobs its last ping listed that it does not run here (see stopStrays). */
+  private readonly strays = new Map<string, Set<string>>()
 
   /** Jobs one ping of their worker left out (see ping). */
   private readonly unlisted = new Set<string>()
