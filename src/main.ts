@@ -170,7 +170,7 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   health.onChecked((endpointId, h) => h === 'READY' && balancer.dispatch(endpointId))
   metrics.countWorkers(() => workers.endpointsWithWorkers().map((endpointId) => ({ endpointId, byStatus: workerCountsOf(workers.health(endpointId)) })))
 
-  const jobs = new JobService({ store, clock, events, lifecycle, workerHealth: (id) => workers.health(id), waitingReason: (job) => scaler.waitingReason(job.endpointId, job.lowPriority)?.message, streamWaitMs: config.jobs.streamWaitMs, secrets })
+  const jobs = new JobService({ store, clock, events, lifecycle, workerHealth: (id) => workers.health(id), waitingReason: (job) => scaler.waitingReason(job.endpointId, job.lowPriority)?.message, streamWaitMs: config.jobs.streamWaitMs, secrets, idempotencyWindowMs: config.jobs.idempotencyWindowMs })
   const workerJobs = new WorkerJobService({ store, clock, events, lifecycle, workers, takeWaitMs: config.jobs.takeWaitMs, secrets })
   const sweeper = new JobSweeper({ store, clock, lifecycle, workers, log, intervalMs: config.jobs.sweepIntervalMs })
   const hostMonitor = new HostMonitor({ hosts: runtime.engineHosts(), runtime, fleet: catalog.fleet, workers, log, intervalMs: config.enginePingIntervalMs })

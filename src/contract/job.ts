@@ -35,6 +35,17 @@ export const JobRequest = Closed({
 })
 export type JobRequest = Static<typeof JobRequest>
 
+/** Request headers of /run and /runsync. */
+export const SubmitHeaders = Type.Object({
+  'idempotency-key': Type.Optional(
+    Type.String({
+      maxLength: 512,
+      description:
+        'Idempotency-Key (IETF httpapi draft), a quoted or bare string of 1 to 255 printable ASCII characters. Repeating a submission with the same key and body within the retention window (24 h by default) answers with the original job (same id, 200) instead of making another; the same key with another body or operation is 422; a duplicate while the first is still being accepted is 409. Keys are per account and endpoint.',
+    }),
+  ),
+})
+
 export const EndpointJobParams = Type.Object({ endpointId: Type.String({ minLength: 1, maxLength: 128 }) })
 export const JobParams = Type.Object({ endpointId: Type.String({ minLength: 1, maxLength: 128 }), jobId: Type.String({ minLength: 1, maxLength: 128 }) })
 
