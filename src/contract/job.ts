@@ -63,6 +63,25 @@ export const StatusQuery = Type.Object({
 export const JobRef = Type.Object({ id: Type.String(), status: JobStatus })
 export type JobRef = Static<typeof JobRef>
 
+/** One attempt to deliver a job's webhook. */
+export const WebhookAttemptView = Type.Object({
+  at: DateTime,
+  statusCode: Type.Union([Type.Integer(), Type.Null()], { description: "the receiver's HTTP status; null when none came" }),
+  error: Type.Union([Type.String(), Type.Null()], { description: 'why the attempt failed; null when delivered' }),
+  durationMs: Type.Integer(),
+})
+export type WebhookAttemptView = Static<typeof WebhookAttemptView>
+
+/** A job's webhook delivery (the `webhook-id` its receiver sees) with every attempt. */
+export const WebhookDeliveryView = Type.Object({
+  id: Type.String({ description: 'the webhook-id header of every attempt' }),
+  url: Type.String(),
+  state: Type.Enum(['PENDING', 'DELIVERED', 'FAILED']),
+  attempts: Type.Array(WebhookAttemptView),
+  nextAttemptAt: Type.Union([DateTime, Type.Null()], { description: 'PENDING only: when the next attempt is due' }),
+})
+export type WebhookDeliveryView = Static<typeof WebhookDeliveryView>
+
 /** `/runsync`, `/status`, `/status-sync` replies. */
 export const JobStatusView = Type.Object({
   id: Type.String(),
@@ -74,6 +93,9 @@ export const JobStatusView = Type.Object({
   retries: Type.Optional(Type.Integer({ description: 'times the job went back to the queue after losing its worker' })),
   workerId: Type.Optional(Type.String()),
   waitingReason: Type.Optional(Type.String({ description: 'IN_QUEUE only: why no worker runs it yet (no capacity, workers.max reached, crash-looping workers, ...)' })),
+  webhookDeliveries: Type.Optional(
+    Type.Array(WebhookDeliveryView, { description: 'Hangar extension, GET /status of a job submitted with a `webhook` only: its deliveries (one once it ended; none before), each attempt with status, time and error' }),
+  ),
 })
 export type JobStatusView = Static<typeof JobStatusView>
 

@@ -1,4 +1,4 @@
-import type { Health, JobRef, JobRequest, JobStatusView, PurgeResult, RequestList, StreamView } from '../contract/job.js'
+import type { Health, JobRef, JobRequest, JobStatusView, PurgeResult, RequestList, StreamView, WebhookDeliveryView } from '../contract/job.js'
 import { iso, type Clock } from '../domain/clock.js'
 import type { EndpointRecord } from '../domain/endpoint.js'
 import { DomainError, notFound } from '../domain/errors.js'
@@ -8,6 +8,7 @@ import { jobUuid } from '../domain/jobUuid.js'
 import { keyInFlight, keyReused, submissionFingerprint } from '../domain/idempotency.js'
 import type { JobRecord } from '../store/JobStore.js'
 import type { Store } from '../store/Store.js'
+import type { WebhookDelivery } from '../store/WebhookStore.js'
 import type { Principal } from './AccountService.js'
 import type { JobEvents } from './JobEvents.js'
 import type { JobLifecycle } from './JobLifecycle.js'
@@ -19,6 +20,17 @@ export const DEFAULT_TTL_MS = 86_400_000
 export const DEFAULT_EXECUTION_TIMEOUT_MS = 600_000
 export const DEFAULT_SYNC_WAIT_MS = 90_000
 const STREAM_BATCH = 10_000
+
+/** A webhook delivery as /status shows it. */
+function deliveryView(d: WebhookDelivery): WebhookDeliveryView {
+  return {
+    id: d.id,
+    url: d.url,
+    state: d.state,
+    attempts: d.attempts.map((a) => ({ at: iso(a.at), statusCode: a.statusCode, error: a.error, durationMs: a.durationMs })),
+    nextAttemptAt: d.nextAttemptAt === null ? null : iso(d.nextAttemptAt),
+  }
+}
 
 /** Worker counters of an endpoint for /health. */
 export type WorkerHealth = Health['workers']
@@ -146,7 +158,10 @@ export class JobService {
       job = await this.deps.lifecycle.setTtl(job, ttlMs)
       if (job.createdAt + ttlMs <= this.deps.clock.now()) throw notFound('job', jobId)
     }
-    return this.view(job)
+    const view = this.view(job)
+    // Only a job with a webhook has deliveries to look up: other status reads cost no extra query.
+    if (job.webhook !== null) view.webhookDeliveries = (await this.deps.store.webhooks.listForJob(job.id)).map(deliveryView)
+    return view
   }
 
   /** GET /status-sync/{id}: like /status, but waits up to `waitMs` for a final state. */
