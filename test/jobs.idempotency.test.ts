@@ -154,5 +154,6 @@ describe.skipIf(!pgUp)('Idempotency-Key on two PostgreSQL replicas', () => {
     } finally {
       await db.end()
     }
-  })
+    // Two server processes start: generous on a loaded machine.
+  }, 120_000)
 })
