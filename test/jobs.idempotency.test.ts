@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ManualClock } from './helpers/clock.js'
 import { createEndpoint, endpointBody } from './helpers/endpoints.js'
 import { dropSchema, freshSchemaName, pgAvailableOrSkip, PG_TEST_URL } from './helpers/postgres.js'
 import { startReplica, type Replica } from './helpers/replicas.js'
@@ -95,6 +96,29 @@ describe('Idempotency-Key on /run and /runsync', () => {
     const before = await queued()
     await hundredAtOnce([(body, key) => run(body, key)])
     expect(await queued()).toBe(before + 1)
+  })
+})
+
+describe('Idempotency-Key of a job no longer kept', () => {
+  it('answers 404 saying so until the window ends, then makes a new job', async () => {
+    const clock = new ManualClock()
+    const s = await startTestServer({ jobs: { idempotencyWindowMs: 3_600_000 } }, { clock })
+    try {
+      const ep = (await createEndpoint(s, endpointBody('hangar/echo:latest', { workers: { min: 0, max: 0 } }))).id
+      const body = { input: { gone: true }, policy: { ttl: 10_000 } }
+      const first = await submit(s.url, s.adminKey, `/v2/${ep}/run`, body, 'k-gone')
+      clock.advance(10_000)
+      const again = await submit(s.url, s.adminKey, `/v2/${ep}/run`, body, 'k-gone')
+      expect(again.status).toBe(404)
+      expect(again.body.detail).toBe(`job "${first.body.id}", submitted earlier with Idempotency-Key "k-gone", is no longer kept (its TTL or result retention elapsed); it is not run again: send a new key to submit it anew`)
+      // Once the key's window ended, the key makes a new job.
+      clock.advance(3_600_000)
+      const fresh = await submit(s.url, s.adminKey, `/v2/${ep}/run`, body, 'k-gone')
+      expect(fresh.status).toBe(200)
+      expect(fresh.body.id).not.toBe(first.body.id)
+    } finally {
+      await s.stop()
+    }
   })
 })
 
