@@ -79,6 +79,8 @@ describe('retired v1 paths', () => {
     expect((await s.api('GET', '/v2/billing/pods')).status).toBe(200)
     expect((await s.api('GET', '/lb/nope/pods')).status).not.toBe(410)
     expect((await s.api('POST', '/v2/nope/openai/v1/chat/completions', {})).status).not.toBe(410)
+    expect((await s.api('GET', '/metrics')).status).not.toBe(410)
+    expect((await s.api('GET', '/console/endpoints', undefined, null)).status).not.toBe(410)
     expect((await s.api('GET', '/v1/nothing')).status).toBe(404)
   })
 
