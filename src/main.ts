@@ -22,6 +22,7 @@ import { PriceBook } from './domain/billing/PriceBook.js'
 import { NetworkVolumeService } from './services/NetworkVolumeService.js'
 import { RegistryService } from './services/RegistryService.js'
 import { SecretBox } from './services/SecretBox.js'
+import { WebhookSecrets } from './services/WebhookSecrets.js'
 import { SshKeyService } from './services/SshKeyService.js'
 import { TemplateService } from './services/TemplateService.js'
 import { EndpointService } from './services/EndpointService.js'
@@ -147,7 +148,8 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
     jobCounts: async () => Promise.all((await store.endpoints.listAll()).map(async (e) => ({ endpointId: e.id, ...(await store.jobs.counts(e.id)) }))),
   })
   const events = new JobEvents(feed)
-  const webhooks = new WebhookDispatcher({ store, clock, log, retryDelayMs: config.jobs.webhookRetryDelayMs, timeoutMs: config.jobs.webhookTimeoutMs, metrics, feed })
+  const webhookSecrets = new WebhookSecrets({ store, clock, secrets, overlapMs: config.jobs.webhookSecretOverlapMs })
+  const webhooks = new WebhookDispatcher({ store, clock, log, signingKeys: (endpointId, now) => webhookSecrets.signingKeys(endpointId, now), retryDelayMs: config.jobs.webhookRetryDelayMs, timeoutMs: config.jobs.webhookTimeoutMs, metrics, feed })
   const lifecycle = new JobLifecycle({ store, clock, events, webhooks, metrics })
   // Workers are local processes, or containers on hosts that name a Docker/Podman engine.
   const engines = hostEngines(config)
@@ -172,7 +174,7 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   health.onChecked((endpointId, h) => h === 'READY' && balancer.dispatch(endpointId))
   metrics.countWorkers(() => workers.endpointsWithWorkers().map((endpointId) => ({ endpointId, byStatus: workerCountsOf(workers.health(endpointId)) })))
 
-  const jobs = new JobService({ store, clock, events, lifecycle, workerHealth: (id) => workers.health(id), waitingReason: (job) => scaler.waitingReason(job.endpointId, job.lowPriority)?.message, streamWaitMs: config.jobs.streamWaitMs, secrets })
+  const jobs = new JobService({ store, clock, events, lifecycle, workerHealth: (id) => workers.health(id), waitingReason: (job) => scaler.waitingReason(job.endpointId, job.lowPriority)?.message, streamWaitMs: config.jobs.streamWaitMs, secrets, idempotencyWindowMs: config.jobs.idempotencyWindowMs })
   const workerJobs = new WorkerJobService({ store, clock, events, lifecycle, workers, takeWaitMs: config.jobs.takeWaitMs, secrets, dropped, log })
   const sweeper = new JobSweeper({ store, clock, lifecycle, workers, log, intervalMs: config.jobs.sweepIntervalMs })
   const hostMonitor = new HostMonitor({ hosts: runtime.engineHosts(), runtime, fleet: catalog.fleet, workers, log, intervalMs: config.enginePingIntervalMs })
@@ -180,7 +182,7 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   const pods = new PodService({ store, clock, catalog, runtime, templates, registries, networkVolumes, sshKeys, events: podEvents, log, dataDir: config.dataDir, stopGraceMs: config.jobs.stopGraceMs, installationId: installationId(config.dataDir) })
   const clusters = new ClusterService({ store, clock, catalog, pods, networkVolumes, sshKeys })
   let url = ''
-  const endpoints = new EndpointService({ store, catalog, clock, templates, registries, networkVolumes, publicUrl: () => url, lbDomain: config.loadBalancer.domain, workerVersions: async (id) => workers.versions(id), feed })
+  const endpoints = new EndpointService({ store, catalog, clock, templates, registries, networkVolumes, publicUrl: () => url, lbDomain: config.loadBalancer.domain, workerVersions: async (id) => workers.versions(id), feed, webhookSecrets })
   // Counters live in Redis when several replicas must share one budget, else in this process. Job
   // operations of an endpoint are allowed more the more workers it runs.
   const counters: CounterStore = config.redisUrl ? new RedisCounterStore(config.redisUrl) : new MemoryCounterStore()

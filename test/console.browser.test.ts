@@ -68,6 +68,10 @@ describe.skipIf(skip !== null)('web console in a real browser', () => {
     await page.fill('input[name=name]', 'browser-echo')
     await page.fill('input[name=scalingValue]', '1')
     await page.click('button:has-text("Create endpoint")')
+    // The webhook signing secret is shown once, before going on to the endpoint.
+    await page.waitForSelector('h1:has-text("Endpoint created")')
+    expect(await page.textContent('p.mono')).toMatch(/^whsec_/)
+    await page.click('button:has-text("Continue")')
     await page.waitForURL(/\/console\/endpoints\/[^/]+\/jobs$/)
     endpointId = /\/endpoints\/([^/]+)\/jobs/.exec(page.url())![1]
     const created = await s.api('GET', `/v2/serverless/${endpointId}`)

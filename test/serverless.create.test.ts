@@ -76,6 +76,8 @@ describe('POST /v2/serverless: create rules', () => {
         timeout: 300000,
         flashboot: 'OFF',
         createdAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/),
+        // Hangar extension, in the create answer only: the secret signing the endpoint's webhooks.
+        webhookSecret: expect.stringMatching(/^whsec_/),
       })
     })
   })

@@ -48,6 +48,7 @@ import { networkVolumeRoutes } from './routes/networkVolumes.js'
 import { registryRoutes } from './routes/registries.js'
 import { serverlessRoutes } from './routes/serverless.js'
 import { templateRoutes } from './routes/templates.js'
+import { retiredV1Routes } from './routes/retiredV1.js'
 import { validatorCompiler } from './validation.js'
 import { clientErrorHandler, frameworkErrorHandler } from './clientErrors.js'
 import type { LimitsConfig } from './limitsConfig.js'
@@ -241,6 +242,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(billingRoutes(deps))
   if (deps.consoleDir) await app.register(consoleRoutes, { dir: deps.consoleDir })
   await app.register(loadBalancerRoutes(deps))
+  await app.register(retiredV1Routes(deps))
   registerLbUpgrades(app.server, { accounts: deps.accounts, endpoints: deps.endpoints, balancer: deps.balancer, domain: lbDomain, replicas: deps.replicas })
   return app
 }

@@ -1,5 +1,5 @@
 import type { Account, ApiKey, CreateAccount, CreateApiKey, CreatedApiKey } from '../contract/admin.js'
-import type { CreateEndpoint, Endpoint, ReleaseList, UpdateEndpoint } from '../contract/endpoint.js'
+import type { CreatedEndpoint, CreateEndpoint, Endpoint, ReleaseList, RotatedWebhookSecret, UpdateEndpoint } from '../contract/endpoint.js'
 import type { Health, JobRef, JobRequest, JobStatusView, PurgeResult, StreamView } from '../contract/job.js'
 import type { BillingHistory } from '../contract/billing.js'
 import type { CreateNetworkVolume, NetworkVolume, UpdateNetworkVolume } from '../contract/networkVolume.js'
@@ -70,7 +70,7 @@ export class HangarClient {
   getEndpoint(id: string): Promise<Endpoint> {
     return this.call('GET', `/v2/serverless/${enc(id)}`)
   }
-  createEndpoint(body: CreateEndpoint): Promise<Endpoint> {
+  createEndpoint(body: CreateEndpoint): Promise<CreatedEndpoint> {
     return this.call('POST', '/v2/serverless', body)
   }
   updateEndpoint(id: string, body: UpdateEndpoint): Promise<Endpoint> {
@@ -78,6 +78,10 @@ export class HangarClient {
   }
   async deleteEndpoint(id: string): Promise<void> {
     await this.call('DELETE', `/v2/serverless/${enc(id)}`)
+  }
+  /** A new webhook signing secret for the endpoint (shown this once); the old one signs on for the overlap. */
+  rotateWebhookSecret(id: string): Promise<RotatedWebhookSecret> {
+    return this.call('POST', `/v2/serverless/${enc(id)}/webhook-secret/rotate`)
   }
   releases(id: string): Promise<ReleaseList> {
     return this.call('GET', `/v2/serverless/${enc(id)}/releases`)

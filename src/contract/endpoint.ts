@@ -142,6 +142,22 @@ export const Endpoint = Type.Object({
 })
 export type Endpoint = Static<typeof Endpoint>
 
+const WebhookSecret = Type.String({
+  pattern: '^whsec_[A-Za-z0-9+/=]+$',
+  description: "Hangar extension: the secret that signs this endpoint's job webhooks (Standard Webhooks). Shown only here, once; rotate it with POST /v2/serverless/{id}/webhook-secret/rotate.",
+})
+
+/** The create response: the endpoint, plus its webhook signing secret (shown this once). */
+export const CreatedEndpoint = Type.Object({ ...Endpoint.properties, webhookSecret: WebhookSecret })
+export type CreatedEndpoint = Static<typeof CreatedEndpoint>
+
+/** The answer to a rotation of an endpoint's webhook secret. */
+export const RotatedWebhookSecret = Type.Object({
+  webhookSecret: WebhookSecret,
+  previousSecretExpiresAt: Type.String({ format: 'date-time', description: 'until then the previous secret signs too (a second signature)' }),
+})
+export type RotatedWebhookSecret = Static<typeof RotatedWebhookSecret>
+
 export const EndpointList = Type.Object({ endpoints: Type.Array(Endpoint) })
 export type EndpointList = Static<typeof EndpointList>
 

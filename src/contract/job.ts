@@ -35,6 +35,17 @@ export const JobRequest = Closed({
 })
 export type JobRequest = Static<typeof JobRequest>
 
+/** Request headers of /run and /runsync. */
+export const SubmitHeaders = Type.Object({
+  'idempotency-key': Type.Optional(
+    Type.String({
+      maxLength: 512,
+      description:
+        'Idempotency-Key (IETF httpapi draft), a quoted or bare string of 1 to 255 printable ASCII characters. Repeating a submission with the same key and body within the retention window (24 h by default) answers with the original job (same id, 200) instead of making another; the same key with another body or operation is 422; a duplicate while the first is still being accepted is 409. Keys are per account and endpoint.',
+    }),
+  ),
+})
+
 export const EndpointJobParams = Type.Object({ endpointId: Type.String({ minLength: 1, maxLength: 128 }) })
 export const JobParams = Type.Object({ endpointId: Type.String({ minLength: 1, maxLength: 128 }), jobId: Type.String({ minLength: 1, maxLength: 128 }) })
 
@@ -52,6 +63,25 @@ export const StatusQuery = Type.Object({
 export const JobRef = Type.Object({ id: Type.String(), status: JobStatus })
 export type JobRef = Static<typeof JobRef>
 
+/** One attempt to deliver a job's webhook. */
+export const WebhookAttemptView = Type.Object({
+  at: DateTime,
+  statusCode: Type.Union([Type.Integer(), Type.Null()], { description: "the receiver's HTTP status; null when none came" }),
+  error: Type.Union([Type.String(), Type.Null()], { description: 'why the attempt failed; null when delivered' }),
+  durationMs: Type.Integer(),
+})
+export type WebhookAttemptView = Static<typeof WebhookAttemptView>
+
+/** A job's webhook delivery (the `webhook-id` its receiver sees) with every attempt. */
+export const WebhookDeliveryView = Type.Object({
+  id: Type.String({ description: 'the webhook-id header of every attempt' }),
+  url: Type.String(),
+  state: Type.Enum(['PENDING', 'DELIVERED', 'FAILED']),
+  attempts: Type.Array(WebhookAttemptView),
+  nextAttemptAt: Type.Union([DateTime, Type.Null()], { description: 'PENDING only: when the next attempt is due' }),
+})
+export type WebhookDeliveryView = Static<typeof WebhookDeliveryView>
+
 /** `/runsync`, `/status`, `/status-sync` replies. */
 export const JobStatusView = Type.Object({
   id: Type.String(),
@@ -63,6 +93,9 @@ export const JobStatusView = Type.Object({
   retries: Type.Optional(Type.Integer({ description: 'times the job went back to the queue after losing its worker' })),
   workerId: Type.Optional(Type.String()),
   waitingReason: Type.Optional(Type.String({ description: 'IN_QUEUE only: why no worker runs it yet (no capacity, workers.max reached, crash-looping workers, ...)' })),
+  webhookDeliveries: Type.Optional(
+    Type.Array(WebhookDeliveryView, { description: 'Hangar extension, GET /status of a job submitted with a `webhook` only: its deliveries (one once it ended; none before), each attempt with status, time and error' }),
+  ),
 })
 export type JobStatusView = Static<typeof JobStatusView>
 

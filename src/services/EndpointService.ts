@@ -1,6 +1,6 @@
 import type { ChangeFeed } from '../cluster/ChangeFeed.js'
 import type { CatalogService } from '../catalog/CatalogService.js'
-import type { CreateEndpoint, Endpoint, ReleaseList, UpdateEndpoint } from '../contract/endpoint.js'
+import type { CreatedEndpoint, CreateEndpoint, Endpoint, ReleaseList, RotatedWebhookSecret, UpdateEndpoint } from '../contract/endpoint.js'
 import { iso, type Clock } from '../domain/clock.js'
 import { toEndpoint, type EndpointRecord, type EndpointSpec, type ReleaseRecord } from '../domain/endpoint.js'
 import { createSpec, updateSpec, type AccountView, type CatalogView, type TemplateView } from '../domain/endpointRules.js'
@@ -13,6 +13,7 @@ import type { Principal } from './AccountService.js'
 import type { NetworkVolumeService } from './NetworkVolumeService.js'
 import type { RegistryService } from './RegistryService.js'
 import type { TemplateService } from './TemplateService.js'
+import type { WebhookSecrets } from './WebhookSecrets.js'
 
 /** How long traffic to a LOAD_BALANCER endpoint may use an endpoint read before reading it again. */
 const LB_CACHE_MS = 1_000
@@ -33,6 +34,8 @@ export interface EndpointServiceDeps {
   workerVersions?: (endpointId: string) => Promise<number[]>
   /** Other control-plane processes: their endpoint changes drop this one's cached copy (and ours theirs). */
   feed?: ChangeFeed
+  /** The secrets signing each endpoint's job webhooks, made with the endpoint. */
+  webhookSecrets: WebhookSecrets
 }
 
 /**
@@ -53,17 +56,25 @@ export class EndpointService {
     deps.feed?.on('endpoint.changed', (id) => this.lbCache.delete(id))
   }
 
-  async create(p: Principal, body: CreateEndpoint): Promise<Endpoint> {
+  /** Creates the endpoint with its webhook signing secret, which the answer shows (and nothing later does). */
+  async create(p: Principal, body: CreateEndpoint): Promise<CreatedEndpoint> {
     const template = body.templateId === undefined ? null : await this.template(p.accountId, body.templateId)
     const account = await this.accountView(p.accountId, body.networkVolumes ?? [], [body.registry, template?.registry])
     const spec = createSpec(body, { catalog: this.catalogView(), account, template })
     const now = iso(this.deps.clock.now())
     const record: EndpointRecord = { id: newId(), accountId: p.accountId, createdAt: now, version: 1, ...spec }
-    await this.deps.store.transaction(async (tx) => {
+    const webhookSecret = await this.deps.store.transaction(async (tx) => {
       await tx.endpoints.insert(record)
       await tx.releases.insert(this.release(record, releaseDiff(null, spec), now))
+      return this.deps.webhookSecrets.create(tx, record)
     })
-    return this.view(record)
+    return { ...this.view(record), webhookSecret }
+  }
+
+  /** A new webhook signing secret (shown this once); the current one keeps signing for the overlap window. */
+  async rotateWebhookSecret(p: Principal, id: string): Promise<RotatedWebhookSecret> {
+    await this.owned(p.accountId, id)
+    return this.deps.webhookSecrets.rotate(p.accountId, id)
   }
 
   /** The caller's endpoints, oldest first; a RESTRICTED key sees only the endpoints it is limited to. */
@@ -109,6 +120,7 @@ export class EndpointService {
     this.forget(id)
     await this.deps.store.transaction(async (tx) => {
       await tx.releases.deleteByEndpoint(id)
+      await this.deps.webhookSecrets.delete(tx, id)
       await tx.endpoints.delete(id)
     })
   }

@@ -1,3 +1,4 @@
+import type { IdempotencyClaim, IdempotentInsert } from '../domain/idempotency.js'
 import type { JobStatus } from '../contract/job.js'
 import type { Clock } from '../domain/clock.js'
 import { isFinal, sourcesOf, targetOf, type JobEvent } from '../domain/jobState.js'
@@ -29,6 +30,13 @@ export class JobLifecycle {
   async enqueue(job: JobRecord): Promise<void> {
     await this.deps.store.jobs.insert(job)
     this.deps.events.queued(job.endpointId)
+  }
+
+  /** job-submit under an Idempotency-Key: the job goes in only if the key names no job yet (see JobStore). */
+  async enqueueIdempotent(job: JobRecord, claim: IdempotencyClaim): Promise<IdempotentInsert> {
+    const result = await this.deps.store.jobs.insertIdempotent(job, claim)
+    if (result.inserted) this.deps.events.queued(job.endpointId)
+    return result
   }
 
   /**

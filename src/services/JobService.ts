@@ -1,12 +1,14 @@
-import type { Health, JobRef, JobRequest, JobStatusView, PurgeResult, RequestList, StreamView } from '../contract/job.js'
+import type { Health, JobRef, JobRequest, JobStatusView, PurgeResult, RequestList, StreamView, WebhookDeliveryView } from '../contract/job.js'
 import { iso, type Clock } from '../domain/clock.js'
 import type { EndpointRecord } from '../domain/endpoint.js'
 import { DomainError, notFound } from '../domain/errors.js'
 import { isFinal, retentionMs } from '../domain/jobState.js'
 import { jobStatusView, visibleError } from '../domain/jobView.js'
 import { jobUuid } from '../domain/jobUuid.js'
+import { keyInFlight, keyReused, submissionFingerprint } from '../domain/idempotency.js'
 import type { JobRecord } from '../store/JobStore.js'
 import type { Store } from '../store/Store.js'
+import type { WebhookDelivery } from '../store/WebhookStore.js'
 import type { Principal } from './AccountService.js'
 import type { JobEvents } from './JobEvents.js'
 import type { JobLifecycle } from './JobLifecycle.js'
@@ -18,6 +20,17 @@ export const DEFAULT_TTL_MS = 86_400_000
 export const DEFAULT_EXECUTION_TIMEOUT_MS = 600_000
 export const DEFAULT_SYNC_WAIT_MS = 90_000
 const STREAM_BATCH = 10_000
+
+/** A webhook delivery as /status shows it. */
+function deliveryView(d: WebhookDelivery): WebhookDeliveryView {
+  return {
+    id: d.id,
+    url: d.url,
+    state: d.state,
+    attempts: d.attempts.map((a) => ({ at: iso(a.at), statusCode: a.statusCode, error: a.error, durationMs: a.durationMs })),
+    nextAttemptAt: d.nextAttemptAt === null ? null : iso(d.nextAttemptAt),
+  }
+}
 
 /** Worker counters of an endpoint for /health. */
 export type WorkerHealth = Health['workers']
@@ -35,6 +48,8 @@ export interface JobServiceDeps {
   streamWaitMs: number
   /** Seals a job's `s3Config.accessSecret` before it is stored. */
   secrets: SecretBox
+  /** How long an Idempotency-Key names its job (default 24 h). */
+  idempotencyWindowMs?: number
 }
 
 /**
@@ -43,6 +58,13 @@ export interface JobServiceDeps {
  * A job of another endpoint, or one whose TTL or retention elapsed, is answered as missing (404).
  */
 export class JobService {
+  /**
+   * Idempotent submissions being accepted in this process, by endpoint and key, with their fingerprints: a
+   * duplicate arriving meanwhile is a 409 (the draft's "concurrent request") instead of a wait. Across
+   * replicas the store's unique key orders them.
+   */
+  private readonly accepting = new Map<string, string>()
+
   constructor(private readonly deps: JobServiceDeps) {}
 
   /** True while the control plane shuts down: waits end at once, so callers should not come back. */
@@ -50,8 +72,12 @@ export class JobService {
     return this.deps.events.closed
   }
 
-  /** POST /run (`sync` false) and /runsync (waits up to `waitMs` for a final state). */
-  async submit(p: Principal, endpointId: string, body: JobRequest, sync: boolean, waitMs?: number): Promise<JobRef | JobStatusView> {
+  /**
+   * POST /run (`sync` false) and /runsync (waits up to `waitMs` for a final state). With an `idempotencyKey`,
+   * a submission repeating an earlier one (same key, operation and body, within the window) answers with
+   * that job instead of making another.
+   */
+  async submit(p: Principal, endpointId: string, body: JobRequest, sync: boolean, waitMs?: number, idempotencyKey?: string): Promise<JobRef | JobStatusView> {
     const ep = await this.endpoint(p, endpointId)
     // The schema checks that it is a URI (one error for "notaurl"); only http(s) can be POSTed to.
     if (body.webhook !== undefined && !/^https?:\/\//i.test(body.webhook)) {
@@ -88,8 +114,39 @@ export class JobService {
       retries: 0,
       progress: undefined,
     }
-    await this.deps.lifecycle.enqueue(job)
+    if (idempotencyKey === undefined) await this.deps.lifecycle.enqueue(job)
+    else {
+      const original = await this.enqueueOnce(job, body, idempotencyKey)
+      if (original !== undefined) return this.replay(ep, original, idempotencyKey, sync, waitMs)
+    }
     if (!sync) return { id: job.id, status: 'IN_QUEUE' }
+    return this.waitFinal(job.id, waitMs ?? DEFAULT_SYNC_WAIT_MS)
+  }
+
+  /** Enqueues `job` under `key`, or returns the id of the job an identical earlier submission made. */
+  private async enqueueOnce(job: JobRecord, body: JobRequest, key: string): Promise<string | undefined> {
+    const fingerprint = submissionFingerprint(job.sync ? 'runsync' : 'run', body)
+    const flight = `${job.endpointId}\n${key}`
+    const busy = this.accepting.get(flight)
+    if (busy !== undefined) throw busy === fingerprint ? keyInFlight(key) : keyReused(key, undefined)
+    this.accepting.set(flight, fingerprint)
+    try {
+      const r = await this.deps.lifecycle.enqueueIdempotent(job, { key, fingerprint, expiresAt: job.createdAt + (this.deps.idempotencyWindowMs ?? DEFAULT_TTL_MS) })
+      if (r.inserted) return undefined
+      if (r.fingerprint !== fingerprint) throw keyReused(key, r.jobId)
+      return r.jobId
+    } finally {
+      this.accepting.delete(flight)
+    }
+  }
+
+  /** The answer to a repeated submission: the original job as it is now (for /runsync, once final or after the wait). */
+  private async replay(ep: EndpointRecord, jobId: string, key: string, sync: boolean, waitMs?: number): Promise<JobRef | JobStatusView> {
+    const job = await this.deps.store.jobs.get(jobId)
+    if (!job || job.endpointId !== ep.id || this.expired(job)) {
+      throw new DomainError('not_found', `job ${JSON.stringify(jobId)}, submitted earlier with Idempotency-Key ${JSON.stringify(key)}, is no longer kept (its TTL or result retention elapsed); it is not run again: send a new key to submit it anew`)
+    }
+    if (!sync) return { id: job.id, status: job.status }
     return this.waitFinal(job.id, waitMs ?? DEFAULT_SYNC_WAIT_MS)
   }
 
@@ -101,7 +158,10 @@ export class JobService {
       job = await this.deps.lifecycle.setTtl(job, ttlMs)
       if (job.createdAt + ttlMs <= this.deps.clock.now()) throw notFound('job', jobId)
     }
-    return this.view(job)
+    const view = this.view(job)
+    // Only a job with a webhook has deliveries to look up: other status reads cost no extra query.
+    if (job.webhook !== null) view.webhookDeliveries = (await this.deps.store.webhooks.listForJob(job.id)).map(deliveryView)
+    return view
   }
 
   /** GET /status-sync/{id}: like /status, but waits up to `waitMs` for a final state. */

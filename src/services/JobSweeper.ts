@@ -5,6 +5,8 @@ import type { Log } from './log.js'
 import type { WorkerService } from './WorkerService.js'
 
 const BATCH = 500
+/** Expired Idempotency-Keys are swept this often (a claim replaces an expired key by itself meanwhile). */
+const KEY_SWEEP_MS = 60_000
 
 export interface JobSweeperOptions {
   store: Store
@@ -23,6 +25,7 @@ export interface JobSweeperOptions {
 export class JobSweeper {
   private timer: NodeJS.Timeout | undefined
   private running: Promise<void> | undefined
+  private nextKeySweep = 0
 
   constructor(private readonly o: JobSweeperOptions) {}
 
@@ -54,6 +57,10 @@ export class JobSweeper {
       if (await lifecycle.remove(job)) {
         log.info({ jobId: job.id, endpointId: job.endpointId, status: job.status, why: job.expiresAt <= now ? 'ttl' : 'retention' }, 'job expired')
       }
+    }
+    if (now >= this.nextKeySweep) {
+      this.nextKeySweep = now + KEY_SWEEP_MS
+      await store.jobs.sweepIdempotencyKeys(now, BATCH * 10)
     }
     workers.checkLiveness()
   }

@@ -3,6 +3,7 @@ import { request } from 'undici'
 import type { Clock } from '../domain/clock.js'
 import { newId } from '../domain/ids.js'
 import { jobStatusView } from '../domain/jobView.js'
+import { signWebhook } from '../domain/webhookSignature.js'
 import type { JobRecord } from '../store/JobStore.js'
 import type { Store } from '../store/Store.js'
 import type { WebhookDelivery } from '../store/WebhookStore.js'
@@ -17,6 +18,8 @@ export interface WebhookDispatcherOptions {
   store: Store
   clock: Clock
   log: Log
+  /** The keys signing an endpoint's webhooks at `now` (WebhookSecrets); without it, deliveries go unsigned. */
+  signingKeys?: (endpointId: string, now: number) => Promise<Buffer[]>
   /** Pause between attempts (the spec's 10 s). */
   retryDelayMs: number
   /** Limit of one attempt. */
@@ -47,7 +50,7 @@ export class WebhookDispatcher implements WebhookQueue {
 
   delivery(job: JobRecord): WebhookDelivery {
     const now = this.o.clock.now()
-    return { id: newId('wh_'), jobId: job.id, url: job.webhook ?? '', payload: jobStatusView(job), state: 'PENDING', attempts: [], nextAttemptAt: now, createdAt: now }
+    return { id: newId('wh_'), jobId: job.id, endpointId: job.endpointId, url: job.webhook ?? '', payload: jobStatusView(job), state: 'PENDING', attempts: [], nextAttemptAt: now, createdAt: now }
   }
 
   notify(): void {
@@ -118,12 +121,20 @@ export class WebhookDispatcher implements WebhookQueue {
     let statusCode: number | null = null
     let error: string | null = null
     try {
+      const body = JSON.stringify(d.payload)
+      // Standard Webhooks: receivers refuse a timestamp far from their own clock (5 minutes in the reference
+      // libraries), so it is the wall-clock time of this attempt (a retry after a restart is signed afresh),
+      // not the service clock or the delivery's creation.
+      const timestamp = Math.floor(Date.now() / 1000)
+      // webhook-id names the delivery, the same on every attempt and after a restart: delivery is at least
+      // once (an attempt whose answer was lost is made again), so receivers drop ids they have seen.
+      const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'hangar-webhook/1', 'webhook-id': d.id, 'webhook-timestamp': String(timestamp) }
+      const keys = d.endpointId !== undefined && this.o.signingKeys ? await this.o.signingKeys(d.endpointId, clock.now()) : []
+      if (keys.length > 0) headers['webhook-signature'] = signWebhook(keys, d.id, timestamp, body)
       const res = await request(d.url, {
         method: 'POST',
-        // webhook-id names the delivery, the same on every attempt and after a restart: delivery is at least
-        // once (an attempt whose answer was lost is made again), so receivers drop ids they have seen.
-        headers: { 'content-type': 'application/json', 'user-agent': 'hangar-webhook/1', 'webhook-id': d.id, 'webhook-timestamp': String(Math.floor(d.createdAt / 1000)) },
-        body: JSON.stringify(d.payload),
+        headers,
+        body,
         headersTimeout: timeoutMs,
         bodyTimeout: timeoutMs,
       })

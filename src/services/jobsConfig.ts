@@ -5,6 +5,13 @@ export const JobsConfig = Type.Object(
   {
     /** Pause between webhook attempts (the spec's 10 s; shorter in tests). */
     webhookRetryDelayMs: Type.Integer({ minimum: 0, default: 10_000 }),
+    /**
+     * After a webhook secret is rotated, the old secret keeps signing beside the new one this long, so that
+     * receivers can switch over (Standard Webhooks: several signatures, space-separated).
+     */
+    webhookSecretOverlapMs: Type.Integer({ minimum: 0, default: 86_400_000 }),
+    /** How long an Idempotency-Key of /run and /runsync names its job (also after the job's result is gone). */
+    idempotencyWindowMs: Type.Integer({ minimum: 1_000, default: 86_400_000 }),
     /** How long one webhook attempt may take. */
     webhookTimeoutMs: Type.Integer({ minimum: 100, default: 10_000 }),
     /** How often deadlines (TTL, execution timeout, retention, worker heartbeats) are checked. */

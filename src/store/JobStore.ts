@@ -1,4 +1,5 @@
 import type { JobStatus } from '../contract/job.js'
+import type { IdempotencyClaim, IdempotentInsert } from '../domain/idempotency.js'
 import type { WebhookDelivery } from './WebhookStore.js'
 
 /**
@@ -72,6 +73,14 @@ export interface JobCounts {
 /** Storage of jobs and their stream chunks. Every write is durable when its promise resolves. */
 export interface JobStore {
   insert(job: JobRecord): Promise<void>
+  /**
+   * Inserts `job` only if its account and endpoint hold no live claim of `claim.key` (one whose expiresAt is
+   * after the job's createdAt); claims the key for it in the same atomic step. Otherwise inserts nothing and
+   * returns the job the key names. Concurrent calls with one key (any process) insert at most one job.
+   */
+  insertIdempotent(job: JobRecord, claim: IdempotencyClaim): Promise<IdempotentInsert>
+  /** Deletes up to `limit` idempotency keys whose window ended at or before `now`; returns how many. */
+  sweepIdempotencyKeys(now: number, limit: number): Promise<number>
   /** A job; its `input` only with `{ input: true }` (it may be 20 MB, and only a worker needs it). */
   get(id: string, opts?: { input?: boolean }): Promise<JobRecord | undefined>
   /**

@@ -26,6 +26,7 @@ import type { SshKeyStore } from './SshKeyStore.js'
 import type { TemplateStore } from './TemplateStore.js'
 import type { UsageStore } from './UsageStore.js'
 import type { WebhookStore } from './WebhookStore.js'
+import type { WebhookSecretStore } from './WebhookSecretStore.js'
 import type { WorkerStore } from './WorkerStore.js'
 
 export type { AccountRecord, AccountStore, ApiKeyRecord, ApiKeyStore } from './AccountStore.js'
@@ -45,6 +46,8 @@ export interface Collections {
   readonly jobs: JobStore
   readonly workers: WorkerStore
   readonly webhooks: WebhookStore
+  /** Signing secrets of endpoints' webhooks. */
+  readonly webhookSecrets: WebhookSecretStore
   readonly pods: PodStore
   readonly clusters: ClusterStore
   /** The usage ledger (billing). */

@@ -11,6 +11,8 @@ export interface WebhookAttempt {
 export interface WebhookDelivery {
   id: string
   jobId: string
+  /** The job's endpoint, whose secret signs each attempt; absent on deliveries recorded before signing. */
+  endpointId?: string
   url: string
   /** JSON body to POST. */
   payload: unknown

@@ -481,6 +481,24 @@ export function storeContract(name: string, make: () => Promise<StoreUnderTest>)
         expect(await store.jobs.delete(s.id)).toBe(true)
         expect(await store.jobs.chunkCount(s.id)).toBe(0)
       })
+
+      it('claims an idempotency key with its job once, per endpoint, until the key expires', async () => {
+        const ep = uid('ep')
+        const first = job(ep, { createdAt: 1_000 })
+        expect(await store.jobs.insertIdempotent(first, { key: 'k', fingerprint: 'f1', expiresAt: 5_000 })).toEqual({ inserted: true })
+        const dup = job(ep, { createdAt: 2_000 })
+        expect(await store.jobs.insertIdempotent(dup, { key: 'k', fingerprint: 'f2', expiresAt: 6_000 })).toEqual({ inserted: false, jobId: first.id, fingerprint: 'f1' })
+        expect(await store.jobs.get(dup.id)).toBeUndefined()
+        // The key is the endpoint's: another endpoint's claim of it is its own.
+        const elsewhere = job(uid('ep'), { createdAt: 2_000 })
+        expect(await store.jobs.insertIdempotent(elsewhere, { key: 'k', fingerprint: 'f1', expiresAt: 6_000 })).toEqual({ inserted: true })
+        // Once the window ended, the key is claimed afresh.
+        const later = job(ep, { createdAt: 5_000 })
+        expect(await store.jobs.insertIdempotent(later, { key: 'k', fingerprint: 'f3', expiresAt: 9_000 })).toEqual({ inserted: true })
+        expect((await store.jobs.get(later.id))?.status).toBe('IN_QUEUE')
+        expect(await store.jobs.sweepIdempotencyKeys(6_000, 100)).toBeGreaterThanOrEqual(1)
+        expect(await store.jobs.insertIdempotent(job(ep, { createdAt: 6_500 }), { key: 'k', fingerprint: 'f4', expiresAt: 10_000 })).toEqual({ inserted: false, jobId: later.id, fingerprint: 'f3' })
+      })
     })
 
     describe('workers and webhooks', () => {

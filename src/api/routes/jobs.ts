@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyContextConfig } from 'fastify'
-import { EndpointJobParams, Health, JobParams, JobRef, JobRequest, JobStatusView, PurgeResult, RequestList, RequestsQuery, StatusQuery, StreamQuery, StreamView, WaitQuery } from '../../contract/job.js'
+import { EndpointJobParams, Health, JobParams, JobRef, JobRequest, JobStatusView, PurgeResult, RequestList, RequestsQuery, StatusQuery, StreamQuery, StreamView, SubmitHeaders, WaitQuery } from '../../contract/job.js'
+import { IDEMPOTENCY_HEADER, parseIdempotencyKey } from '../../domain/idempotency.js'
 import type { JobOperation } from '../../domain/rateLimits.js'
 import { RawJson } from '../../domain/RawJson.js'
 import { rawJsonReply } from '../rawJsonReply.js'
@@ -40,17 +41,17 @@ export const jobRoutes =
     })
     app.post(
       '/v2/:endpointId/run',
-      { bodyLimit: 10 * MB, config: { ...jobConfig('run'), rawJsonField: 'input' }, schema: { tags, summary: 'Submit a job (asynchronous)', params: EndpointJobParams, body: JobRequest, response: { 200: JobRef } } },
-      async (req) => jobs.submit(req.principal, req.params.endpointId, req.body, false),
+      { bodyLimit: 10 * MB, config: { ...jobConfig('run'), rawJsonField: 'input' }, schema: { tags, summary: 'Submit a job (asynchronous)', params: EndpointJobParams, headers: SubmitHeaders, body: JobRequest, response: { 200: JobRef } } },
+      async (req) => jobs.submit(req.principal, req.params.endpointId, req.body, false, undefined, parseIdempotencyKey(req.headers[IDEMPOTENCY_HEADER])),
     )
     app.post(
       '/v2/:endpointId/runsync',
       {
         bodyLimit: 20 * MB,
         config: { ...jobConfig('runsync'), rawJsonField: 'input' },
-        schema: { tags, summary: 'Submit a job and wait for its result', params: EndpointJobParams, querystring: WaitQuery, body: JobRequest, response: { 200: JobStatusView } },
+        schema: { tags, summary: 'Submit a job and wait for its result', params: EndpointJobParams, headers: SubmitHeaders, querystring: WaitQuery, body: JobRequest, response: { 200: JobStatusView } },
       },
-      async (req) => jobs.submit(req.principal, req.params.endpointId, req.body, true, req.query.wait),
+      async (req) => jobs.submit(req.principal, req.params.endpointId, req.body, true, req.query.wait, parseIdempotencyKey(req.headers[IDEMPOTENCY_HEADER])),
     )
     app.get(
       '/v2/:endpointId/status/:jobId',

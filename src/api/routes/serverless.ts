@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Deleted, IdParams } from '../../contract/common.js'
-import { CreateEndpoint, Endpoint, EndpointList, ReleaseList, UpdateEndpoint } from '../../contract/endpoint.js'
+import { CreatedEndpoint, CreateEndpoint, Endpoint, EndpointList, ReleaseList, RotatedWebhookSecret, UpdateEndpoint } from '../../contract/endpoint.js'
 import { cudaOutsideGpu } from '../../domain/endpointRules.js'
 import { DomainError } from '../../domain/errors.js'
 import type { AppDeps } from '../app.js'
@@ -14,7 +14,7 @@ export const serverlessRoutes =
     app.post(
       '/v2/serverless',
       {
-        schema: { tags, summary: 'Create a serverless endpoint', body: CreateEndpoint, response: { 201: Endpoint } },
+        schema: { tags, summary: 'Create a serverless endpoint', description: 'The answer carries `webhookSecret` (a Hangar extension): the secret signing the endpoint\'s job webhooks, shown only here.', body: CreateEndpoint, response: { 201: CreatedEndpoint } },
         // R3 is checked before the schema so that a `gpu` holding only CUDA fields next to `cpu` is named
         // for what it is rather than as a missing `gpu.pools`.
         preValidation: async (req) => {
@@ -56,6 +56,19 @@ export const serverlessRoutes =
         await endpoints.delete(req.principal, req.params.id)
         return reply.code(204).send(null)
       },
+    )
+    app.post(
+      '/v2/serverless/:id/webhook-secret/rotate',
+      {
+        schema: {
+          tags,
+          summary: "Rotate the endpoint's webhook signing secret",
+          description: 'Hangar extension. Answers the new secret, shown only here. The previous secret keeps signing (a second signature in `webhook-signature`) until `previousSecretExpiresAt` (24 h by default, `jobs.webhookSecretOverlapMs`).',
+          params: IdParams,
+          response: { 200: RotatedWebhookSecret },
+        },
+      },
+      async (req) => endpoints.rotateWebhookSecret(req.principal, req.params.id),
     )
     app.get(
       '/v2/serverless/:id/releases',

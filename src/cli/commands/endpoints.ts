@@ -144,6 +144,9 @@ export function registerEndpoints(program: Command): void {
     await clientFor(opts).deleteEndpoint(id)
     print(opts, { deleted: id }, () => `deleted ${id}`)
   })
+  clientCommand(group, 'rotate-webhook-secret <id>', "replace the secret signing the endpoint's webhooks; the old one signs on for the overlap").action(async (id: string, opts: ClientOptions) => {
+    print(opts, await clientFor(opts).rotateWebhookSecret(id))
+  })
   clientCommand(group, 'releases <id>', "an endpoint's releases, newest first, and the rollout").action(async (id: string, opts: ClientOptions) => {
     const r = await clientFor(opts).releases(id)
     print(opts, r, () => `${renderObject({ endpointVersion: r.endpointVersion, rollout: `${r.rollout.workersOnLatest}/${r.rollout.workersTotal} workers on latest${r.rollout.inProgress ? ' (in progress)' : ''}` })}\n\n${renderTable(r.releases, releaseColumns)}`)

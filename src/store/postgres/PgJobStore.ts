@@ -3,6 +3,7 @@ import type { JobStatus } from '../../contract/job.js'
 import { jsonText } from '../../domain/RawJson.js'
 import type { JobCounts, JobPatch, JobRecord, JobStore } from '../JobStore.js'
 import { COLUMNS, json, JSON_FIELDS, NO_INPUT, toJob } from '../rows.js'
+import type { IdempotencyClaim, IdempotentInsert } from '../../domain/idempotency.js'
 import type { WebhookDelivery } from '../WebhookStore.js'
 import type { PgGroupCommit } from './PgGroupCommit.js'
 import { atomically, type PgQueryable } from './PgQueryable.js'
@@ -45,34 +46,40 @@ export class PgJobStore implements JobStore {
   }
 
   insert(job: JobRecord): Promise<void> {
-    const row = [
-      job.id,
-      job.endpointId,
-      job.accountId,
-      job.status,
-      jsonText(job.input),
-      job.webhook,
-      job.policy ? JSON.stringify(job.policy) : null,
-      job.s3Config ? JSON.stringify(job.s3Config) : null,
-      job.sync,
-      job.lowPriority,
-      job.executionTimeoutMs,
-      job.ttlMs,
-      job.retentionMs,
-      job.createdAt,
-      job.startedAt,
-      job.completedAt,
-      job.expiresAt,
-      job.retainUntil,
-      job.workerId,
-      json(job.output),
-      job.error,
-      job.retries,
-      json(job.progress),
-    ]
+    const row = jobRow(job)
     if (!this.commits) return insertJobs(this.q, [row]).then(([err]) => (err ? Promise.reject(err) : undefined))
     // The submissions of one batch go in as one multi-row INSERT (a burst of /run costs one statement).
     return this.commits.writeMerged({ key: 'jobs.insert', item: row, runMany: insertJobs }).then((err) => (err ? Promise.reject(err) : undefined))
+  }
+
+  async insertIdempotent(job: JobRecord, claim: IdempotencyClaim): Promise<IdempotentInsert> {
+    // One statement, outside the group commit: it may wait on another replica's claim of the key (the
+    // primary key's lock), which must not hold up a batch of other submissions, and it is atomic alone.
+    // A live claim (expires_at after now) is left alone (DO UPDATE ... WHERE false): no row, no job.
+    const params = [...jobRow(job), claim.key, claim.fingerprint, claim.expiresAt]
+    const n = INSERT_WIDTH
+    const { rows } = await this.q.query<{ id: string }>(
+      `WITH claim AS (
+         INSERT INTO idempotency_keys (account_id, endpoint_id, key, fingerprint, job_id, created_at, expires_at)
+         VALUES ($3, $2, $${n + 1}, $${n + 2}, $1, $14, $${n + 3})
+         ON CONFLICT (account_id, endpoint_id, key) DO UPDATE
+           SET fingerprint = EXCLUDED.fingerprint, job_id = EXCLUDED.job_id, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
+           WHERE idempotency_keys.expires_at <= EXCLUDED.created_at
+         RETURNING job_id
+       )
+       INSERT INTO jobs (${INSERT_COLUMNS}) SELECT ${INSERT_TYPES.map((t, c) => `$${c + 1}::${t}`).join(', ')} FROM claim RETURNING id`,
+      params,
+    )
+    if (rows.length > 0) return { inserted: true }
+    const held = await this.q.query<{ job_id: string; fingerprint: string }>('SELECT job_id, fingerprint FROM idempotency_keys WHERE account_id = $1 AND endpoint_id = $2 AND key = $3', [job.accountId, job.endpointId, claim.key])
+    // Swept between the two statements (its window just ended): claim it afresh.
+    if (held.rows.length === 0) return this.insertIdempotent(job, claim)
+    return { inserted: false, jobId: held.rows[0].job_id, fingerprint: held.rows[0].fingerprint }
+  }
+
+  async sweepIdempotencyKeys(now: number, limit: number): Promise<number> {
+    const r = await this.q.query('DELETE FROM idempotency_keys WHERE ctid IN (SELECT ctid FROM idempotency_keys WHERE expires_at <= $1 LIMIT $2)', [now, limit])
+    return r.rowCount ?? 0
   }
 
   async get(id: string, opts?: { input?: boolean }): Promise<JobRecord | undefined> {
@@ -260,9 +267,40 @@ async function runMoves(q: PgQueryable, shape: string, fields: string[], patch: 
   return out
 }
 
+/** A job's values in INSERT_COLUMNS order. */
+function jobRow(job: JobRecord): unknown[] {
+  return [
+    job.id,
+    job.endpointId,
+    job.accountId,
+    job.status,
+    jsonText(job.input),
+    job.webhook,
+    job.policy ? JSON.stringify(job.policy) : null,
+    job.s3Config ? JSON.stringify(job.s3Config) : null,
+    job.sync,
+    job.lowPriority,
+    job.executionTimeoutMs,
+    job.ttlMs,
+    job.retentionMs,
+    job.createdAt,
+    job.startedAt,
+    job.completedAt,
+    job.expiresAt,
+    job.retainUntil,
+    job.workerId,
+    json(job.output),
+    job.error,
+    job.retries,
+    json(job.progress),
+  ]
+}
+
 const INSERT_COLUMNS = `id, endpoint_id, account_id, status, input, webhook, policy, s3_config, sync, low_priority, execution_timeout_ms, ttl_ms, retention_ms,
   created_at, started_at, completed_at, expires_at, retain_until, worker_id, output, error, retries, progress`
 const INSERT_WIDTH = 23
+/** The SQL types of INSERT_COLUMNS, for an INSERT ... SELECT whose parameters have no column to take a type from. */
+const INSERT_TYPES = ['text', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'boolean', 'boolean', 'bigint', 'bigint', 'bigint', 'bigint', 'bigint', 'bigint', 'bigint', 'bigint', 'text', 'text', 'text', 'integer', 'text']
 
 /**
  * Inserts jobs (rows of INSERT_COLUMNS values) in one statement, in order (seq follows the row order). A job

@@ -1,6 +1,7 @@
 import pg from 'pg'
 import type { AccountStore, ApiKeyStore } from '../AccountStore.js'
 import type { ClusterRecord, ClusterStore } from '../ClusterStore.js'
+import type { WebhookSecretRecord, WebhookSecretStore } from '../WebhookSecretStore.js'
 import type { EndpointStore, ReleaseStore } from '../EndpointStore.js'
 import type { JobStore } from '../JobStore.js'
 import type { NetworkVolumeRecord, NetworkVolumeStore } from '../NetworkVolumeStore.js'
@@ -88,6 +89,7 @@ export class PgStore implements Store {
   readonly webhooks: WebhookStore
   readonly pods: PodStore
   readonly clusters: ClusterStore
+  readonly webhookSecrets: WebhookSecretStore
   readonly usage: UsageStore
   private readonly commits: PgGroupCommit
   private closed = false
@@ -127,6 +129,7 @@ export class PgStore implements Store {
     this.webhooks = c.webhooks
     this.pods = c.pods
     this.clusters = c.clusters
+    this.webhookSecrets = c.webhookSecrets
     this.usage = c.usage
   }
 
@@ -177,6 +180,7 @@ function collections(q: PgQueryable, commits: PgGroupCommit | null): Collections
     webhooks: new PgWebhookStore(q),
     pods: new PgPodStore(q),
     clusters: new PgDocuments<ClusterRecord>(q, 'cluster'),
+    webhookSecrets: new PgDocuments<WebhookSecretRecord>(q, 'webhook_secret'),
     usage: new PgUsageStore(q),
   }
 }

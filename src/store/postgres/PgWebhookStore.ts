@@ -31,7 +31,7 @@ export class PgWebhookStore implements WebhookStore {
 
 /** Records a delivery on `q` (the job store calls it inside the transaction of the job's move). */
 export async function insertDelivery(q: PgQueryable, d: WebhookDelivery): Promise<void> {
-  await q.query('INSERT INTO webhook_deliveries (id, job_id, url, payload, state, attempts, next_attempt_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', [
+  await q.query('INSERT INTO webhook_deliveries (id, job_id, url, payload, state, attempts, next_attempt_at, created_at, endpoint_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)', [
     d.id,
     d.jobId,
     d.url,
@@ -40,6 +40,7 @@ export async function insertDelivery(q: PgQueryable, d: WebhookDelivery): Promis
     JSON.stringify(d.attempts),
     d.nextAttemptAt,
     d.createdAt,
+    d.endpointId ?? null,
   ])
 }
 
@@ -47,6 +48,7 @@ function toDelivery(r: Record<string, unknown>): WebhookDelivery {
   return {
     id: r.id as string,
     jobId: r.job_id as string,
+    ...(r.endpoint_id != null ? { endpointId: r.endpoint_id as string } : {}),
     url: r.url as string,
     payload: JSON.parse(r.payload as string),
     state: r.state as WebhookDelivery['state'],

@@ -3,6 +3,7 @@ import type { JobStatus } from '../../contract/job.js'
 import { jsonText } from '../../domain/RawJson.js'
 import type { JobCounts, JobPatch, JobRecord, JobStore } from '../JobStore.js'
 import { COLUMNS, json, JSON_FIELDS, NO_INPUT, toJob } from '../rows.js'
+import type { IdempotencyClaim, IdempotentInsert } from '../../domain/idempotency.js'
 import type { WebhookDelivery } from '../WebhookStore.js'
 import { GroupCommit } from './GroupCommit.js'
 import { JobCounters, type Tally } from './JobCounters.js'
@@ -46,6 +47,9 @@ function prepare(db: Database.Database) {
     moveCursor: db.prepare('UPDATE jobs SET stream_cursor = ? WHERE id = ?'),
     claimFinal: db.prepare('UPDATE jobs SET stream_cursor = 1 WHERE id = @id AND stream_cursor = 0 AND NOT EXISTS (SELECT 1 FROM job_chunks WHERE job_id = @id)'),
     chunkCount: db.prepare('SELECT count(*) AS n FROM job_chunks WHERE job_id = ?'),
+    keyHeld: db.prepare('SELECT job_id, fingerprint, expires_at FROM idempotency_keys WHERE account_id = ? AND endpoint_id = ? AND key = ?'),
+    claimKey: db.prepare(`INSERT OR REPLACE INTO idempotency_keys (account_id, endpoint_id, key, fingerprint, job_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`),
+    sweepKeys: db.prepare('DELETE FROM idempotency_keys WHERE (account_id, endpoint_id, key) IN (SELECT account_id, endpoint_id, key FROM idempotency_keys WHERE expires_at <= ? LIMIT ?)'),
   }
 }
 
@@ -137,12 +141,35 @@ export class SqliteJobStore implements JobStore {
   }
 
   insert(job: JobRecord): Promise<void> {
+    const insert = this.inserter(job)
+    return this.write(insert)
+  }
+
+  insertIdempotent(job: JobRecord, claim: IdempotencyClaim): Promise<IdempotentInsert> {
+    const insert = this.inserter(job)
+    // One process owns the file and runs writes one at a time: the look-up and the two inserts are one step.
+    return this.write((): IdempotentInsert => {
+      const held = this.s.keyHeld.get(job.accountId, job.endpointId, claim.key) as { job_id: string; fingerprint: string; expires_at: number } | undefined
+      if (held && held.expires_at > job.createdAt) return { inserted: false, jobId: held.job_id, fingerprint: held.fingerprint }
+      this.s.claimKey.run(job.accountId, job.endpointId, claim.key, claim.fingerprint, job.id, job.createdAt, claim.expiresAt)
+      insert()
+      return { inserted: true }
+    }, true)
+  }
+
+  async sweepIdempotencyKeys(now: number, limit: number): Promise<number> {
+    await this.ready()
+    return this.s.sweepKeys.run(now, limit).changes
+  }
+
+  /** The write that inserts `job`, its values converted beforehand (outside the writer's turn). */
+  private inserter(job: JobRecord): () => void {
     const input = jsonText(job.input)
     const policy = job.policy ? JSON.stringify(job.policy) : null
     const s3Config = job.s3Config ? JSON.stringify(job.s3Config) : null
     const output = json(job.output)
     const progress = json(job.progress)
-    return this.write(() => {
+    return () => {
       // Numbered when it runs: the group commit runs writes in the order they were asked for.
       const seq = ++this.shared.seq
       this.s.insert.run(
@@ -150,7 +177,7 @@ export class SqliteJobStore implements JobStore {
         job.executionTimeoutMs, job.ttlMs, job.retentionMs, job.createdAt, job.startedAt, job.completedAt, job.expiresAt, job.retainUntil, job.workerId, output, job.error, job.retries, progress,
       )
       this.counters.add(job)
-    })
+    }
   }
 
   async get(id: string, opts?: { input?: boolean }): Promise<JobRecord | undefined> {

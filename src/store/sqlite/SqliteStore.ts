@@ -6,6 +6,7 @@ import type { EndpointStore, ReleaseStore } from '../EndpointStore.js'
 import type { NetworkVolumeStore } from '../NetworkVolumeStore.js'
 import type { PodStore } from '../PodStore.js'
 import type { ClusterRecord, ClusterStore } from '../ClusterStore.js'
+import type { WebhookSecretRecord, WebhookSecretStore } from '../WebhookSecretStore.js'
 import type { DelegationRecord, DelegationStore, RegistryRecord, RegistryStore } from '../RegistryStore.js'
 import type { SshKeyStore } from '../SshKeyStore.js'
 import type { Collections, Store } from '../Store.js'
@@ -43,6 +44,7 @@ export class SqliteStore implements Store {
   readonly webhooks: WebhookStore
   readonly pods: PodStore
   readonly clusters: ClusterStore
+  readonly webhookSecrets: WebhookSecretStore
   readonly usage: UsageStore
   private readonly db: Database.Database
   private readonly checkpointer: Checkpointer | null
@@ -85,6 +87,7 @@ export class SqliteStore implements Store {
       webhooks,
       pods: new SqlitePodStore(db),
       clusters: new SqliteDocuments<ClusterRecord>(db, 'cluster'),
+      webhookSecrets: new SqliteDocuments<WebhookSecretRecord>(db, 'webhook_secret'),
       usage: new SqliteUsageStore(db),
     }
     const g = <T extends object>(c: T) => this.gate.guard(c)
@@ -101,6 +104,7 @@ export class SqliteStore implements Store {
     this.webhooks = g(webhooks)
     this.pods = g(this.tx.pods)
     this.clusters = g(this.tx.clusters)
+    this.webhookSecrets = g(this.tx.webhookSecrets)
     this.usage = g(this.tx.usage)
   }
 

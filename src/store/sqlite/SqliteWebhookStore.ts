@@ -7,8 +7,8 @@ export class SqliteWebhookStore implements WebhookStore {
   private readonly s
   constructor(private readonly db: Database.Database) {
     this.s = {
-      insert: db.prepare(`INSERT INTO webhook_deliveries (id, job_id, url, payload, state, attempts, next_attempt_at, created_at)
-        VALUES (@id, @jobId, @url, @payload, @state, @attempts, @nextAttemptAt, @createdAt)`),
+      insert: db.prepare(`INSERT INTO webhook_deliveries (id, job_id, url, payload, state, attempts, next_attempt_at, created_at, endpoint_id)
+        VALUES (@id, @jobId, @url, @payload, @state, @attempts, @nextAttemptAt, @createdAt, @endpointId)`),
       due: db.prepare(`SELECT * FROM webhook_deliveries WHERE state = 'PENDING' AND next_attempt_at <= ? ORDER BY next_attempt_at, created_at LIMIT ?`),
       nextDue: db.prepare(`SELECT min(next_attempt_at) AS t FROM webhook_deliveries WHERE state = 'PENDING'`),
       get: db.prepare('SELECT attempts FROM webhook_deliveries WHERE id = ?'),
@@ -23,7 +23,7 @@ export class SqliteWebhookStore implements WebhookStore {
 
   /** Synchronous insert, for the job store to record a delivery inside its own transaction. */
   insertNow(d: WebhookDelivery): void {
-    this.s.insert.run({ ...d, payload: stringifyWithRaw(d.payload), attempts: JSON.stringify(d.attempts) })
+    this.s.insert.run({ ...d, endpointId: d.endpointId ?? null, payload: stringifyWithRaw(d.payload), attempts: JSON.stringify(d.attempts) })
   }
 
   async due(now: number, limit: number): Promise<WebhookDelivery[]> {
@@ -52,6 +52,7 @@ function toDelivery(r: Record<string, unknown>): WebhookDelivery {
   return {
     id: r.id as string,
     jobId: r.job_id as string,
+    ...(r.endpoint_id != null ? { endpointId: r.endpoint_id as string } : {}),
     url: r.url as string,
     payload: JSON.parse(r.payload as string),
     state: r.state as WebhookDelivery['state'],

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks'
-import type { JobStatusView, RequestList, RequestSummary } from '../../../../src/contract/job.js'
+import type { JobStatusView, RequestList, RequestSummary, WebhookDeliveryView } from '../../../../src/contract/job.js'
 import { useSession } from '../../session.js'
 import { Badge, Json, Loading, useLoad, when } from '../../ui.js'
 
@@ -63,13 +63,51 @@ function RequestOutput({ endpointId, jobId }: { endpointId: string; jobId: strin
   const { client } = useSession()
   const { data, error } = useLoad((signal) => client.get<JobStatusView>(`/v2/${endpointId}/status/${jobId}`, signal), [endpointId, jobId])
   if (!data) return <Loading error={error} what="the output" />
-  if (data.output === undefined) return <p class="muted">No output{data.status === 'IN_QUEUE' || data.status === 'IN_PROGRESS' ? ' yet' : ''}.</p>
+  const deliveries = data.webhookDeliveries && data.webhookDeliveries.length > 0 ? <WebhookDeliveries deliveries={data.webhookDeliveries} /> : null
+  if (data.output === undefined) {
+    return (
+      <>
+        <p class="muted">No output{data.status === 'IN_QUEUE' || data.status === 'IN_PROGRESS' ? ' yet' : ''}.</p>
+        {deliveries}
+      </>
+    )
+  }
   return (
     <>
       <h2>Output</h2>
       <div class="request-output">
         <Json value={data.output} />
       </div>
+      {deliveries}
+    </>
+  )
+}
+
+/** The job's webhook deliveries (GET /status's webhookDeliveries), every attempt with its answer or error. */
+function WebhookDeliveries({ deliveries }: { deliveries: WebhookDeliveryView[] }) {
+  return (
+    <>
+      <h2>Webhook</h2>
+      {deliveries.map((d) => (
+        <div key={d.id}>
+          <p>
+            <Badge value={d.state} /> <span class="mono">{d.url}</span> · <span class="mono muted">{d.id}</span>
+            {d.nextAttemptAt && <span class="muted"> · next attempt {when(d.nextAttemptAt)}</span>}
+          </p>
+          <table>
+            <tbody>
+              {d.attempts.map((a, i) => (
+                <tr key={i}>
+                  <td>{when(a.at)}</td>
+                  <td>{a.statusCode ?? '—'}</td>
+                  <td>{a.durationMs} ms</td>
+                  <td>{a.error ?? 'delivered'}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      ))}
     </>
   )
 }
