@@ -14,7 +14,7 @@ import type { CounterStore } from './ratelimit/CounterStore.js'
 import { MemoryCounterStore } from './ratelimit/MemoryCounterStore.js'
 import { RateLimiter } from './ratelimit/RateLimiter.js'
 import { RedisCounterStore } from './ratelimit/RedisCounterStore.js'
-import { AccountService } from './services/AccountService.js'
+import { AccountService, ADMIN_ACCOUNT } from './services/AccountService.js'
 import { BillingService } from './services/BillingService.js'
 import { UsageMeter } from './services/UsageMeter.js'
 import { podUsage, volumeUsage } from './services/usageSubjects.js'
@@ -38,6 +38,7 @@ import { WebhookDispatcher } from './services/WebhookDispatcher.js'
 import { WorkerJobService } from './services/WorkerJobService.js'
 import { WorkerService } from './services/WorkerService.js'
 import { buildRuntime, hostEngines } from './runtime/buildRuntime.js'
+import { probeSandbox } from './runtime/process/sandbox.js'
 import { HostMonitor } from './services/HostMonitor.js'
 import { PodEvents } from './services/PodEvents.js'
 import { PodService } from './services/PodService.js'
@@ -150,7 +151,19 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   const lifecycle = new JobLifecycle({ store, clock, events, webhooks, metrics })
   // Workers are local processes, or containers on hosts that name a Docker/Podman engine.
   const engines = hostEngines(config)
-  const runtime = buildRuntime(config, workerHostEnv())
+  // Local processes run in a sandbox where this machine has one; without it only the admin's workloads run here.
+  const sandbox = probeSandbox(config.runtime.process)
+  if (sandbox.kind === 'none') {
+    if (config.runtime.process.sandbox === 'bwrap') throw new Error(`runtime.process.sandbox is "bwrap" but the sandbox cannot run: ${sandbox.reason}`)
+    log.warn(
+      { reason: sandbox.reason, trustTenants: config.runtime.process.trustTenants },
+      config.runtime.process.trustTenants
+        ? `local workers and pods run WITHOUT a sandbox (${sandbox.reason}): every account's programs can read this server's secrets (runtime.process.trustTenants is true)`
+        : `local workers and pods run without a sandbox (${sandbox.reason}): only the admin account's run on this host; install bubblewrap, or set runtime.process.trustTenants to run every account's`,
+    )
+  }
+  const trustedAccount = async (accountId: string) => (await store.accounts.get(accountId))?.name === ADMIN_ACCOUNT
+  const runtime = buildRuntime(config, workerHostEnv(), { sandbox, trustedAccount })
   // Workers call the control plane at workerUrl, or on its local address (whatever publicUrl says); a
   // host's engine may say how its containers reach it. Known before listen unless the port is 0, so
   // workers of a previous run can be adopted.
