@@ -1,9 +1,14 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { Writable } from 'node:stream'
+import pino from 'pino'
 import { afterAll, describe, expect, it } from 'vitest'
 import { probeSandbox } from '../../src/runtime/process/sandbox.js'
+import { createEndpoint, endpointBody, jobCall } from '../helpers/endpoints.js'
+import { createPod, podBody, waitPod } from '../helpers/pods.js'
 import { spawnServe, type ServeProcess } from '../helpers/process.js'
+import { startTestServer, type TestServer } from '../helpers/server.js'
 import { until } from '../helpers/until.js'
 
 /**
@@ -137,3 +142,53 @@ describe.skipIf(sandbox.kind !== 'bwrap')('tenants on the process runtime cannot
 })
 
 if (sandbox.kind !== 'bwrap') console.log(`tenant isolation tests skipped: ${sandbox.reason}`)
+
+describe('where the sandbox cannot run', { timeout: 60_000 }, () => {
+  const servers: TestServer[] = []
+  afterAll(async () => {
+    for (const s of servers) await s.stop()
+  })
+  const start = async (processRuntime: Record<string, unknown>, lines: string[] = []) => {
+    const sink = new Writable({
+      write(chunk, _enc, cb) {
+        lines.push(String(chunk))
+        cb()
+      },
+    })
+    const s = await startTestServer({ jobs: { pingIntervalMs: 500 }, runtime: { process: processRuntime } }, { logger: pino({ level: 'warn' }, sink) })
+    servers.push(s)
+    return s
+  }
+
+  it("says so at start, runs the admin's workloads and refuses other accounts' with the reason", async () => {
+    const lines: string[] = []
+    const s = await start({ bwrap: '/no/such/bwrap' }, lines)
+    const warning = lines.map((l) => JSON.parse(l)).find((l) => /without a sandbox/.test(l.msg))
+    expect(warning).toMatchObject({ level: 40, reason: expect.stringContaining('/no/such/bwrap') })
+    expect(warning.msg).toMatch(/only the admin account's run on this host/)
+
+    const own = await createEndpoint(s, endpointBody('hangar/echo:latest'))
+    expect((await jobCall(s, 'POST', `/v2/${own.id}/runsync?wait=30000`, { input: { a: 1 } })).body).toMatchObject({ status: 'COMPLETED' })
+
+    const mallory = await s.accountKey('mallory')
+    const theirs = await createEndpoint(s, endpointBody('hangar/echo:latest'), mallory)
+    await jobCall(s, 'POST', `/v2/${theirs.id}/run`, { input: {} }, { key: mallory })
+    const failed = await until(async () => (await s.hangar.store.workers.listRecent(theirs.id, 1)).find((w) => w.lastError), 15_000, "the refused worker's error")
+    expect(failed.lastError).toMatch(/^this host runs local processes without a sandbox \(cannot run "\/no\/such\/bwrap": .*\), so only the admin account's workers run here, not those of account acc_\w+: install bubblewrap \(bwrap\) with user namespaces allowed, or set runtime.process.trustTenants to true/)
+
+    const pod = await createPod(s, podBody(), mallory)
+    await waitPod(s, pod.id, 'ERROR', mallory)
+    expect((await s.hangar.store.pods.get(pod.id))?.lastError).toMatch(/without a sandbox .* only the admin account's pods run here/)
+  })
+
+  it('runs every account\'s workloads when the operator trusts the tenants (runtime.process.trustTenants)', async () => {
+    const s = await start({ bwrap: '/no/such/bwrap', trustTenants: true })
+    const mallory = await s.accountKey('mallory')
+    const theirs = await createEndpoint(s, endpointBody('hangar/echo:latest'), mallory)
+    expect((await jobCall(s, 'POST', `/v2/${theirs.id}/runsync?wait=30000`, { input: { a: 1 } }, { key: mallory })).body).toMatchObject({ status: 'COMPLETED', output: { a: 1 } })
+  })
+
+  it('refuses to start when the sandbox is required (runtime.process.sandbox "bwrap") but cannot run', async () => {
+    await expect(start({ sandbox: 'bwrap', bwrap: '/no/such/bwrap' })).rejects.toThrow(/runtime.process.sandbox is "bwrap" but the sandbox cannot run: cannot run "\/no\/such\/bwrap"/)
+  })
+})
