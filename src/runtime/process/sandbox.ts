@@ -59,7 +59,8 @@ export interface SandboxBind {
 export function sandboxArgv(bwrap: string, binds: SandboxBind[], chdir: string, command: string[]): string[] {
   const root = process.getuid?.() === 0
   const args = [bwrap, ...(root ? [] : ['--unshare-user', '--disable-userns']), '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--die-with-parent']
-  args.push('--proc', '/proc', '--dev', '/dev', '--perms', '1777', '--tmpfs', '/tmp')
+  // Private, writable /tmp and /dev/shm (Python's multiprocessing, PyTorch's data loaders).
+  args.push('--proc', '/proc', '--dev', '/dev', '--perms', '1777', '--tmpfs', '/dev/shm', '--perms', '1777', '--tmpfs', '/tmp')
   for (const dir of SYSTEM_DIRS) {
     let st
     try {
@@ -119,7 +120,9 @@ export function programPaths(configured: { command: string[]; env?: Record<strin
   }
   for (const arg of configured?.command ?? []) consider(arg, true)
   for (const value of Object.values(configured?.env ?? {})) for (const part of value.split(':')) consider(part, false)
-  return [...found].filter((p) => existsSync(p) && !isSystemPath(p) && !within(dataDir, p) && !within(p, dataDir) && p !== '/')
+  const paths = [...found].filter((p) => existsSync(p) && !isSystemPath(p) && !within(dataDir, p) && !within(p, dataDir) && p !== '/')
+  // A path inside another one is there already.
+  return paths.filter((p) => !paths.some((q) => q !== p && within(p, q)))
 }
 
 /**
