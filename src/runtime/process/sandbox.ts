@@ -77,6 +77,8 @@ export function sandboxArgv(bwrap: string, binds: SandboxBind[], chdir: string, 
   } catch {
     // no /etc: nothing to show
   }
+  // Directories bwrap makes are root's alone: the program (SANDBOX_UID) must traverse /etc.
+  args.push('--perms', '0755', '--dir', '/etc')
   for (const name of etc) if (ETC_ENTRIES.includes(name) || /^python3/.test(name)) args.push('--ro-bind-try', join('/etc', name), join('/etc', name))
   // The directories leading to each bind, traversable (bwrap would make them private to root).
   const parents = new Set<string>()
