@@ -1,10 +1,10 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import pino from 'pino'
 import { afterAll, describe, expect, it } from 'vitest'
-import { probeSandbox } from '../../src/runtime/process/sandbox.js'
+import { gpuDevices, probeSandbox, programPaths, sandboxArgv } from '../../src/runtime/process/sandbox.js'
 import { createEndpoint, endpointBody, jobCall } from '../helpers/endpoints.js'
 import { createPod, podBody, waitPod } from '../helpers/pods.js'
 import { spawnServe, type ServeProcess } from '../helpers/process.js'
@@ -190,5 +190,36 @@ describe('where the sandbox cannot run', { timeout: 60_000 }, () => {
 
   it('refuses to start when the sandbox is required (runtime.process.sandbox "bwrap") but cannot run', async () => {
     await expect(start({ sandbox: 'bwrap', bwrap: '/no/such/bwrap' })).rejects.toThrow(/runtime.process.sandbox is "bwrap" but the sandbox cannot run: cannot run "\/no\/such\/bwrap"/)
+  })
+})
+
+describe('what a sandbox shows of the host', () => {
+  const root = mkdtempSync(join(tmpdir(), 'hangar-sandbox-paths-'))
+  afterAll(() => rmSync(root, { recursive: true, force: true }))
+
+  it("binds an images entry's script with its directory and its env path lists, never the data dir or what holds it", () => {
+    const dataDir = join(root, 'data')
+    for (const d of ['data/volumes', 'app/lib', 'sdk', 'shims']) mkdirSync(join(root, d), { recursive: true })
+    writeFileSync(join(root, 'app', 'handler.py'), '')
+    writeFileSync(join(root, 'top.py'), '')
+    const paths = programPaths(
+      { command: ['python3', '-u', join(root, 'app', 'handler.py'), join(root, 'top.py'), join(dataDir, 'volumes')], env: { PYTHONPATH: `${join(root, 'sdk')}:${join(root, 'shims')}:relative:/no/such/dir`, NODE_PATH: root } },
+      dataDir,
+    )
+    expect(paths).toEqual(expect.arrayContaining([join(root, 'app'), join(root, 'sdk'), join(root, 'shims'), join(root, 'top.py')]))
+    // `root` holds the data dir (so does top.py's directory): neither is shown, nor anything inside the data dir.
+    expect(paths).not.toContain(root)
+    expect(paths.filter((p) => p.startsWith(dataDir))).toEqual([])
+    // A path inside another one is not bound twice.
+    expect(paths).not.toContain(join(root, 'app', 'handler.py'))
+  })
+
+  it('gives a GPU workload the NVIDIA device nodes and /sys, and others neither', () => {
+    const gpu = sandboxArgv('bwrap', [], '/', ['true'], { gpus: true })
+    for (const dev of gpuDevices()) expect(gpu.join(' ')).toContain(`--dev-bind ${dev} ${dev}`)
+    expect(gpu.join(' ')).toContain('--ro-bind-try /sys /sys')
+    const cpu = sandboxArgv('bwrap', [], '/', ['true']).join(' ')
+    expect(cpu).not.toContain('/sys')
+    expect(cpu).not.toContain('nvidia')
   })
 })

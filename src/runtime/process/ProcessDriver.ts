@@ -95,7 +95,7 @@ export class ProcessDriver implements RuntimeDriver {
       const binds: SandboxBind[] = [...programPaths(mapping, this.o.dataDir).map((path) => ({ path, writable: false })), ...writable.map((path) => ({ path, writable: true }))]
       // As root the program runs as SANDBOX_UID: its writable places are its own.
       if (process.getuid?.() === 0) for (const path of writable) chownSync(path, SANDBOX_UID, SANDBOX_UID)
-      argv = sandboxArgv(sandbox.bwrap, binds, disk, command)
+      argv = sandboxArgv(sandbox.bwrap, binds, disk, command, { gpus: !spec.gpus.virtual && spec.gpus.ids.length > 0 })
       logs.append('system', `sandboxed (bubblewrap): sees ${writable.join(', ')} and, read-only, the program's files and the system`)
     }
     const orphanLimitS = spec.kind === 'worker' ? Math.ceil(orphanTimeoutMs(env, true, Math.max(100, Number(env.RUNPOD_PING_INTERVAL ?? 10_000) || 10_000)) / 1000) : 0

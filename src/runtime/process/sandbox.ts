@@ -56,7 +56,7 @@ export interface SandboxBind {
  * program then runs as the unprivileged SANDBOX_UID on the host too, without capabilities and with
  * no_new_privs (setpriv): files it writes and its peer credentials on the shared network are nobody's.
  */
-export function sandboxArgv(bwrap: string, binds: SandboxBind[], chdir: string, command: string[]): string[] {
+export function sandboxArgv(bwrap: string, binds: SandboxBind[], chdir: string, command: string[], opts: { gpus?: boolean } = {}): string[] {
   const root = process.getuid?.() === 0
   const args = [bwrap, ...(root ? [] : ['--unshare-user', '--disable-userns']), '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--die-with-parent']
   // Private, writable /tmp and /dev/shm (Python's multiprocessing, PyTorch's data loaders).
@@ -77,6 +77,11 @@ export function sandboxArgv(bwrap: string, binds: SandboxBind[], chdir: string, 
   } catch {
     // no /etc: nothing to show
   }
+  // A workload given GPUs gets the NVIDIA device nodes and /sys (read-only; the driver's libraries are in /usr).
+  if (opts.gpus) {
+    for (const dev of gpuDevices()) args.push('--dev-bind', dev, dev)
+    args.push('--ro-bind-try', '/sys', '/sys')
+  }
   // Directories bwrap makes are root's alone: the program (SANDBOX_UID) must traverse /etc.
   args.push('--perms', '0755', '--dir', '/etc')
   for (const name of etc) if (ETC_ENTRIES.includes(name) || /^python3/.test(name)) args.push('--ro-bind-try', join('/etc', name), join('/etc', name))
@@ -88,6 +93,17 @@ export function sandboxArgv(bwrap: string, binds: SandboxBind[], chdir: string, 
   args.push('--chdir', chdir, '--')
   if (root) args.push('setpriv', `--reuid=${SANDBOX_UID}`, `--regid=${SANDBOX_UID}`, '--clear-groups', '--no-new-privs', '--bounding-set=-all', '--inh-caps=-all', '--')
   return [...args, ...command]
+}
+
+/** The NVIDIA device nodes of this machine (`/dev/nvidia*`, `/dev/nvidia-caps`), none without a driver. */
+export function gpuDevices(): string[] {
+  try {
+    return readdirSync('/dev')
+      .filter((n) => /^nvidia/.test(n))
+      .map((n) => join('/dev', n))
+  } catch {
+    return []
+  }
 }
 
 /** True when `inner` is `outer` or lies below it. */
