@@ -10,7 +10,7 @@ import { WorkerLog } from '../WorkerLog.js'
 import { workload } from '../workload.js'
 import { OutputTail } from './OutputTail.js'
 import { groupUsage, processStartMarker, startTicks } from './procfs.js'
-import { probeSandbox, programPaths, SANDBOX_UID, sandboxArgv, type SandboxBind, type SandboxState } from './sandbox.js'
+import { probeSandbox, programPaths, SANDBOX_UID, sandboxArgv, unreadableBySandbox, type SandboxBind, type SandboxState } from './sandbox.js'
 import { signalWorkload, supervisedArgv } from './supervisor.js'
 
 /** Options of the process driver. */
@@ -97,6 +97,7 @@ export class ProcessDriver implements RuntimeDriver {
       if (process.getuid?.() === 0) for (const path of writable) chownSync(path, SANDBOX_UID, SANDBOX_UID)
       argv = sandboxArgv(sandbox.bwrap, binds, disk, command, { gpus: !spec.gpus.virtual && spec.gpus.ids.length > 0 })
       logs.append('system', `sandboxed (bubblewrap): sees ${writable.join(', ')} and, read-only, the program's files and the system`)
+      for (const path of unreadableBySandbox(binds)) logs.append('system', `warning: ${path} is not readable by others: the sandboxed program (uid ${SANDBOX_UID}) cannot read it`)
     }
     const orphanLimitS = spec.kind === 'worker' ? Math.ceil(orphanTimeoutMs(env, true, Math.max(100, Number(env.RUNPOD_PING_INTERVAL ?? 10_000) || 10_000)) / 1000) : 0
     const supervised = supervisedArgv({ lockFile: join(this.o.dataDir, 'hangar.lock'), controlPlanePid: process.pid, controlPlaneStart: startTicks(process.pid) ?? '', orphanLimitS, command: argv })

@@ -106,6 +106,26 @@ export function gpuDevices(): string[] {
   }
 }
 
+/**
+ * Read-only binds the program cannot read when Hangar runs as root (it runs as SANDBOX_UID, as "others"): a
+ * directory without r-x for others (mkdtemp's 0700), a file without r.
+ */
+export function unreadableBySandbox(binds: SandboxBind[]): string[] {
+  if (process.getuid?.() !== 0) return []
+  return binds
+    .filter((b) => !b.writable)
+    .filter((b) => {
+      try {
+        const st = statSync(b.path)
+        if (st.uid === SANDBOX_UID) return false
+        return st.isDirectory() ? (st.mode & 0o005) !== 0o005 : (st.mode & 0o004) === 0
+      } catch {
+        return false
+      }
+    })
+    .map((b) => b.path)
+}
+
 /** True when `inner` is `outer` or lies below it. */
 export function within(inner: string, outer: string): boolean {
   return inner === outer || inner.startsWith(outer.endsWith(sep) ? outer : outer + sep)
