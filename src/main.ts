@@ -104,6 +104,9 @@ export interface StartOptions {
 /** The composition root: config -> store -> services -> api, then listen. */
 export async function startHangar(config: Config, opts: StartOptions = {}): Promise<Hangar> {
   const clock = opts.clock ?? systemClock
+  // First: a required sandbox that cannot run stops the start before anything is opened.
+  const sandbox = probeSandbox(config.runtime.process)
+  if (sandbox.kind === 'none' && config.runtime.process.sandbox === 'bwrap') throw new Error(`runtime.process.sandbox is "bwrap" but the sandbox cannot run: ${sandbox.reason}`)
   const logger = opts.logger ?? (config.logLevel === 'silent' ? false : await createLogger(config.logLevel, config.logFormat))
   // Only this user may read the data dir (keys, sealed secrets, jobs' input and output).
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
@@ -152,9 +155,7 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   // Workers are local processes, or containers on hosts that name a Docker/Podman engine.
   const engines = hostEngines(config)
   // Local processes run in a sandbox where this machine has one; without it only the admin's workloads run here.
-  const sandbox = probeSandbox(config.runtime.process)
   if (sandbox.kind === 'none') {
-    if (config.runtime.process.sandbox === 'bwrap') throw new Error(`runtime.process.sandbox is "bwrap" but the sandbox cannot run: ${sandbox.reason}`)
     log.warn(
       { reason: sandbox.reason, trustTenants: config.runtime.process.trustTenants },
       config.runtime.process.trustTenants
