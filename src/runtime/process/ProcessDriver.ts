@@ -64,6 +64,7 @@ export class ProcessDriver implements RuntimeDriver {
 
   constructor(private readonly o: ProcessDriverOptions) {
     this.sandbox = o.sandbox ?? probeSandbox({ sandbox: 'auto', bwrap: 'bwrap', trustTenants: false })
+    announceControlPlane(join(o.dataDir, CONTROL_PLANES))
   }
 
   async start(spec: WorkloadSpec, hooks: StartHooks = {}): Promise<Workload> {
@@ -100,7 +101,7 @@ export class ProcessDriver implements RuntimeDriver {
       for (const path of unreadableBySandbox(binds)) logs.append('system', `warning: ${path} is not readable by others: the sandboxed program (uid ${SANDBOX_UID}) cannot read it`)
     }
     const orphanLimitS = spec.kind === 'worker' ? Math.ceil(orphanTimeoutMs(env, true, Math.max(100, Number(env.RUNPOD_PING_INTERVAL ?? 10_000) || 10_000)) / 1000) : 0
-    const supervised = supervisedArgv({ lockFile: join(this.o.dataDir, 'hangar.lock'), controlPlanePid: process.pid, controlPlaneStart: startTicks(process.pid) ?? '', orphanLimitS, command: argv })
+    const supervised = supervisedArgv({ controlPlanes: join(this.o.dataDir, CONTROL_PLANES), controlPlanePid: process.pid, controlPlaneStart: startTicks(process.pid) ?? '', orphanLimitS, command: argv })
     hooks.onPhase?.('STARTING')
     const child = spawn('/bin/sh', supervised, { cwd: disk, env, detached: true, stdio: ['ignore', out, out] })
     closeSync(out)
@@ -266,6 +267,27 @@ export class ProcessDriver implements RuntimeDriver {
     if (!spec.gpus.virtual) env.CUDA_VISIBLE_DEVICES = spec.gpus.ids.join(',')
     return env
   }
+}
+
+/** Where the control planes of a data dir announce themselves to the supervisors of its workers. */
+const CONTROL_PLANES = 'control-planes'
+
+/**
+ * Writes `<dir>/<pid>` holding this process's start ticks, so that supervisors of workers started by an earlier
+ * run take this one for their control plane (it adopts them), and removes the files of processes gone.
+ */
+function announceControlPlane(dir: string): void {
+  mkdirSync(dir, { recursive: true })
+  for (const name of readdirSync(dir)) {
+    let ticks = ''
+    try {
+      ticks = readFileSync(join(dir, name), 'utf8').trim()
+    } catch {
+      // removed meanwhile
+    }
+    if (Number(name) !== process.pid && startTicks(Number(name)) !== ticks) rmSync(join(dir, name), { force: true })
+  }
+  writeFileSync(join(dir, String(process.pid)), startTicks(process.pid) ?? '')
 }
 
 function readPorts(dir: string): PublishedPort[] {

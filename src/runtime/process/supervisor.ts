@@ -7,12 +7,13 @@ export const SUPERVISOR_NAME = 'hangar-supervise'
  * The small supervisor every process workload runs under (POSIX sh, about 1 MiB per workload). It runs the
  * command in the foreground and ends as the command ended (same exit code, or the same signal). For workers
  * (`limit` > 0 seconds) a watcher checks once a second that a control plane of this data dir still runs: the one
- * that started it, or the owner of `<dataDir>/hangar.lock` (a restarted control plane, which adopts it); after
- * `limit` seconds without one it kills the whole workload (SIGKILL to the process group), whatever SDK the
- * worker uses. The watcher ignores SIGTERM, so a stop reaches only the program.
- * Arguments: lock file, pid and start ticks of the starting control plane, limit, then the command.
+ * that started it, or one listed in `<dataDir>/control-planes/` (a file per process, named by its pid and
+ * holding its start ticks: a restarted control plane, or another replica, which adopts it); after `limit`
+ * seconds without one it kills the whole workload (SIGKILL to the process group), whatever SDK the worker uses.
+ * The watcher ignores SIGTERM, so a stop reaches only the program.
+ * Arguments: that directory, pid and start ticks of the starting control plane, limit, then the command.
  */
-const SCRIPT = `lock=$1; cp_pid=$2; cp_start=$3; limit=$4; shift 4
+const SCRIPT = `planes=$1; cp_pid=$2; cp_start=$3; limit=$4; shift 4
 started() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20; }
 alive() { [ -n "$1" ] && [ -n "$2" ] && [ "$(started "$1")" = "$2" ]; }
 watch() {
@@ -20,10 +21,11 @@ watch() {
   gone=0
   while sleep 1; do
     if alive "$cp_pid" "$cp_start"; then gone=0; continue; fi
-    owner=$(cat "$lock" 2>/dev/null)
-    p=$(printf '%s' "$owner" | sed -n 's/.*"pid":\\([0-9][0-9]*\\).*/\\1/p')
-    t=$(printf '%s' "$owner" | sed -n 's/.*"procStart":"\\([0-9][0-9]*\\)".*/\\1/p')
-    if alive "$p" "$t"; then cp_pid=$p; cp_start=$t; gone=0; continue; fi
+    for f in "$planes"/*; do
+      p=\${f##*/}; t=$(cat "$f" 2>/dev/null)
+      if alive "$p" "$t"; then cp_pid=$p; cp_start=$t; break; fi
+    done
+    if alive "$cp_pid" "$cp_start"; then gone=0; continue; fi
     gone=$((gone + 1))
     if [ "$gone" -ge "$limit" ]; then
       echo "hangar: no control plane has run for $limit s: ending this worker" >&2
@@ -41,8 +43,8 @@ exit $status
 `
 
 /** The argv (for /bin/sh) of `command` under the supervisor. */
-export function supervisedArgv(o: { lockFile: string; controlPlanePid: number; controlPlaneStart: string; orphanLimitS: number; command: string[] }): string[] {
-  return ['-c', SCRIPT, SUPERVISOR_NAME, o.lockFile, String(o.controlPlanePid), o.controlPlaneStart, String(o.orphanLimitS), ...o.command]
+export function supervisedArgv(o: { controlPlanes: string; controlPlanePid: number; controlPlaneStart: string; orphanLimitS: number; command: string[] }): string[] {
+  return ['-c', SCRIPT, SUPERVISOR_NAME, o.controlPlanes, String(o.controlPlanePid), o.controlPlaneStart, String(o.orphanLimitS), ...o.command]
 }
 
 /**
