@@ -50,10 +50,11 @@ interface WorkloadFile {
  * Workloads as local processes, each under a small supervisor (supervisor.ts) that leads its own process group
  * so that stopping it also stops what it started, and where the machine allows it in a bubblewrap sandbox
  * (sandbox.ts) that sees only the workload's own disk and volume, its program's files and the read-only system;
- * without one, only the admin account's workloads run unless tenants are trusted. An image runs as the command the `images` map gives it (or the spec's entrypoint + cmd).
- * Output goes to a file the process holds itself, so a process outlives a control-plane crash and a restarted
- * control plane adopts it (recognised by pid and start marker, as pids are reused). Stop = SIGTERM to the
- * group, SIGKILL after the grace period. Resources are not limited; mounts and ports are told by env. Every
+ * without one, only the admin account's workloads run unless tenants are trusted. An image runs as the command
+ * the `images` map gives it (or the spec's entrypoint + cmd). Output goes to a file the process holds itself, so
+ * a process outlives a control-plane crash and a restarted control plane adopts it (recognised by the
+ * supervisor's pid and start marker, as pids are reused). Stop = SIGTERM to the program's processes (not the
+ * supervisor nor bwrap), SIGKILL to the whole group after the grace period. Resources are not limited; mounts and ports are told by env. Every
  * fleet host without an engine of its own runs here: its id only names the workload (and its persistent mounts).
  */
 export class ProcessDriver implements RuntimeDriver {
