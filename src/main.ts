@@ -14,7 +14,7 @@ import type { CounterStore } from './ratelimit/CounterStore.js'
 import { MemoryCounterStore } from './ratelimit/MemoryCounterStore.js'
 import { RateLimiter } from './ratelimit/RateLimiter.js'
 import { RedisCounterStore } from './ratelimit/RedisCounterStore.js'
-import { AccountService } from './services/AccountService.js'
+import { AccountService, ADMIN_ACCOUNT } from './services/AccountService.js'
 import { BillingService } from './services/BillingService.js'
 import { UsageMeter } from './services/UsageMeter.js'
 import { podUsage, volumeUsage } from './services/usageSubjects.js'
@@ -40,6 +40,7 @@ import { WorkerJobService } from './services/WorkerJobService.js'
 import { DroppedTakes } from './services/DroppedTakes.js'
 import { WorkerService } from './services/WorkerService.js'
 import { buildRuntime, hostEngines } from './runtime/buildRuntime.js'
+import { probeSandbox } from './runtime/process/sandbox.js'
 import { HostMonitor } from './services/HostMonitor.js'
 import { PodEvents } from './services/PodEvents.js'
 import { PodService } from './services/PodService.js'
@@ -105,6 +106,9 @@ export interface StartOptions {
 /** The composition root: config -> store -> services -> api, then listen. */
 export async function startHangar(config: Config, opts: StartOptions = {}): Promise<Hangar> {
   const clock = opts.clock ?? systemClock
+  // First: a required sandbox that cannot run stops the start before anything is opened.
+  const sandbox = probeSandbox(config.runtime.process)
+  if (sandbox.kind === 'none' && config.runtime.process.sandbox === 'bwrap') throw new Error(`runtime.process.sandbox is "bwrap" but the sandbox cannot run: ${sandbox.reason}`)
   const logger = opts.logger ?? (config.logLevel === 'silent' ? false : await createLogger(config.logLevel, config.logFormat))
   // Only this user may read the data dir (keys, sealed secrets, jobs' input and output).
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
@@ -153,7 +157,17 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   const lifecycle = new JobLifecycle({ store, clock, events, webhooks, metrics })
   // Workers are local processes, or containers on hosts that name a Docker/Podman engine.
   const engines = hostEngines(config)
-  const runtime = buildRuntime(config, workerHostEnv())
+  // Local processes run in a sandbox where this machine has one; without it only the admin's workloads run here.
+  if (sandbox.kind === 'none') {
+    log.warn(
+      { reason: sandbox.reason, trustTenants: config.runtime.process.trustTenants },
+      config.runtime.process.trustTenants
+        ? `local workers and pods run WITHOUT a sandbox (${sandbox.reason}): every account's programs can read this server's secrets (runtime.process.trustTenants is true)`
+        : `local workers and pods run without a sandbox (${sandbox.reason}): only the admin account's run on this host; install bubblewrap, or set runtime.process.trustTenants to run every account's`,
+    )
+  }
+  const trustedAccount = async (accountId: string) => (await store.accounts.get(accountId))?.name === ADMIN_ACCOUNT
+  const runtime = buildRuntime(config, workerHostEnv(), { sandbox, trustedAccount })
   // Workers call the control plane at workerUrl, or on its local address (whatever publicUrl says); a
   // host's engine may say how its containers reach it. Known before listen unless the port is 0, so
   // workers of a previous run can be adopted.

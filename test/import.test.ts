@@ -58,6 +58,8 @@ describe.skipIf(!available)('hangar import --from-sqlite', () => {
   const target = { HANGAR_DATABASE_URL: PG_TEST_URL, HANGAR_DATABASE_SCHEMA: schema }
   /** The manual worker: it records its protocol environment and leaves taking jobs to the test. */
   const images = { 'test/manual:latest': { command: [process.execPath, join(import.meta.dirname, 'fixtures', 'envdump.mjs')], env: { DUMP_TO: dump } } }
+  // The manual worker writes a file outside its own disk (in the data dir, even): no process sandbox for it.
+  const runtime = { process: { sandbox: 'off', trustTenants: true } }
 
   /** What the SQLite install held, by the ids the API gave. */
   const made = {} as {
@@ -76,7 +78,7 @@ describe.skipIf(!available)('hangar import --from-sqlite', () => {
   let s: TestServer | undefined
 
   beforeAll(async () => {
-    const sqlite = await startTestServer({ images }, { dataDir, sqlite: true })
+    const sqlite = await startTestServer({ images, runtime }, { dataDir, sqlite: true })
     try {
       made.alice = await sqlite.accountKey('import-alice')
       made.aliceId = (await sqlite.api('GET', '/v2/admin/accounts')).body.accounts.find((a: { name: string }) => a.name === 'import-alice').id
@@ -142,7 +144,7 @@ describe.skipIf(!available)('hangar import --from-sqlite', () => {
   })
 
   it('serves the moved data on PostgreSQL: keys, resources, finished jobs, the queue in its order, sealed secrets', async () => {
-    s = await startTestServer({ images, databaseUrl: PG_TEST_URL, databaseSchema: schema, jobs: { takeWaitMs: 1_000 } }, { dataDir })
+    s = await startTestServer({ images, runtime, databaseUrl: PG_TEST_URL, databaseSchema: schema, jobs: { takeWaitMs: 1_000 } }, { dataDir })
     expect(s.hangar.store.dialect).toBe('postgres')
     const { alice } = made
     // The admin key from the data dir and the account's key both open the API as before.

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
@@ -14,6 +14,9 @@ const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm'
 /** The README's "Writing workers" steps: a worker project of its own, the SDK installed from a path. */
 describe('the hangar/worker SDK in a worker project of its own', { timeout: 180_000 }, () => {
   const project = mkdtempSync(join(tmpdir(), 'hangar-worker-project-'))
+  // A project directory as `mkdir` makes it (mkdtemp's is 0700): when the tests run as root, the sandboxed
+  // worker runs as uid 65534 and reads the project as others do.
+  chmodSync(project, 0o755)
   let s: TestServer
   beforeAll(async () => {
     // `npm install <path to hangar>`, as the README says (the built dist is there: npm test builds first).

@@ -48,6 +48,8 @@ describe('worker protocol (Python SDK replay)', () => {
     const dump = join(dir, 'env.json')
     s = await startTestServer({
       jobs: { takeWaitMs: 1_000, pingIntervalMs: 60_000 },
+      // The replay worker writes its environment to a file outside its own disk: no process sandbox for it.
+      runtime: { process: { sandbox: 'off' } },
       images: { 'test/replay:latest': { command: [process.execPath, join(import.meta.dirname, 'fixtures', 'envdump.mjs')], env: { DUMP_TO: dump } } },
     })
     const volume = await s.api('POST', '/v2/network-volumes', { name: 'models', size: 10, dataCenter: 'LOCAL-1' })
@@ -354,7 +356,7 @@ describe('worker protocol: a job whose take answer was lost', () => {
     const dump = join(dir, 'env.json')
     const lines: string[] = []
     s = await startTestServer(
-      { jobs: { takeWaitMs: 1_000, pingIntervalMs: 60_000 }, images: { 'test/replay:latest': { command: [process.execPath, join(import.meta.dirname, 'fixtures', 'envdump.mjs')], env: { DUMP_TO: dump } } } },
+      { jobs: { takeWaitMs: 1_000, pingIntervalMs: 60_000 }, runtime: { process: { sandbox: 'off' } }, images: { 'test/replay:latest': { command: [process.execPath, join(import.meta.dirname, 'fixtures', 'envdump.mjs')], env: { DUMP_TO: dump } } } },
       { clock, logger: pino({ level: 'info' }, { write: (line: string) => void lines.push(line) }) },
     )
     ep = (await createEndpoint(s, endpointBody('test/replay:latest', { workers: { min: 1, max: 1, idleTimeout: 3600 } }))).id

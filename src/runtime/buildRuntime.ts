@@ -2,7 +2,7 @@ import type { Config } from '../config.js'
 import { DockerDriver } from './docker/DockerDriver.js'
 import { engineConfig, type EngineConfig } from './docker/EngineConfig.js'
 import { HostRuntimes } from './HostRuntimes.js'
-import { ProcessDriver } from './process/ProcessDriver.js'
+import { ProcessDriver, type ProcessDriverOptions } from './process/ProcessDriver.js'
 import type { RuntimeDriver } from './RuntimeDriver.js'
 
 /** The engine settings of each host that has one: configured hosts name theirs, `engine` is this machine's. */
@@ -21,8 +21,8 @@ export function hostEngines(config: Pick<Config, 'fleet' | 'engine'>): Map<strin
  * The runtime of the fleet: local processes (the default: no engine configured), and one Docker Engine API
  * driver per host with an engine.
  */
-export function buildRuntime(config: Config, hostEnv: Record<string, string>): HostRuntimes {
-  const local: RuntimeDriver = new ProcessDriver({ dataDir: config.dataDir, images: config.images, hostEnv })
+export function buildRuntime(config: Config, hostEnv: Record<string, string>, process: Pick<ProcessDriverOptions, 'sandbox' | 'trustedAccount'> = {}): HostRuntimes {
+  const local: RuntimeDriver = new ProcessDriver({ dataDir: config.dataDir, images: config.images, hostEnv, trustTenants: config.runtime.process.trustTenants, ...process })
   const byHost = new Map<string, RuntimeDriver>()
   for (const [hostId, engine] of hostEngines(config)) byHost.set(hostId, new DockerDriver({ hostId, engine, dataDir: config.dataDir }))
   return new HostRuntimes(local, byHost)

@@ -20,6 +20,9 @@ export interface DockerDriverOptions {
   dataDir: string
 }
 
+/** Capabilities a workload container keeps: Podman's default set (Docker's, less NET_RAW, MKNOD and AUDIT_WRITE). */
+export const CONTAINER_CAPABILITIES = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'NET_BIND_SERVICE', 'SETFCAP', 'SETGID', 'SETPCAP', 'SETUID', 'SYS_CHROOT']
+
 /**
  * Workloads as containers of a Docker-compatible engine (Docker, or Podman's API service), spoken to over the
  * Engine API. Each container is labelled (installation, kind, id, host, endpoint or pod, release) so a
@@ -180,6 +183,12 @@ export class DockerDriver implements RuntimeDriver {
     const e = this.o.engine
     const hc: Docker.HostConfig = {
       Init: true,
+      // Tenants' programs: never privileged, in their own PID namespace, with the usual capabilities and no
+      // more (CapDrop ALL, then the engines' usual default set without NET_RAW, MKNOD and AUDIT_WRITE); the
+      // only host paths they see are their network volume's (Binds) and their own persistent volume.
+      Privileged: false,
+      CapDrop: ['ALL'],
+      CapAdd: CONTAINER_CAPABILITIES,
       NetworkMode: e.network === 'host' ? 'host' : undefined,
       PortBindings: e.network === 'host' ? undefined : Object.fromEntries(spec.ports.map((p) => [`${p.port}/tcp`, [{ HostIp: '', HostPort: '' }]])),
       CgroupParent: e.cgroupParent,

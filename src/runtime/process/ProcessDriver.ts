@@ -1,13 +1,17 @@
 import { spawn } from 'node:child_process'
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { chownSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { orphanTimeoutMs } from '../../worker/index.js'
 import { freePort } from '../freePort.js'
 import { resolveImage, type ImagesConfig } from '../images.js'
+import { LABELS } from '../labels.js'
 import type { ListedWorkload, PublishedPort, RuntimeDriver, RuntimeRef, StartHooks, Workload, WorkloadExit, WorkloadSpec, WorkloadStats } from '../RuntimeDriver.js'
 import { WorkerLog } from '../WorkerLog.js'
 import { workload } from '../workload.js'
 import { OutputTail } from './OutputTail.js'
-import { groupUsage, processStartMarker, signalGroup } from './procfs.js'
+import { groupUsage, processStartMarker, startTicks } from './procfs.js'
+import { probeSandbox, programPaths, SANDBOX_UID, sandboxArgv, unreadableBySandbox, type SandboxBind, type SandboxState } from './sandbox.js'
+import { signalWorkload, supervisedArgv } from './supervisor.js'
 
 /** Options of the process driver. */
 export interface ProcessDriverOptions {
@@ -19,6 +23,12 @@ export interface ProcessDriverOptions {
   hostEnv: Record<string, string>
   /** How often an adopted process (not our child) is checked for life, ms. */
   adoptedPollMs?: number
+  /** The sandbox of this machine (see probeSandbox); probed with the defaults when not given. */
+  sandbox?: SandboxState
+  /** Runs workloads of every account without a sandbox (`runtime.process.trustTenants`). */
+  trustTenants?: boolean
+  /** Whether an account may run without a sandbox (the admin's); none may when not given. */
+  trustedAccount?: (accountId: string) => Promise<boolean>
 }
 
 /** What `process:` refs hold. */
@@ -37,17 +47,26 @@ interface WorkloadFile {
 }
 
 /**
- * Workloads as local processes, each the leader of its own process group so that stopping it also stops what
- * it started. An image runs as the command the `images` map gives it (or the spec's entrypoint + cmd).
- * Output goes to a file the process holds itself, so a process outlives a control-plane crash and a restarted
- * control plane adopts it (recognised by pid and start marker, as pids are reused). Stop = SIGTERM to the
- * group, SIGKILL after the grace period. Resources are not limited; mounts and ports are told by env. Every
+ * Workloads as local processes, each under a small supervisor (supervisor.ts) that leads its own process group
+ * so that stopping it also stops what it started, and where the machine allows it in a bubblewrap sandbox
+ * (sandbox.ts) that sees only the workload's own disk and volume, its program's files and the read-only system;
+ * without one, only the admin account's workloads run unless tenants are trusted. An image runs as the command
+ * the `images` map gives it (or the spec's entrypoint + cmd). Output goes to a file the process holds itself, so
+ * a process outlives a control-plane crash and a restarted control plane adopts it (recognised by the
+ * supervisor's pid and start marker, as pids are reused). Stop = SIGTERM to the program's processes (not the
+ * supervisor nor bwrap), SIGKILL to the whole group after the grace period. Resources are not limited; mounts and ports are told by env. Every
  * fleet host without an engine of its own runs here: its id only names the workload (and its persistent mounts).
  */
 export class ProcessDriver implements RuntimeDriver {
   readonly name = 'process'
 
-  constructor(private readonly o: ProcessDriverOptions) {}
+  /** What isolates workloads here: bubblewrap, or nothing (and why). */
+  readonly sandbox: SandboxState
+
+  constructor(private readonly o: ProcessDriverOptions) {
+    this.sandbox = o.sandbox ?? probeSandbox({ sandbox: 'auto', bwrap: 'bwrap', trustTenants: false })
+    announceControlPlane(join(o.dataDir, CONTROL_PLANES))
+  }
 
   async start(spec: WorkloadSpec, hooks: StartHooks = {}): Promise<Workload> {
     const dir = this.dirOf(spec.kind, spec.id)
@@ -58,18 +77,34 @@ export class ProcessDriver implements RuntimeDriver {
     if (!command) {
       throw new Error(`image ${JSON.stringify(spec.image)} has no local command: set the endpoint's entrypoint/cmd, or map the image in the "images" configuration`)
     }
+    const sandbox = this.sandbox.kind === 'bwrap' ? this.sandbox : null
+    if (!sandbox) await this.mayRunUnsandboxed(spec, this.sandbox.kind === 'none' ? this.sandbox.reason : '')
     hooks.onPhase?.('CREATING')
     // The container disk is ephemeral: every start begins with an empty one.
     rmSync(disk, { recursive: true, force: true })
     mkdirSync(disk, { recursive: true })
     const ports = await this.allocatePorts(spec)
-    const env: Record<string, string> = { ...this.o.hostEnv, HOME: disk, ...(own.length > 0 ? {} : (mapping?.env ?? {})), ...spec.env, ...this.runtimeEnv(spec, disk, ports) }
+    const writable: string[] = [disk]
+    const env: Record<string, string> = { ...this.o.hostEnv, HOME: disk, ...(own.length > 0 ? {} : (mapping?.env ?? {})), ...spec.env, ...this.runtimeEnv(spec, disk, ports, writable) }
     const logs = new WorkerLog(join(dir, 'worker.log'))
     logs.append('system', `starting: ${command.map((a) => JSON.stringify(a)).join(' ')}`)
     const outputFile = join(dir, 'output.log')
     const out = openSync(outputFile, 'w')
+    let argv = command
+    if (sandbox) {
+      // Its own /tmp: the host's TMPDIR is not there.
+      env.TMPDIR = '/tmp'
+      const binds: SandboxBind[] = [...programPaths(mapping, this.o.dataDir).map((path) => ({ path, writable: false })), ...writable.map((path) => ({ path, writable: true }))]
+      // As root the program runs as SANDBOX_UID: its writable places are its own.
+      if (process.getuid?.() === 0) for (const path of writable) chownSync(path, SANDBOX_UID, SANDBOX_UID)
+      argv = sandboxArgv(sandbox.bwrap, binds, disk, command, { gpus: !spec.gpus.virtual && spec.gpus.ids.length > 0 })
+      logs.append('system', `sandboxed (bubblewrap): sees ${writable.join(', ')} and, read-only, the program's files and the system`)
+      for (const path of unreadableBySandbox(binds)) logs.append('system', `warning: ${path} is not readable by others: the sandboxed program (uid ${SANDBOX_UID}) cannot read it`)
+    }
+    const orphanLimitS = spec.kind === 'worker' ? Math.ceil(orphanTimeoutMs(env, true, Math.max(100, Number(env.RUNPOD_PING_INTERVAL ?? 10_000) || 10_000)) / 1000) : 0
+    const supervised = supervisedArgv({ controlPlanes: join(this.o.dataDir, CONTROL_PLANES), controlPlanePid: process.pid, controlPlaneStart: startTicks(process.pid) ?? '', orphanLimitS, command: argv })
     hooks.onPhase?.('STARTING')
-    const child = spawn(command[0], command.slice(1), { cwd: disk, env, detached: true, stdio: ['ignore', out, out] })
+    const child = spawn('/bin/sh', supervised, { cwd: disk, env, detached: true, stdio: ['ignore', out, out] })
     closeSync(out)
     try {
       await new Promise<void>((resolve, reject) => {
@@ -95,7 +130,7 @@ export class ProcessDriver implements RuntimeDriver {
         resolve({ code, signal })
       })
     })
-    return workload(ref, ports, exited, logs, (signal) => signalGroup(pid, signal))
+    return workload(ref, ports, exited, logs, (signal) => signalWorkload(pid, signal))
   }
 
   async adopt(ref: RuntimeRef): Promise<Workload | null> {
@@ -118,7 +153,7 @@ export class ProcessDriver implements RuntimeDriver {
         resolve({ code: null, signal: null, reason: 'the process ended (its exit status is unknown after a control-plane restart)' })
       }, this.o.adoptedPollMs ?? 100)
     })
-    return workload(ref, readPorts(dir), exited, logs, (signal) => signalGroup(r.pid, signal))
+    return workload(ref, readPorts(dir), exited, logs, (signal) => signalWorkload(r.pid, signal))
   }
 
   async stats(ref: RuntimeRef): Promise<WorkloadStats | null> {
@@ -136,7 +171,7 @@ export class ProcessDriver implements RuntimeDriver {
     const r = parseRef(ref)
     if (!r) return
     if (processStartMarker(r.pid) === r.marker) {
-      signalGroup(r.pid, 'SIGKILL')
+      signalWorkload(r.pid, 'SIGKILL')
       const until = Date.now() + 5_000
       while (processStartMarker(r.pid) === r.marker && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 10))
     }
@@ -194,8 +229,23 @@ export class ProcessDriver implements RuntimeDriver {
     return ports
   }
 
+  /**
+   * Without a sandbox a program reads what the control plane's user reads (its secrets, every account's
+   * files): only the admin's workloads run so, unless the operator trusts every tenant. Workloads of no account
+   * (the runtime's own tests) run.
+   */
+  private async mayRunUnsandboxed(spec: WorkloadSpec, reason: string): Promise<void> {
+    const account = spec.labels[LABELS.account]
+    if (!account || this.o.trustTenants) return
+    if (this.o.trustedAccount && (await this.o.trustedAccount(account))) return
+    throw new Error(
+      `this host runs local processes without a sandbox (${reason}), so only the admin account's ${spec.kind}s run here, not those of account ${account}: ` +
+        'install bubblewrap (bwrap) with user namespaces allowed, or set runtime.process.trustTenants to true if every account is trusted',
+    )
+  }
+
   /** Variables that tell the process what a container would get by mapping: ports, mounts, GPUs. */
-  private runtimeEnv(spec: WorkloadSpec, disk: string, ports: PublishedPort[]): Record<string, string> {
+  private runtimeEnv(spec: WorkloadSpec, disk: string, ports: PublishedPort[], writable: string[]): Record<string, string> {
     const env: Record<string, string> = { HANGAR_DISK_PATH: disk }
     for (const p of spec.ports) {
       const host = String(ports.find((x) => x.privatePort === p.port)!.publicPort)
@@ -206,9 +256,11 @@ export class ProcessDriver implements RuntimeDriver {
       if (m.kind === 'persistent') {
         const dir = this.persistentDir(spec.hostId, m.name)
         mkdirSync(dir, { recursive: true })
+        writable.push(dir)
         env.HANGAR_PERSISTENT_PATH = dir
       } else if (m.kind === 'volume') {
         mkdirSync(m.source, { recursive: true })
+        writable.push(m.source)
         env.HANGAR_VOLUME_PATH = m.source
       }
     }
@@ -216,6 +268,27 @@ export class ProcessDriver implements RuntimeDriver {
     if (!spec.gpus.virtual) env.CUDA_VISIBLE_DEVICES = spec.gpus.ids.join(',')
     return env
   }
+}
+
+/** Where the control planes of a data dir announce themselves to the supervisors of its workers. */
+const CONTROL_PLANES = 'control-planes'
+
+/**
+ * Writes `<dir>/<pid>` holding this process's start ticks, so that supervisors of workers started by an earlier
+ * run take this one for their control plane (it adopts them), and removes the files of processes gone.
+ */
+function announceControlPlane(dir: string): void {
+  mkdirSync(dir, { recursive: true })
+  for (const name of readdirSync(dir)) {
+    let ticks = ''
+    try {
+      ticks = readFileSync(join(dir, name), 'utf8').trim()
+    } catch {
+      // removed meanwhile
+    }
+    if (Number(name) !== process.pid && startTicks(Number(name)) !== ticks) rmSync(join(dir, name), { force: true })
+  }
+  writeFileSync(join(dir, String(process.pid)), startTicks(process.pid) ?? '')
 }
 
 function readPorts(dir: string): PublishedPort[] {

@@ -65,3 +65,41 @@ export function groupUsage(pgid: number): { cpuSeconds: number; rssBytes: number
   }
   return { cpuSeconds: ticks / TICKS_PER_SECOND, rssBytes: pages * PAGE_BYTES, processes }
 }
+
+/** Field 22 of /proc/<pid>/stat (start time in ticks since boot), as DataDirLock records it; null when gone. */
+export function startTicks(pid: number): string | null {
+  return statFields(pid)?.[19] ?? null
+}
+
+/** Live processes of group `pgid` with their command names. */
+export function groupMembers(pgid: number): { pid: number; comm: string }[] {
+  const out: { pid: number; comm: string }[] = []
+  let entries: string[] = []
+  try {
+    entries = readdirSync('/proc')
+  } catch {
+    return out
+  }
+  for (const name of entries) {
+    if (!/^\d+$/.test(name)) continue
+    let stat: string
+    try {
+      stat = readFileSync(`/proc/${name}/stat`, 'utf8')
+    } catch {
+      continue
+    }
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    if (Number(f[2]) !== pgid || f[0] === 'Z') continue
+    out.push({ pid: Number(name), comm: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) })
+  }
+  return out
+}
+
+/** The command line of a process (arguments joined by NUL), or '' when it is gone. */
+export function commandLine(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+  } catch {
+    return ''
+  }
+}

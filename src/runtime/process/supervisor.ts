@@ -1,0 +1,65 @@
+import { commandLine, groupMembers, signalGroup } from './procfs.js'
+
+/** `$0` of the supervisor shell: how a workload started under it is recognised (`/proc/<pid>/cmdline`). */
+export const SUPERVISOR_NAME = 'hangar-supervise'
+
+/**
+ * The small supervisor every process workload runs under (POSIX sh, about 1 MiB per workload). It runs the
+ * command in the foreground and ends as the command ended (same exit code, or the same signal). For workers
+ * (`limit` > 0 seconds) a watcher checks once a second that a control plane of this data dir still runs: the one
+ * that started it, or one listed in `<dataDir>/control-planes/` (a file per process, named by its pid and
+ * holding its start ticks: a restarted control plane, or another replica, which adopts it); after `limit`
+ * seconds without one it kills the whole workload (SIGKILL to the process group), whatever SDK the worker uses.
+ * The watcher ignores SIGTERM, so a stop reaches only the program.
+ * Arguments: that directory, pid and start ticks of the starting control plane, limit, then the command.
+ */
+const SCRIPT = `planes=$1; cp_pid=$2; cp_start=$3; limit=$4; shift 4
+started() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20; }
+alive() { [ -n "$1" ] && [ -n "$2" ] && [ "$(started "$1")" = "$2" ]; }
+watch() {
+  trap '' TERM INT
+  gone=0
+  while sleep 1; do
+    if alive "$cp_pid" "$cp_start"; then gone=0; continue; fi
+    for f in "$planes"/*; do
+      p=\${f##*/}; t=$(cat "$f" 2>/dev/null)
+      if alive "$p" "$t"; then cp_pid=$p; cp_start=$t; break; fi
+    done
+    if alive "$cp_pid" "$cp_start"; then gone=0; continue; fi
+    gone=$((gone + 1))
+    if [ "$gone" -ge "$limit" ]; then
+      echo "hangar: no control plane has run for $limit s: ending this worker" >&2
+      kill -KILL 0
+    fi
+  done
+}
+w=
+if [ "$limit" -gt 0 ]; then watch & w=$!; fi
+"$@"
+status=$?
+if [ -n "$w" ]; then kill -KILL "$w" 2>/dev/null; fi
+if [ "$status" -gt 128 ] && [ "$status" -lt 160 ]; then kill -$((status - 128)) $$; fi
+exit $status
+`
+
+/** The argv (for /bin/sh) of `command` under the supervisor. */
+export function supervisedArgv(o: { controlPlanes: string; controlPlanePid: number; controlPlaneStart: string; orphanLimitS: number; command: string[] }): string[] {
+  return ['-c', SCRIPT, SUPERVISOR_NAME, o.controlPlanes, String(o.controlPlanePid), o.controlPlaneStart, String(o.orphanLimitS), ...o.command]
+}
+
+/**
+ * Signals a workload led by `pid`. SIGKILL goes to the whole group (the sandbox's processes included). Other
+ * signals of a supervised workload go to its program's processes only: not to the supervisor, which must stay
+ * to report how the program ends, and not to bwrap, whose death would kill the sandbox without a grace period.
+ */
+export function signalWorkload(pid: number, signal: NodeJS.Signals): void {
+  if (signal === 'SIGKILL' || !commandLine(pid).includes(SUPERVISOR_NAME)) return signalGroup(pid, signal)
+  for (const p of groupMembers(pid)) {
+    if (p.pid === pid || p.comm === 'bwrap') continue
+    try {
+      process.kill(p.pid, signal)
+    } catch {
+      // ended meanwhile
+    }
+  }
+}
