@@ -60,4 +60,17 @@ describe('big bodies: raw input, bounded bytes in flight', () => {
     }
     expect(status).toBe(200)
   })
+
+  it('answers 413 at once to a body larger than the cap itself: no retry could help', async () => {
+    const ep = await createEndpoint(s, endpointBody('hangar/echo:latest', { name: 'never', workers: { min: 0, max: 0, idleTimeout: 60 } }))
+    const socket = await openSocket(s.url)
+    const answer = readAnswer(socket)
+    socket.write(`POST /v2/${ep.id}/runsync HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${s.adminKey}\r\nContent-Type: application/json\r\nContent-Length: ${600 * MiB}\r\n\r\n{"input":`)
+    const a = (await answer)!
+    socket.destroy()
+    expect(a.status).toBe(413)
+    expect(a.headers['content-type']).toMatch(/^application\/problem\+json/)
+    expect(a.headers['retry-after']).toBeUndefined()
+    expect(JSON.parse(a.body).detail).toBe(`request body of ${600 * MiB} bytes is larger than the ${64 * MiB}-byte (64 MiB) limit of request bodies the server holds at once`)
+  })
 })
