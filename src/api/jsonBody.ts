@@ -122,7 +122,8 @@ function setMember(out: Record<string, unknown>, body: Buffer, m: JsonMember, o:
 function raw(body: Buffer, m: JsonMember): unknown {
   switch (body[m.start]) {
     case 0x7b:
-      return new RawJson(body.toString('utf8', m.start, m.end))
+      // The bytes as they came (a view into the body, no copy): stored and handed to the worker as they are.
+      return new RawJson(body.subarray(m.start, m.end))
     case 0x5b:
       return []
     case 0x22:

@@ -50,8 +50,18 @@ export class JobService {
     return this.deps.events.closed
   }
 
-  /** POST /run (`sync` false) and /runsync (waits up to `waitMs` for a final state). */
-  async submit(p: Principal, endpointId: string, body: JobRequest, sync: boolean, waitMs?: number): Promise<JobRef | JobStatusView> {
+  /**
+   * POST /run (`sync` false) and /runsync (waits up to `waitMs` for a final state). Not async itself: once
+   * the job is stored, nothing of this call holds `body` (a /runsync input can be 20 MB, and its call waits
+   * for the result), so the input is kept once, in the store, until a worker takes it.
+   */
+  submit(p: Principal, endpointId: string, body: JobRequest, sync: boolean, waitMs?: number): Promise<JobRef | JobStatusView> {
+    const queued = this.enqueue(p, endpointId, body, sync, waitMs)
+    return sync ? queued.then((id) => this.waitFinal(id, waitMs ?? DEFAULT_SYNC_WAIT_MS)) : queued.then((id) => ({ id, status: 'IN_QUEUE' as const }))
+  }
+
+  /** Stores a submitted job; its id. */
+  private async enqueue(p: Principal, endpointId: string, body: JobRequest, sync: boolean, waitMs?: number): Promise<string> {
     const ep = await this.endpoint(p, endpointId)
     // The schema checks that it is a URI (one error for "notaurl"); only http(s) can be POSTed to.
     if (body.webhook !== undefined && !/^https?:\/\//i.test(body.webhook)) {
@@ -89,8 +99,7 @@ export class JobService {
       progress: undefined,
     }
     await this.deps.lifecycle.enqueue(job)
-    if (!sync) return { id: job.id, status: 'IN_QUEUE' }
-    return this.waitFinal(job.id, waitMs ?? DEFAULT_SYNC_WAIT_MS)
+    return job.id
   }
 
   /** GET /status/{id}; `ttlMs` replaces the job's time-to-live (from submission, also keeping a result that long). */

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3'
 import type { JobStatus } from '../../contract/job.js'
-import { jsonText } from '../../domain/RawJson.js'
+import { jsonText, RawJson } from '../../domain/RawJson.js'
 import type { JobCounts, JobPatch, JobRecord, JobStore } from '../JobStore.js'
 import { COLUMNS, json, JSON_FIELDS, NO_INPUT, toJob } from '../rows.js'
 import type { WebhookDelivery } from '../WebhookStore.js'
@@ -137,7 +137,8 @@ export class SqliteJobStore implements JobStore {
   }
 
   insert(job: JobRecord): Promise<void> {
-    const input = jsonText(job.input)
+    // An input held as bytes is stored as them (a BLOB, read back as a Buffer): no string of it is made.
+    const input = job.input instanceof RawJson && job.input.isBytes ? job.input.bytes : jsonText(job.input)
     const policy = job.policy ? JSON.stringify(job.policy) : null
     const s3Config = job.s3Config ? JSON.stringify(job.s3Config) : null
     const output = json(job.output)
