@@ -112,7 +112,7 @@ function utf8Body(buf: Buffer): Buffer | undefined {
 /** Sets member `m` on `out`: `rawField` as RawJson (see JsonBodyOptions), any other parsed. */
 function setMember(out: Record<string, unknown>, body: Buffer, m: JsonMember, o: JsonBodyOptions): void {
   if (m.key === '__proto__') throw new JsonSyntaxError('JSON keys "__proto__" and "constructor.prototype" are not accepted')
-  out[m.key] = m.key === o.rawField ? (o.rawAnyType ? new RawJson(body.toString('utf8', m.start, m.end)) : raw(body, m)) : o.parse(body.toString('utf8', m.start, m.end))
+  out[m.key] = m.key === o.rawField ? (o.rawAnyType ? new RawJson(body.subarray(m.start, m.end)) : raw(body, m)) : o.parse(body.toString('utf8', m.start, m.end))
 }
 
 /**

@@ -106,3 +106,9 @@ export function piecesWithRaw(value: unknown): string | Array<string | Buffer> {
   pieces.push(text)
   return pieces
 }
+
+/** stringifyWithRaw as one payload: a string, or when a RawJson is held as bytes, one buffer of the pieces. */
+export function serializeWithRaw(value: unknown): string | Buffer {
+  const pieces = piecesWithRaw(value)
+  return typeof pieces === 'string' ? pieces : Buffer.concat(pieces.map((p) => (typeof p === 'string' ? Buffer.from(p, 'utf8') : p)))
+}

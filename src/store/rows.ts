@@ -46,7 +46,7 @@ function parse(v: unknown): unknown {
 
 /** A result as stored, not parsed: it is only sent on (status, webhook), so it stays text (see RawJson). */
 function raw(v: unknown): RawJson | undefined {
-  return v === null || v === undefined ? undefined : new RawJson(v as string)
+  return v === null || v === undefined ? undefined : new RawJson(v as string | Buffer)
 }
 
 /** A row of the jobs table (the input column only where the query read it) as a record. */

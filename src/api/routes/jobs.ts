@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyContextConfig } from 'fastify'
 import { EndpointJobParams, Health, JobParams, JobRef, JobRequest, JobStatusView, PurgeResult, RequestList, RequestsQuery, StatusQuery, StreamQuery, StreamView, WaitQuery } from '../../contract/job.js'
 import type { JobOperation } from '../../domain/rateLimits.js'
-import { RawJson, stringifyWithRaw } from '../../domain/RawJson.js'
+import { RawJson, serializeWithRaw } from '../../domain/RawJson.js'
 import type { AppDeps } from '../app.js'
 
 const tags = ['jobs']
@@ -34,7 +34,8 @@ export const jobRoutes =
     })
     // Results are kept as the text workers sent (RawJson): written out as is, not through the schema's serializer.
     app.addHook('preSerialization', (_req, reply, payload, done) => {
-      if (carriesRaw(payload)) reply.serializer(stringifyWithRaw)
+      // A Buffer is a payload Fastify sends as it is; its types only name the string a serializer usually returns.
+      if (carriesRaw(payload)) reply.serializer(serializeWithRaw as (payload: unknown) => string)
       done(null, payload)
     })
     app.post(
