@@ -5,18 +5,21 @@ import { accountKey, createQueueEndpoint, jobServerConfig, round, rssMb, sleep, 
 const MiB = 1024 * 1024
 
 /**
- * Workload 10: peak resident memory of the control plane while 8 clients each send a 19 MiB /runsync body
- * at once. Two workers: an echo worker (so 19 MiB also comes back as each result) and one answering small
- * outputs (the input alone is in flight), each on a fresh server. The peak is the kernel's high-water mark of
- * the server process (VmHWM), set against its RSS when idle before the load and against the bytes in flight:
- * inputs plus outputs, and inputs alone.
+ * Workload 10: peak resident memory of the control plane while clients each send a 19 MiB /runsync body at
+ * once. An echo worker (19 MiB also comes back as each result), and a worker answering small outputs (the
+ * input alone is in flight), with 8 calls at once and with one; each on a fresh server. The peak is the
+ * kernel's high-water mark of the server process (VmHWM), set against its RSS when idle before the load and
+ * against the bytes in flight: inputs plus outputs, and inputs alone.
  */
 export async function bigBodies(ctx: BenchContext): Promise<Row[]> {
-  return [...(await variant(ctx, 'bench/echo:latest', 'echo worker')), ...(await variant(ctx, 'bench/noop8:latest', 'small outputs'))]
+  return [
+    ...(await variant(ctx, 'bench/echo:latest', 'echo worker', 8)),
+    ...(await variant(ctx, 'bench/noop8:latest', 'small outputs', 8)),
+    ...(await variant(ctx, 'bench/noop8:latest', 'small outputs, one call at a time', 1)),
+  ]
 }
 
-async function variant(ctx: BenchContext, image: string, label: string): Promise<Row[]> {
-  const clients = 8
+async function variant(ctx: BenchContext, image: string, label: string, clients: number): Promise<Row[]> {
   const size = 19 * MiB
   const rounds = ctx.quick ? 1 : 3
   const echo = image === 'bench/echo:latest'

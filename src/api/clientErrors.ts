@@ -5,7 +5,6 @@ import type { Duplex } from 'node:stream'
 import type { LimitsConfig } from './limitsConfig.js'
 import { rawProblem, sendProblem } from './problem.js'
 
-
 /** Words for the HTTP parser's refusals (llhttp error codes), so a malformed request learns what was wrong. */
 const PARSER_ERRORS: Record<string, string> = {
   HPE_INVALID_CONTENT_LENGTH: 'Content-Length is not a non-negative integer',
