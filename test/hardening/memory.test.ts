@@ -1,10 +1,20 @@
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createEndpoint, endpointBody, waitFinal } from '../helpers/endpoints.js'
-import { openSocket, readAnswer } from '../helpers/raw.js'
+import { openSocket, readAnswer, type RawAnswer } from '../helpers/raw.js'
 import { startTestServer, type TestServer } from '../helpers/server.js'
 
 const MiB = 1024 * 1024
+
+/** Sends the start of a request and reads the answer the server gives before the body has come. */
+async function rawAnswerTo(url: string, start: string): Promise<RawAnswer> {
+  const socket = await openSocket(url)
+  const answer = readAnswer(socket)
+  socket.write(start)
+  const a = await answer
+  socket.destroy()
+  return a!
+}
 
 describe('big bodies: raw input, bounded bytes in flight', () => {
   let s: TestServer
@@ -57,6 +67,14 @@ describe('big bodies: raw input, bounded bytes in flight', () => {
     expect(a.headers['retry-after']).toBe('2')
     expect(JSON.parse(a.body).detail).toMatch(/64 MiB limit/)
     fourth.destroy()
+    // A body over /runsync's own 20 MB limit could never be taken: 413 at once, full budget or not.
+    const over = await openSocket(s.url)
+    const overAnswer = readAnswer(over)
+    over.write(head(21 * MiB))
+    const o = (await overAnswer)!
+    over.destroy()
+    expect(o.status).toBe(413)
+    expect(JSON.parse(o.body).detail).toBe(`request body of ${21 * MiB} bytes is larger than the ${20 * 1024 * 1024}-byte limit of POST /v2/:endpointId/runsync`)
     // Small requests still fit; once the slow clients go, their budget is free again.
     expect((await s.api('POST', `/v2/${ep.id}/run`, { input: { small: true } })).status).toBe(200)
     for (const socket of slow) socket.destroy()
@@ -82,6 +100,11 @@ describe('big bodies: raw input, bounded bytes in flight', () => {
     expect(a.status).toBe(413)
     expect(a.headers['content-type']).toMatch(/^application\/problem\+json/)
     expect(a.headers['retry-after']).toBeUndefined()
-    expect(JSON.parse(a.body).detail).toBe(`request body of ${600 * MiB} bytes is larger than the ${64 * MiB}-byte (64 MiB) limit of request bodies the server holds at once`)
+    expect(JSON.parse(a.body).detail).toBe(`request body of ${600 * MiB} bytes is larger than the ${20 * 1024 * 1024}-byte limit of POST /v2/:endpointId/runsync`)
+    // A route without a limit of its own is bounded by the cap.
+    const b = await rawAnswerTo(s.url, `POST /v2/templates HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${s.adminKey}\r\nContent-Type: application/json\r\nContent-Length: ${600 * MiB}\r\n\r\n{"name":`)
+    expect(b.status).toBe(413)
+    expect(b.headers['retry-after']).toBeUndefined()
+    expect(JSON.parse(b.body).detail).toBe(`request body of ${600 * MiB} bytes is larger than the ${64 * MiB}-byte (64 MiB) limit of request bodies the server holds at once`)
   })
 })
