@@ -181,6 +181,7 @@ export function benchImages(): Record<string, { command: string[]; env?: Record<
     'bench/noop:latest': { command: worker('noop') },
     'bench/idle:latest': { command: worker('idle') },
     'bench/echo:latest': { command: worker('echo'), env: { HANGAR_BENCH_CONCURRENCY: '8' } },
+    'bench/noop8:latest': { command: worker('noop'), env: { HANGAR_BENCH_CONCURRENCY: '8' } },
   }
 }
 

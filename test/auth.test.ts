@@ -19,6 +19,20 @@ describe('authentication and permissions', () => {
     expect(r.body).toEqual(problem(401, /missing API key/))
   })
 
+  it('names the Bearer scheme in WWW-Authenticate on every 401 (RFC 9110 §11.6.1), and only there', async () => {
+    const missing = await s.api('GET', '/v2/catalog/gpus', undefined, null)
+    const malformed = await fetch(`${s.url}/v2/catalog/gpus`, { headers: { authorization: 'Basic dXNlcjpwYXNz' } })
+    const unknown = await s.api('GET', '/v2/catalog/gpus', undefined, 'hk_thisKeyDoesNotExistAnywhere000')
+    const metrics = await fetch(`${s.url}/metrics`)
+    for (const r of [missing, malformed, unknown, metrics]) {
+      expect(r.status).toBe(401)
+      expect(r.headers.get('www-authenticate')).toBe('Bearer realm="hangar"')
+    }
+    const forbidden = await s.api('GET', '/v2/admin/accounts', undefined, await s.accountKey('challenge-co'))
+    expect(forbidden.status).toBe(403)
+    expect(forbidden.headers.get('www-authenticate')).toBeNull()
+  })
+
   it('answers 401 for a malformed Authorization header', async () => {
     const res = await fetch(`${s.url}/v2/catalog/gpus`, { headers: { authorization: 'Basic dXNlcjpwYXNz' } })
     expect(res.status).toBe(401)

@@ -46,6 +46,7 @@ describe('instant clusters', () => {
     ['an unknown key', { ...body(), bogus: true }, 422, ["$: additional properties 'bogus' not allowed"]],
     ['a registry', { ...body(), registry: 'reg' }, 422, ["$: additional properties 'registry' not allowed"]],
     ['an unknown compute key', body({ compute: { gpuTypeId: GPU, gpuCountPerPod: 1, podCount: 2, cpu: 1 } }), 422, ["compute: additional properties 'cpu' not allowed"]],
+    ['a NUL byte in an env name', body({ env: { 'N\u0000UL': 'y' } }), 422, ['env: key "N\\u0000UL" must not contain a NUL character (\\u0000), which no program can be given']],
     ['one pod', body({ compute: { gpuTypeId: GPU, gpuCountPerPod: 1, podCount: 1 } }), 422, ['compute.podCount: must be >= 2']],
     ['251 pods', body({ compute: { gpuTypeId: GPU, gpuCountPerPod: 1, podCount: 251 } }), 422, ['compute.podCount: must be <= 250']],
     ['an unknown type', body({ type: 'MPI' }), 422, [expect.stringMatching(/^type: /) as unknown as string]],

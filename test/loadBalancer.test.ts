@@ -96,14 +96,17 @@ describe('LOAD_BALANCER traffic through requestUrls.base', () => {
   it('refuses a request or upgrade without a key (401), and a RESTRICTED key of another endpoint (403)', async () => {
     const res = await lbFetch(s, ep.id, '/whoami', { key: null })
     expect(res.status).toBe(401)
+    expect(res.headers.get('www-authenticate')).toBe('Bearer realm="hangar"')
     expect(res.headers.get('content-type')).toMatch(/problem\+json/)
     // A RESTRICTED key names endpoints of its own account: one of lb-other's, not ep.
     const otherEp = await createEndpoint(s, endpointBody(), await s.accountKey('lb-other'))
     const other = await s.accountKey('lb-other', 'RESTRICTED', [otherEp.id])
     expect((await lbFetch(s, ep.id, '/whoami', { key: other })).status).toBe(403)
     const ws = new WebSocket(`${s.url.replace('http', 'ws')}/lb/${ep.id}/ws`)
-    const status = await new Promise<number>((resolve) => ws.once('unexpected-response', (_req, r) => resolve(r.statusCode ?? 0)).once('error', () => resolve(-1)))
-    expect(status).toBe(401)
+    const refused = await new Promise<{ status: number; challenge?: string }>((resolve) =>
+      ws.once('unexpected-response', (_req, r) => resolve({ status: r.statusCode ?? 0, challenge: r.headers['www-authenticate'] })).once('error', () => resolve({ status: -1 })),
+    )
+    expect(refused).toEqual({ status: 401, challenge: 'Bearer realm="hangar"' })
   })
 
   it('answers 413 to a body over the limit, declared or chunked', async () => {

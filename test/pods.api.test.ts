@@ -46,6 +46,7 @@ describe('pods API', () => {
     ['a partial network mount', podBody({ mounts: { network: [{ path: '/v' }] } }), 422, ['mounts.network[0].volumeId: is required']],
     ['two network mounts', podBody({ mounts: { network: [{ volumeId: 'a', path: '/a' }, { volumeId: 'b', path: '/b' }] } }), 422, ['mounts.network: must NOT have more than 1 items']],
     ['CUDA constraints with cpu', podBody({ gpu: { minCudaVersion: '12.4' } }), 422, ['gpu.minCudaVersion: CUDA constraints apply only to GPU pods, and this create sets cpu']],
+    ['a NUL byte in an env name and value', podBody({ env: { 'N\u0000UL': 'y', A: 'b\u0000' } }), 422, ['env: key "N\\u0000UL" must not contain a NUL character (\\u0000), which no program can be given', 'env.A: must not contain a NUL character (\\u0000), which no program can be given, got "b\\u0000"']],
     ['no image', { name: 'x', cpu: { id: 'cpu3c', vcpuCount: 2 } }, 422, ['image: is required unless templateId is set']],
     ['a serverless template', { name: 'x', templateId: 'hangar-echo', cpu: { id: 'cpu3c', vcpuCount: 2 } }, 422, ['templateId: template "hangar-echo" is a serverless template, not a pod template']],
     ['neither gpu nor cpu', { name: 'x', image: 'i' }, 400, ['$: exactly one of gpu or cpu must be set; neither was sent']],
@@ -101,6 +102,7 @@ describe('pods API', () => {
     expect((await patch({ mounts: { network: [{ volumeId: 'vol_other', path: '/data' }] } })).body.errors).toEqual([`mounts.network[0].volumeId: cannot change from "${volumeId}" to "vol_other"; only the path can change`])
     expect((await patch({ mounts: { persistent: { size: 10, path: '/w' } } })).body.errors).toEqual(['mounts.persistent: this pod was created without a persistent mount; a mount kind cannot be added later'])
     expect((await patch({ mounts: { network: [{ volumeId }] } })).status).toBe(422)
+    expect((await patch({ env: { A: 'b\u0000' } })).body.errors).toEqual(['env.A: must not contain a NUL character (\\u0000), which no program can be given, got "b\\u0000"'])
     expect((await patch({ startSsh: true })).status).toBe(422)
     expect((await patch({ cpu: { id: 'cpu3c', vcpuCount: 4 } })).status).toBe(422)
     const moved = await patch({ mounts: { network: [{ volumeId, path: '/mnt/data' }] }, name: 'moved' })

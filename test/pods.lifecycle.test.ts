@@ -3,6 +3,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { PodTransition } from '../src/services/PodEvents.js'
 import { alive, createPod, pidOf, podBody, portUrl, readPodLogs, terminateAll, waitPod } from './helpers/pods.js'
+import { rawRequest } from './helpers/raw.js'
 import { startTestServer, type TestServer } from './helpers/server.js'
 import { until } from './helpers/until.js'
 
@@ -52,6 +53,28 @@ describe('pod lifecycle', () => {
     expect(put.status).toBe(201)
     // 22/tcp is not an HTTP port: the proxy does not serve it.
     expect((await s.api('GET', `/proxy/${pod.id}/22/`)).status).toBe(404)
+    await s.api('DELETE', `/v2/pods/${pod.id}`)
+  })
+
+  it('proxies like /lb: hop-by-hop headers dropped both ways, a port that refuses the connection a 502 problem', async () => {
+    const pod = await waitPod(s, (await createPod(s, podBody({ ports: ['8080/http', '8081/http'], env: { CLOSED_PORTS: '8081' } }))).id, 'RUNNING')
+    await until(() => fetch(portUrl(pod, 8080)).then((r) => r.ok).catch(() => false), 10_000, 'port answering')
+    // A raw request: fetch refuses to send most of these headers.
+    const a = await rawRequest(
+      s.url,
+      `GET /proxy/${pod.id}/8080/headers HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${s.adminKey}\r\nProxy-Authorization: Basic dTpw\r\nTE: trailers\r\nProxy-Connection: keep-alive\r\nKeep-Alive: timeout=9\r\nConnection: close, X-Trace\r\nX-Trace: t\r\nX-App: a\r\n\r\n`,
+    )
+    expect(a.status).toBe(200)
+    const seen = JSON.parse(a.body) as Record<string, string>
+    for (const name of ['authorization', 'proxy-authorization', 'te', 'proxy-connection', 'keep-alive', 'x-trace']) expect(seen[name], name).toBeUndefined()
+    expect(seen['x-app']).toBe('a')
+    for (const name of ['proxy-authenticate', 'keep-alive', 'x-hop']) expect(a.headers[name], name).toBeUndefined()
+    expect(a.headers['x-kept']).toBe('yes')
+
+    const refused = await s.api('GET', `/proxy/${pod.id}/8081/`)
+    expect(refused.status).toBe(502)
+    expect(refused.headers.get('content-type')).toMatch(/^application\/problem\+json/)
+    expect(refused.body.detail).toBe(`port 8081 of pod ${pod.id} failed the request: ECONNREFUSED`)
     await s.api('DELETE', `/v2/pods/${pod.id}`)
   })
 

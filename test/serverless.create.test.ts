@@ -34,6 +34,14 @@ describe('POST /v2/serverless: create rules', () => {
       await rejected({ ...onGpu({ pools: ['ADA_24'] }), bogus: 1 }, 422, ["$: additional properties 'bogus' not allowed"])
       await rejected(onGpu({ pools: ['ADA_24'], size: 'xl' }), 422, ["gpu: additional properties 'size' not allowed"])
     })
+    it('rejects a NUL byte in an env name or value, or in the command, on create and update', async () => {
+      await rejected({ ...onCpu([{ id: 'cpu3c', vcpuCount: 2 }]), env: { 'N\u0000UL': 'y', A: 'b\u0000' } }, 422, ['env: key "N\\u0000UL" must not contain a NUL character (\\u0000), which no program can be given', 'env.A: must not contain a NUL character (\\u0000), which no program can be given, got "b\\u0000"'])
+      await rejected({ ...onCpu([{ id: 'cpu3c', vcpuCount: 2 }]), cmd: ['run', 'x\u0000'] }, 422, ['cmd[1]: must not contain a NUL character (\\u0000), which no program can be given, got "x\\u0000"'])
+      const ep = await created(onCpu([{ id: 'cpu3c', vcpuCount: 2 }], { workers: { min: 0, max: 0 } }))
+      const patch = await s.api('PATCH', `/v2/serverless/${ep.id}`, { env: { A: 'b\u0000' } }, key)
+      expect(patch.status).toBe(422)
+      expect(patch.body.errors).toEqual(['env.A: must not contain a NUL character (\\u0000), which no program can be given, got "b\\u0000"'])
+    })
     it('requires name, type and scaling; type has no default', async () => {
       await rejected({ image: 'x', gpu: { pools: ['ADA_24'] } }, 422, ['name: is required', 'type: is required', 'scaling: is required'])
       const { type: _t, ...noType } = onGpu({ pools: ['ADA_24'] })

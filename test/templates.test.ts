@@ -78,6 +78,16 @@ describe('templates', () => {
     expect(patch.body.errors).toEqual(["$: additional properties 'accountId' not allowed"])
   })
 
+  it('rejects a NUL byte in an env name or value on create and update (422)', async () => {
+    const r = await s.api('POST', '/v2/templates', { name: 'x', image: 'i', env: { 'N\u0000UL': 'y' } }, alice)
+    expect(r.status).toBe(422)
+    expect(r.body.errors).toEqual(['env: key "N\\u0000UL" must not contain a NUL character (\\u0000), which no program can be given'])
+    const t = await create({})
+    const patch = await s.api('PATCH', `/v2/templates/${t.id}`, { env: { A: 'b\u0000' } }, alice)
+    expect(patch.status).toBe(422)
+    expect(patch.body.errors).toEqual(['env.A: must not contain a NUL character (\\u0000), which no program can be given, got "b\\u0000"'])
+  })
+
   describe('container command', () => {
     it('stores args as given and returns it deconstructed', async () => {
       const t = await create({ args: `python -u 'my handler.py'` })

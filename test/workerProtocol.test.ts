@@ -159,6 +159,7 @@ describe('worker protocol (Python SDK replay)', () => {
   it('refuses a wrong worker key, another worker id and an account key', async () => {
     const wrong = await fetch(`${env.RUNPOD_WEBHOOK_GET_JOB}&job_in_progress=0`, { headers: { authorization: 'hw_wrong' } })
     expect(wrong.status).toBe(401)
+    expect(wrong.headers.get('www-authenticate')).toBe('Bearer realm="hangar"')
     const other = await fetch(env.RUNPOD_WEBHOOK_GET_JOB.replace(env.RUNPOD_POD_ID, 'someoneelse'), { headers: { authorization: env.RUNPOD_AI_API_KEY } })
     expect(other.status).toBe(401)
     const admin = await fetch(`${env.RUNPOD_WEBHOOK_GET_JOB}&job_in_progress=0`, { headers: { authorization: s.adminKey } })

@@ -50,7 +50,7 @@ import { serverlessRoutes } from './routes/serverless.js'
 import { templateRoutes } from './routes/templates.js'
 import { retiredV1Routes } from './routes/retiredV1.js'
 import { validatorCompiler } from './validation.js'
-import { clientErrorHandler, frameworkErrorHandler } from './clientErrors.js'
+import { clientErrorHandler, frameworkErrorHandler, registerHostRequired, registerRawRequestAnswers } from './clientErrors.js'
 import type { LimitsConfig } from './limitsConfig.js'
 import { registerBodyBudget } from './bodyBudget.js'
 import { charsetOf, decodeJsonBody, readBody } from './jsonBody.js'
@@ -139,6 +139,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       headersTimeout: Math.min(deps.limits.headersTimeoutMs, deps.limits.requestTimeoutMs),
       // Node checks the deadlines on this interval (30 s by default, which would stretch them).
       connectionsCheckingInterval: Math.max(100, Math.min(1_000, Math.floor(deps.limits.headersTimeoutMs / 4))),
+      // A missing Host is answered as a problem by registerHostRequired, not with Node's empty 400.
+      requireHostHeader: false,
     },
     clientErrorHandler: clientErrorHandler(deps.limits),
     frameworkErrors: frameworkErrorHandler(MAX_PARAM_LENGTH),
@@ -212,7 +214,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   })
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { url: '/v2/openapi.json' } as never })
 
-  // First of the request hooks: a follower forwards what needs the leader before authenticating or counting it.
+  registerHostRequired(app)
+  registerRawRequestAnswers(app.server)
+  // First of the request hooks after the Host check: a follower forwards what needs the leader before authenticating or counting it.
   if (deps.replicas) await registerLeaderForwarding(app, deps.replicas)
   registerAuth(app, deps.accounts)
   registerRateLimits(app, deps.rateLimiter)

@@ -1,9 +1,9 @@
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
-import { STATUS_CODES } from 'node:http'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
-import type { Problem } from '../contract/problem.js'
+import type { Duplex } from 'node:stream'
 import type { LimitsConfig } from './limitsConfig.js'
-import { sendProblem } from './problem.js'
+import { rawProblem, sendProblem } from './problem.js'
 
 /** Words for the HTTP parser's refusals (llhttp error codes), so a malformed request learns what was wrong. */
 const PARSER_ERRORS: Record<string, string> = {
@@ -37,10 +37,7 @@ export function clientErrorHandler(limits: LimitsConfig): (err: { code?: string 
       status = 431
       detail = 'the request headers are larger than the 16 KiB limit'
     }
-    if (socket.writable) {
-      const body = JSON.stringify({ title: STATUS_CODES[status] ?? 'Error', status, detail } satisfies Problem)
-      socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
-    }
+    if (socket.writable) socket.write(rawProblem(status, detail))
     socket.destroy()
   }
 }
@@ -53,4 +50,36 @@ export function frameworkErrorHandler(maxParamLength: number): (err: FastifyErro
     if (err.code === 'FST_ERR_BAD_URL') return void sendProblem(reply, 400, `the path ${JSON.stringify(path.slice(0, 200))} is not valid percent-encoded UTF-8`)
     return void sendProblem(reply, err.statusCode && err.statusCode < 500 ? err.statusCode : 500, err.statusCode && err.statusCode < 500 ? err.message : `internal error; request id ${req.id}`)
   }
+}
+
+/**
+ * Requests Node answers itself (an empty 417 for an Expect it does not know) or drops without a word
+ * (CONNECT, which it hands only to a `connect` listener): answered as problems here. Hangar is no forward
+ * proxy, so CONNECT is 501 for every target.
+ */
+export function registerRawRequestAnswers(server: Server): void {
+  server.on('connect', (req: IncomingMessage, socket: Duplex) => {
+    socket.on('error', () => {})
+    if (socket.writable) socket.end(rawProblem(501, `method CONNECT is not supported: this server is not a proxy (target ${JSON.stringify(String(req.url ?? '').slice(0, 200))})`))
+    else socket.destroy()
+  })
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    // The body that may follow was not asked for: the connection closes after the answer.
+    const body = JSON.stringify({ title: 'Expectation Failed', status: 417, detail: `Expect: ${JSON.stringify(String(req.headers.expect).slice(0, 200))} cannot be met; the only expectation this server knows is 100-continue` })
+    res.writeHead(417, { 'content-type': 'application/problem+json', 'content-length': Buffer.byteLength(body), connection: 'close' })
+    res.end(body)
+  })
+}
+
+/**
+ * An HTTP/1.1 request without Host is malformed (RFC 9112 §3.2). Node would answer it 400 with an empty
+ * body before any route ran (its `requireHostHeader`, turned off in app.ts): this says so as a problem, first
+ * of all request hooks, and closes the connection as Node did.
+ */
+export function registerHostRequired(app: FastifyInstance): void {
+  app.addHook('onRequest', (req, reply, done) => {
+    if (req.headers.host !== undefined || req.raw.httpVersion !== '1.1') return done()
+    reply.header('connection', 'close')
+    sendProblem(reply, 400, 'an HTTP/1.1 request must carry a Host header (RFC 9112 §3.2)')
+  })
 }

@@ -112,7 +112,7 @@ function utf8Body(buf: Buffer): Buffer | undefined {
 /** Sets member `m` on `out`: `rawField` as RawJson (see JsonBodyOptions), any other parsed. */
 function setMember(out: Record<string, unknown>, body: Buffer, m: JsonMember, o: JsonBodyOptions): void {
   if (m.key === '__proto__') throw new JsonSyntaxError('JSON keys "__proto__" and "constructor.prototype" are not accepted')
-  out[m.key] = m.key === o.rawField ? (o.rawAnyType ? new RawJson(body.toString('utf8', m.start, m.end)) : raw(body, m)) : o.parse(body.toString('utf8', m.start, m.end))
+  out[m.key] = m.key === o.rawField ? (o.rawAnyType ? new RawJson(body.subarray(m.start, m.end)) : raw(body, m)) : o.parse(body.toString('utf8', m.start, m.end))
 }
 
 /**
@@ -122,7 +122,8 @@ function setMember(out: Record<string, unknown>, body: Buffer, m: JsonMember, o:
 function raw(body: Buffer, m: JsonMember): unknown {
   switch (body[m.start]) {
     case 0x7b:
-      return new RawJson(body.toString('utf8', m.start, m.end))
+      // The bytes as they came (a view into the body, no copy): stored and handed to the worker as they are.
+      return new RawJson(body.subarray(m.start, m.end))
     case 0x5b:
       return []
     case 0x22:

@@ -49,8 +49,8 @@ describe('decodeJsonArrayBody', () => {
   it('keeps each object element\'s raw field as its text and parses the rest', () => {
     const out = decodeJsonArrayBody(bytes('[{"id":"a","output":{"n":12345678901234567890},"stopPod":true},{"id":"b","output":[1, 2]},{"id":"c"}]'), o)
     expect(out).toEqual([
-      { id: 'a', output: new RawJson('{"n":12345678901234567890}'), stopPod: true },
-      { id: 'b', output: new RawJson('[1, 2]') },
+      { id: 'a', output: new RawJson(Buffer.from('{"n":12345678901234567890}')), stopPod: true },
+      { id: 'b', output: new RawJson(Buffer.from('[1, 2]')) },
       { id: 'c' },
     ])
   })
@@ -66,6 +66,6 @@ describe('decodeJsonArrayBody', () => {
   })
 
   it('leaves decodeJsonBody\'s top-level object members as they were', () => {
-    expect(decodeJsonBody(bytes('{"output":{"a":1},"error":"e"}'), o)).toEqual({ output: new RawJson('{"a":1}'), error: 'e' })
+    expect(decodeJsonBody(bytes('{"output":{"a":1},"error":"e"}'), o)).toEqual({ output: new RawJson(Buffer.from('{"a":1}')), error: 'e' })
   })
 })

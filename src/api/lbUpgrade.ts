@@ -9,6 +9,7 @@ import type { AccountService } from '../services/AccountService.js'
 import type { EndpointService } from '../services/EndpointService.js'
 import type { LoadBalancer } from '../services/LoadBalancer.js'
 import { bearer } from './auth.js'
+import { rawProblem } from './problem.js'
 import { FORWARDED_BY, type LeaderView } from './leaderForwarding.js'
 
 export interface LbUpgradeDeps {
@@ -167,7 +168,5 @@ function refuse(socket: Duplex, err: unknown): void {
   if (!socket.writable) return
   const status = err instanceof DomainError ? (STATUS[err.kind] ?? 500) : 500
   const detail = err instanceof DomainError ? err.detail : 'internal error'
-  const body = JSON.stringify({ title: STATUS_CODES[status], status, detail })
-  const extra = err instanceof DomainError && err.headers ? Object.entries(err.headers).map(([k, v]) => `${k}: ${v}\r\n`).join('') : ''
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/problem+json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n${extra}\r\n${body}`)
+  socket.end(rawProblem(status, detail, err instanceof DomainError ? err.headers : undefined))
 }

@@ -30,11 +30,30 @@ const STATUS: Record<ErrorKind, number> = {
   gateway_timeout: 504,
 }
 
+/**
+ * The challenge every 401 carries (RFC 9110 §11.6.1): API keys, worker keys and the metrics token are all
+ * sent as `Authorization: Bearer <key>` (RFC 6750).
+ */
+export const BEARER_CHALLENGE = 'Bearer realm="hangar"'
+
 /** Sends an RFC 9457 problem. */
 export function sendProblem(reply: FastifyReply, status: number, detail: string, errors?: string[]): FastifyReply {
   const body: Problem = { title: STATUS_CODES[status] ?? 'Error', status, detail }
   if (errors?.length) body.errors = errors
+  if (status === 401) reply.header('www-authenticate', BEARER_CHALLENGE)
   return reply.code(status).type('application/problem+json').send(body)
+}
+
+/**
+ * A whole HTTP/1.1 problem answer as text, for the places that write on a raw socket because Node or an
+ * upgrade leaves no response object (parser errors, CONNECT, refused WebSocket upgrades). It closes the
+ * connection: what follows on it cannot be trusted to start a request.
+ */
+export function rawProblem(status: number, detail: string, headers: Record<string, string> = {}): string {
+  const body = JSON.stringify({ title: STATUS_CODES[status] ?? 'Error', status, detail } satisfies Problem)
+  const extra = { ...(status === 401 ? { 'www-authenticate': BEARER_CHALLENGE } : {}), ...headers }
+  const lines = Object.entries(extra).map(([k, v]) => `${k}: ${v}\r\n`).join('')
+  return `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\ncontent-type: application/problem+json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n${lines}\r\n${body}`
 }
 
 /** Maps every error to `application/problem+json` in one place; a 500 says only the request id. */

@@ -1,6 +1,7 @@
 import { Ajv, type ErrorObject, type Options } from 'ajv'
 import * as addFormatsModule from 'ajv-formats'
 import type { FastifySchemaCompiler } from 'fastify'
+import { NO_NUL_PATTERN } from '../contract/container.js'
 
 // ajv-formats ships CommonJS with a default export; under NodeNext it arrives wrapped.
 const addFormats = (addFormatsModule as unknown as { default: (ajv: Ajv) => Ajv }).default
@@ -46,7 +47,8 @@ export function formatValidationErrors(errors: ErrorObject[], context?: string):
   const out: string[] = []
   for (const e of errors) {
     if (e.keyword !== 'anyOf' && anyOfPaths.some((a) => e.schemaPath.startsWith(a.schemaPath + '/') && e.instancePath.startsWith(a.instancePath))) continue
-    if (e.keyword === 'if') continue
+    // propertyNames reports the failing name twice: once with the rule that failed (kept), once wrapped.
+    if (e.keyword === 'if' || e.keyword === 'propertyNames') continue
     if (e.keyword === 'discriminator') {
       // Ajv reports a missing or unknown tag of a discriminated union; say which values the tag takes.
       const { tag, tagValue } = e.params as { tag: string; tagValue: unknown }
@@ -54,10 +56,18 @@ export function formatValidationErrors(errors: ErrorObject[], context?: string):
       out.push(`${path(prefix, e.instancePath, tag)}: ${tagValue === undefined ? 'is required' : `must be one of ${values.join(', ')}, got ${JSON.stringify(tagValue)}`}`)
       continue
     }
+    const name = (e as ErrorObject & { propertyName?: string }).propertyName
+    if (name !== undefined) {
+      const rule = e.keyword === 'pattern' && (e.params as { pattern?: string }).pattern === NO_NUL_PATTERN ? NO_NUL_RULE : message({ ...e, data: name })
+      out.push(`${path(prefix, e.instancePath)}: key ${JSON.stringify(name)} ${rule}`)
+      continue
+    }
     out.push(`${path(prefix, e.instancePath, e.keyword === 'required' ? (e.params as { missingProperty: string }).missingProperty : undefined)}: ${message(e)}`)
   }
   return [...new Set(out)]
 }
+
+const NO_NUL_RULE = 'must not contain a NUL character (\\u0000), which no program can be given'
 
 function path(prefix: string, pointer: string, child?: string): string {
   const parts = pointer.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'))
@@ -85,6 +95,7 @@ function message(e: ErrorObject): string {
     case 'uniqueItems':
       return `must not contain duplicates (items ${params.j} and ${params.i} are equal)`
     case 'pattern':
+      if (params.pattern === NO_NUL_PATTERN) return `${NO_NUL_RULE}, got ${JSON.stringify(e.data)}`
       return `must match ${params.pattern}, got ${JSON.stringify(e.data)}`
     case 'x-powerOfTwo':
       return `must be a power of two, got ${JSON.stringify(e.data)}`

@@ -75,9 +75,17 @@ export class JobService {
   /**
    * POST /run (`sync` false) and /runsync (waits up to `waitMs` for a final state). With an `idempotencyKey`,
    * a submission repeating an earlier one (same key, operation and body, within the window) answers with
-   * that job instead of making another.
+   * that job instead of making another. Not async itself: once the job is stored, nothing of this call holds
+   * `body` (a /runsync input can be 20 MB, and its call waits for the result), so the input is kept once, in
+   * the store, until a worker takes it.
    */
-  async submit(p: Principal, endpointId: string, body: JobRequest, sync: boolean, waitMs?: number, idempotencyKey?: string): Promise<JobRef | JobStatusView> {
+  submit(p: Principal, endpointId: string, body: JobRequest, sync: boolean, waitMs?: number, idempotencyKey?: string): Promise<JobRef | JobStatusView> {
+    const queued = this.enqueue(p, endpointId, body, sync, waitMs, idempotencyKey)
+    return queued.then((r) => (typeof r !== 'string' ? r : sync ? this.waitFinal(r, waitMs ?? DEFAULT_SYNC_WAIT_MS) : { id: r, status: 'IN_QUEUE' as const }))
+  }
+
+  /** Stores a submitted job: its id, or the answer of the earlier job an idempotent repeat names. */
+  private async enqueue(p: Principal, endpointId: string, body: JobRequest, sync: boolean, waitMs?: number, idempotencyKey?: string): Promise<string | JobRef | JobStatusView> {
     const ep = await this.endpoint(p, endpointId)
     // The schema checks that it is a URI (one error for "notaurl"); only http(s) can be POSTed to.
     if (body.webhook !== undefined && !/^https?:\/\//i.test(body.webhook)) {
@@ -119,8 +127,7 @@ export class JobService {
       const original = await this.enqueueOnce(job, body, idempotencyKey)
       if (original !== undefined) return this.replay(ep, original, idempotencyKey, sync, waitMs)
     }
-    if (!sync) return { id: job.id, status: 'IN_QUEUE' }
-    return this.waitFinal(job.id, waitMs ?? DEFAULT_SYNC_WAIT_MS)
+    return job.id
   }
 
   /** Enqueues `job` under `key`, or returns the id of the job an identical earlier submission made. */

@@ -46,7 +46,7 @@ function parse(v: unknown): unknown {
 
 /** A result as stored, not parsed: it is only sent on (status, webhook), so it stays text (see RawJson). */
 function raw(v: unknown): RawJson | undefined {
-  return v === null || v === undefined ? undefined : new RawJson(v as string)
+  return v === null || v === undefined ? undefined : new RawJson(v as string | Buffer)
 }
 
 /** A row of the jobs table (the input column only where the query read it) as a record. */
@@ -57,7 +57,7 @@ export function toJob(r: Row): JobRecord {
     accountId: r.account_id as string,
     status: r.status as JobStatus,
     // Read by take only (see NO_INPUT), and kept as the text it was stored as (see RawJson).
-    input: r.input === undefined ? undefined : new RawJson(r.input as string),
+    input: r.input === undefined ? undefined : new RawJson(r.input as string | Buffer),
     webhook: (r.webhook as string | null) ?? null,
     policy: (parse(r.policy) as Record<string, unknown> | undefined) ?? null,
     s3Config: (parse(r.s3_config) as Record<string, unknown> | undefined) ?? null,

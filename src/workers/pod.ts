@@ -8,6 +8,9 @@
  * - `PUT /files/<name>` stores the body in the persistent mount (else the container disk); `GET /files/<name>` reads it.
  * - `POST /exit?code=N` ends the program with that code (to see EXITED and ERROR).
  * - `GET /env/<NAME>` -> the value of an environment variable (tests of what the pod was given).
+ * - `GET /headers` -> the request headers it received; the answer carries hop-by-hop headers of its own
+ *   (`Proxy-Authenticate`, `Keep-Alive`, `X-Hop` named in `Connection`) besides `X-Kept` (proxy tests).
+ * - `CLOSED_PORTS` env (comma-separated private ports): ports it does not listen on (a refused connection).
  * - `EXIT_AFTER_MS` / `EXIT_CODE` env: end by itself after a while.
  */
 import { createServer } from 'node:http'
@@ -28,7 +31,8 @@ const ports = Object.entries(process.env)
   .filter(([k]) => /^HANGAR_PORT_\d+$/.test(k))
   .map(([k, v]) => ({ port: Number(k.slice('HANGAR_PORT_'.length)), listen: Number(v) }))
 
-for (const { port, listen } of ports) {
+const closed = new Set((process.env.CLOSED_PORTS ?? '').split(',').filter(Boolean).map(Number))
+for (const { port, listen } of ports.filter((p) => !closed.has(p.port))) {
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://pod')
     console.log(`${req.method} ${url.pathname} on port ${port}`)
@@ -38,6 +42,10 @@ for (const { port, listen } of ports) {
     }
     const file = /^\/files\/([\w.-]+)$/.exec(url.pathname)?.[1]
     if (req.method === 'GET' && url.pathname === '/') return json(200, { podId, port, boots, ssh: !!process.env.PUBLIC_KEY, jupyter: !!process.env.JUPYTER_PASSWORD, scratch })
+    if (req.method === 'GET' && url.pathname === '/headers') {
+      res.writeHead(200, { 'content-type': 'application/json', 'proxy-authenticate': 'Basic realm="pod"', 'keep-alive': 'timeout=5', connection: 'keep-alive, x-hop', 'x-hop': 'secret', 'x-kept': 'yes' })
+      return res.end(JSON.stringify(req.headers))
+    }
     if (req.method === 'GET' && url.pathname.startsWith('/env/')) return json(200, { value: process.env[url.pathname.slice(5)] ?? null })
     if (file && req.method === 'PUT') {
       const chunks: Buffer[] = []

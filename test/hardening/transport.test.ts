@@ -49,6 +49,24 @@ describe('every error a client can provoke is a problem', () => {
     expectProblem(both, 400)
     expectProblem(await rawRequest(s.url, `GARBAGE\r\n\r\n`), 400)
   })
+
+  it('answers an HTTP/1.1 request without Host with a 400 problem, and still serves HTTP/1.0 without one', async () => {
+    const none = await rawRequest(s.url, `GET /v2/serverless HTTP/1.1\r\n${auth}Connection: close\r\n\r\n`)
+    expect(expectProblem(none, 400).detail).toMatch(/Host header/)
+    expect(none.headers.connection).toBe('close')
+    expect((await rawRequest(s.url, `GET /v2/serverless HTTP/1.0\r\n${auth}\r\n`)).status).toBe(200)
+  })
+
+  it('answers an Expect it cannot meet with a 417 problem naming it', async () => {
+    const a = await rawRequest(s.url, `POST /v2/admin/accounts HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nContent-Length: 12\r\nExpect: 999-x\r\n\r\n`)
+    expect(expectProblem(a, 417).detail).toMatch(/999-x/)
+    expect(a.headers.connection).toBe('close')
+  })
+
+  it('answers CONNECT with a 501 problem instead of dropping the connection', async () => {
+    const a = await rawRequest(s.url, `CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n${auth}\r\n`)
+    expect(expectProblem(a, 501).detail).toMatch(/CONNECT.*not a proxy/)
+  })
 })
 
 describe('slow clients are cut off; long-polls are not', () => {

@@ -48,16 +48,33 @@ export function readAnswer(socket: Socket, timeoutMs = 20_000): Promise<RawAnswe
       const body = data.subarray(Buffer.byteLength(text.slice(0, end + 4), 'latin1'))
       const length = headers['content-length'] === undefined ? undefined : Number(headers['content-length'])
       if (length !== undefined && body.length < length) return null
-      return { status: Number(statusLine.split(' ')[1]), headers, body: body.toString('utf8'), ms: Date.now() - t0 }
+      const payload = headers['transfer-encoding'] === 'chunked' ? dechunk(body) : body
+      if (payload === null) return null
+      return { status: Number(statusLine.split(' ')[1]), headers, body: payload.toString('utf8'), ms: Date.now() - t0 }
     }
     socket.on('data', (chunk: Buffer) => {
       data = Buffer.concat([data, chunk])
       const answer = parse()
-      if (answer && answer.headers['content-length'] !== undefined) finish(answer)
+      if (answer && (answer.headers['content-length'] !== undefined || answer.headers['transfer-encoding'] === 'chunked')) finish(answer)
     })
     socket.once('close', () => finish(parse()))
     socket.once('error', () => {})
   })
+}
+
+/** The payload of a chunked body, or null until its last chunk has arrived. */
+function dechunk(data: Buffer): Buffer | null {
+  const parts: Buffer[] = []
+  let at = 0
+  for (;;) {
+    const eol = data.indexOf('\r\n', at)
+    if (eol < 0) return null
+    const size = Number.parseInt(data.subarray(at, eol).toString('latin1'), 16)
+    if (size === 0) return Buffer.concat(parts)
+    if (data.length < eol + 2 + size + 2) return null
+    parts.push(data.subarray(eol + 2, eol + 2 + size))
+    at = eol + 2 + size + 2
+  }
 }
 
 /** Sends `request` (raw HTTP/1.1 text or bytes) on a new connection and reads the answer. */

@@ -51,7 +51,9 @@ export const jobRoutes =
         config: { ...jobConfig('runsync'), rawJsonField: 'input' },
         schema: { tags, summary: 'Submit a job and wait for its result', params: EndpointJobParams, headers: SubmitHeaders, querystring: WaitQuery, body: JobRequest, response: { 200: JobStatusView } },
       },
-      async (req) => jobs.submit(req.principal, req.params.endpointId, req.body, true, req.query.wait, parseIdempotencyKey(req.headers[IDEMPOTENCY_HEADER])),
+      // Not awaited here, and the request lets go of its body: while the call waits for the result, the input
+      // is held once, by the store (see JobService.submit).
+      (req) => jobs.submit(req.principal, req.params.endpointId, handOver(req), true, req.query.wait, parseIdempotencyKey(req.headers[IDEMPOTENCY_HEADER])),
     )
     app.get(
       '/v2/:endpointId/status/:jobId',
@@ -109,4 +111,11 @@ export const jobRoutes =
 function carriesRaw(payload: unknown): boolean {
   const v = payload as { output?: unknown; stream?: Array<{ output?: unknown }> } | null
   return v !== null && typeof v === 'object' && (v.output instanceof RawJson || (Array.isArray(v.stream) && v.stream.some((c) => c.output instanceof RawJson)))
+}
+
+/** The request's body, which the request itself no longer holds (it lives on only as long as its taker keeps it). */
+function handOver<T>(req: { body: T }): T {
+  const body = req.body
+  ;(req as { body: unknown }).body = undefined
+  return body
 }

@@ -4,10 +4,11 @@ import replyFrom from '@fastify/reply-from'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest, HTTPMethods } from 'fastify'
 import { DomainError } from '../../domain/errors.js'
-import { endToEnd, forwardedHeaders, type Headers } from '../../domain/hopByHop.js'
+import { forwardedHeaders } from '../../domain/hopByHop.js'
 import type { AppDeps } from '../app.js'
 import { FORWARDED_BY } from '../leaderForwarding.js'
 import { sendProblem } from '../problem.js'
+import { upstreamOptions } from '../upstream.js'
 
 const METHODS: HTTPMethods[] = ['DELETE', 'GET', 'HEAD', 'PATCH', 'POST', 'PUT', 'OPTIONS']
 /** In-flight proxied requests get this long to finish when the control plane stops, then are cut. */
@@ -72,22 +73,16 @@ export const loadBalancerRoutes =
       const path = rawUrl.slice(prefix.length).split('?')[0] || '/'
       const hostForm = req.originalUrl !== req.url
       const { host, port } = held.address
-      return reply.from(`http://${host}:${port}${path.startsWith('/') ? path : `/${path}`}`, {
-        rewriteRequestHeaders: (r, headers) =>
-          forwardedHeaders(endToEnd(headers as Headers, ['authorization', FORWARDED_BY]), { ip: r.ip, host: r.headers.host, proto: r.protocol, prefix: hostForm ? null : prefix }) as Record<string, string>,
-        rewriteHeaders: (headers) => endToEnd(headers as Headers) as Record<string, string>,
-        onError: (_r, { error }) => {
-          // The rest of an unread body would be taken for the next request on this connection: close it.
-          if (!req.raw.complete) reply.header('connection', 'close')
-          if (overLimit) return void sendProblem(reply, 413, tooLarge(cfg.maxBodyBytes).detail)
-          const e = error as Error & { statusCode?: number; code?: string; cause?: { code?: string } }
-          const code = e.cause?.code ?? e.code ?? ''
-          if (e.statusCode === 504 || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
-            return void sendProblem(reply, 504, `worker ${held.workerId} of endpoint ${ep.id} did not answer within ${cfg.requestTimeoutMs} ms`)
-          }
-          sendProblem(reply, 502, `worker ${held.workerId} of endpoint ${ep.id} failed the request: ${code || e.message}`)
-        },
-      })
+      return reply.from(
+        `http://${host}:${port}${path.startsWith('/') ? path : `/${path}`}`,
+        upstreamOptions(req, reply, {
+          drop: ['authorization', FORWARDED_BY],
+          upstream: `worker ${held.workerId} of endpoint ${ep.id}`,
+          timeoutMs: cfg.requestTimeoutMs,
+          extend: (r, headers) => forwardedHeaders(headers, { ip: r.ip, host: r.headers.host, proto: r.protocol, prefix: hostForm ? null : prefix }),
+          intercept: () => overLimit && (sendProblem(reply, 413, tooLarge(cfg.maxBodyBytes).detail), true),
+        }),
+      )
     }
 
     // Traffic, not API: access by method like job operations (RESTRICTED keys on their own endpoints),

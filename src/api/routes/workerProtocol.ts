@@ -18,9 +18,10 @@ import {
   type WorkerDoneBody,
 } from '../../contract/worker.js'
 import { DomainError } from '../../domain/errors.js'
-import { rawJsonReply } from '../rawJsonReply.js'
+import { piecesWithRaw } from '../../domain/RawJson.js'
 import { decodeJsonArrayBody, decodeJsonBody, readBody, type JsonBodyOptions } from '../jsonBody.js'
 import type { IncomingMessage } from 'node:http'
+import { Readable } from 'node:stream'
 import type { AppDeps } from '../app.js'
 
 /** Largest result a worker may post; anything larger fails the job with that reason. */
@@ -67,13 +68,13 @@ export const workerProtocolRoutes =
 
     app.get('/v2/:endpointId/job-take/:workerId', { config, schema: { tags, security, summary: 'Take one job (long-poll; 204 when none)', params: WorkerParams, response: { 200: WorkerJob, 204: none } } }, async (req, reply) => {
       const [job] = await workerJobs.take(req.params.endpointId, req.params.workerId, 1, gone(req))
-      // The input goes out as the text it came in (RawJson), not parsed and written again: a serializer of
-      // its own, since the compiled one would write a RawJson's fields.
-      return job ? rawJsonReply(reply).send(job) : reply.code(204).send(null)
+      // The input goes out as the bytes it came in (RawJson), not parsed and written again: written by
+      // sendWithRaw, since the compiled serializer would write a RawJson's fields.
+      return job ? sendWithRaw(reply, job) : reply.code(204).send(null)
     })
     app.get('/v2/:endpointId/job-take-batch/:workerId', { config, schema: { tags, security, summary: 'Take up to batch_size jobs (long-poll; 204 when none)', params: WorkerParams, querystring: WorkerTakeBatchQuery, response: { 200: WorkerJobBatch, 204: none } } }, async (req, reply) => {
       const jobs = await workerJobs.take(req.params.endpointId, req.params.workerId, req.query.batch_size ?? 1, gone(req))
-      return jobs.length ? rawJsonReply(reply).send(jobs) : reply.code(204).send(null)
+      return jobs.length ? sendWithRaw(reply, jobs) : reply.code(204).send(null)
     })
     app.get('/v2/:endpointId/job-stop/:workerId', { config, schema: { tags, security, summary: 'Running jobs to stop (long-poll; 204 when none)', params: WorkerParams, response: { 200: WorkerJobsToStop, 204: none } } }, async (req, reply) => {
       const ids = await workerJobs.stops(req.params.workerId, gone(req))
@@ -171,4 +172,18 @@ function batchItems(body: unknown): WorkerDoneBatchItem[] {
 
 function kindOf(v: unknown): string {
   return v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v === 'object' ? 'an object' : `a ${typeof v}`
+}
+
+/**
+ * Sends `value` as JSON with each RawJson written as it is held: one string when all are text, else the
+ * pieces streamed with their total length, so an input held as bytes (read from the store) goes to the socket
+ * as that buffer, not copied into a string and then into another buffer.
+ */
+function sendWithRaw(reply: FastifyReply, value: unknown): FastifyReply {
+  reply.type('application/json; charset=utf-8')
+  const pieces = piecesWithRaw(value)
+  if (typeof pieces === 'string') return reply.send(pieces)
+  const buffers = pieces.map((p) => (typeof p === 'string' ? Buffer.from(p, 'utf8') : p))
+  reply.header('content-length', buffers.reduce((n, b) => n + b.length, 0))
+  return reply.send(Readable.from(buffers))
 }

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3'
 import type { JobStatus } from '../../contract/job.js'
-import { jsonText } from '../../domain/RawJson.js'
+import { jsonText, RawJson } from '../../domain/RawJson.js'
 import type { JobCounts, JobPatch, JobRecord, JobStore } from '../JobStore.js'
 import { COLUMNS, json, JSON_FIELDS, NO_INPUT, toJob } from '../rows.js'
 import type { IdempotencyClaim, IdempotentInsert } from '../../domain/idempotency.js'
@@ -19,6 +19,17 @@ interface PatchStatement {
 }
 
 
+/**
+ * A JSON column's value: a RawJson held as bytes (an input or result as it came) is stored as those bytes,
+ * a BLOB read back as a Buffer, so no string of it is made; anything else as JSON text.
+ */
+function column(v: unknown): string | Buffer {
+  return v instanceof RawJson && v.isBytes ? v.bytes : jsonText(v)
+}
+
+/** Inputs up to this size come back with the take's own statement; larger ones are read one by one. */
+const INLINE_INPUT_BYTES = 64 * 1024
+
 function prepare(db: Database.Database) {
   return {
     // Positional parameters, in column order (see insert()): binding 24 named ones cost more than the row.
@@ -27,9 +38,12 @@ function prepare(db: Database.Database) {
       VALUES (${Array(24).fill('?').join(', ')})`),
     get: db.prepare(`SELECT ${NO_INPUT} FROM jobs WHERE id = ?`),
     getWithInput: db.prepare('SELECT * FROM jobs WHERE id = ?'),
+    // RETURNING gathers every row before the first is read: a large input comes back NULL (its size in
+    // input_bytes) and is read alone afterwards (inputOf), so a batch of 20 MB inputs is not held twice at once.
     take: db.prepare(`UPDATE jobs SET status = 'IN_PROGRESS', worker_id = @workerId, started_at = @now, progress = NULL
       WHERE id IN (SELECT id FROM jobs WHERE endpoint_id = @endpointId AND status = 'IN_QUEUE' AND expires_at > @now ORDER BY low_priority, seq LIMIT @max)
-      RETURNING *`),
+      RETURNING ${NO_INPUT}, CASE WHEN length(input) <= ${INLINE_INPUT_BYTES} THEN input END AS input, length(input) AS input_bytes`),
+    inputOf: db.prepare('SELECT input FROM jobs WHERE id = ?').pluck(),
     delete: db.prepare('DELETE FROM jobs WHERE id = ? RETURNING endpoint_id, status, low_priority, retries'),
     before: db.prepare('SELECT status, retries FROM jobs WHERE id = ?'),
     deleteChunks: db.prepare('DELETE FROM job_chunks WHERE job_id = ?'),
@@ -164,11 +178,11 @@ export class SqliteJobStore implements JobStore {
 
   /** The write that inserts `job`, its values converted beforehand (outside the writer's turn). */
   private inserter(job: JobRecord): () => void {
-    const input = jsonText(job.input)
+    const input = column(job.input)
     const policy = job.policy ? JSON.stringify(job.policy) : null
     const s3Config = job.s3Config ? JSON.stringify(job.s3Config) : null
-    const output = json(job.output)
-    const progress = json(job.progress)
+    const output = job.output === undefined ? null : column(job.output)
+    const progress = job.progress === undefined ? null : column(job.progress)
     return () => {
       // Numbered when it runs: the group commit runs writes in the order they were asked for.
       const seq = ++this.shared.seq
@@ -191,6 +205,7 @@ export class SqliteJobStore implements JobStore {
       const rows = this.s.take.all({ endpointId, workerId, now, max }) as Row[]
       // RETURNING does not keep the subquery's order.
       rows.sort((a, b) => (a.low_priority as number) - (b.low_priority as number) || (a.seq as number) - (b.seq as number))
+      for (const r of rows) if (r.input === null && (r.input_bytes as number) > INLINE_INPUT_BYTES) r.input = this.s.inputOf.get(r.id)
       const jobs = rows.map(toJob)
       for (const j of jobs) this.counters.move({ ...j, status: 'IN_QUEUE' }, j)
       return jobs
@@ -203,7 +218,7 @@ export class SqliteJobStore implements JobStore {
     const args: unknown[] = []
     for (const [key, isJson] of fields) {
       const v = (patch as Record<string, unknown>)[key]
-      args.push(isJson ? json(v) : v)
+      args.push(isJson ? (v === undefined ? null : column(v)) : v)
     }
     const seqAt = patch.requeueAtEnd ? args.push(0) - 1 : -1
     if (patch.retainFrom !== undefined) args.push(patch.retainFrom)
