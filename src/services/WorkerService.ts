@@ -24,6 +24,7 @@ import type { Log } from './log.js'
 import { lastOutput } from './lastOutput.js'
 import type { Metrics } from './Metrics.js'
 import { loseJob } from './loseJob.js'
+import type { NetworkVolumeService } from './NetworkVolumeService.js'
 import { WorkerLogArchive } from './WorkerLogArchive.js'
 import { WorkerPlacer } from './WorkerPlacer.js'
 import type { WorkerMeter } from './UsageMeter.js'
@@ -43,8 +44,8 @@ export interface WorkerServiceDeps {
   lifecycle: JobLifecycle
   events: JobEvents
   config: JobsConfig
-  /** Where ended workers' logs are read back from (`<dataDir>/workers/<id>/worker.log`). */
-  dataDir: string
+  /** Where network volumes live on the host. */
+  networkVolumes: Pick<NetworkVolumeService, 'pathOf'>
   /** Id of this installation: every workload is labelled with it. */
   installationId: string
   /**
@@ -142,7 +143,7 @@ export class WorkerService {
 
   constructor(private readonly deps: WorkerServiceDeps) {
     this.mono = deps.monotonic ?? (() => performance.now())
-    this.endedLogs = new WorkerLogArchive(deps.dataDir)
+    this.endedLogs = new WorkerLogArchive((id) => deps.runtime.logPath('worker', id))
     this.backoff = new CrashBackoff({ baseMs: deps.config.crashBackoffMs, maxMs: deps.config.crashBackoffMaxMs, now: this.mono })
     this.placer = new WorkerPlacer({ catalog: deps.catalog, parked: () => [...this.live.values()].filter((w) => w.phase === 'parked'), evict: (w, why) => void this.stop(w.id, why) })
     deps.events.onJobLeftWorker((workerId, jobId) => this.jobLeft(workerId, jobId))
@@ -289,7 +290,7 @@ export class WorkerService {
         installationId: this.deps.installationId,
         pingIntervalMs: this.deps.config.pingIntervalMs,
         allocation,
-        volumePath: await volumePath(store, this.deps.dataDir, ep),
+        volumePath: await volumePath(store, this.deps.networkVolumes, ep),
         pullAuth: ep.registry ? await this.deps.pullAuth?.(ep) : null,
       })
       if (ep.type === 'LOAD_BALANCER') spec.ports = lbWorkloadPorts(spec.ports, ep.env)
