@@ -1,13 +1,14 @@
 import { readFileSync, unlinkSync, writeFileSync } from 'node:fs'
 import { hostname } from 'node:os'
 import { join } from 'node:path'
+import { processStartMarker } from './runtime/process/procfs.js'
 
 /** What the lock file holds: enough to tell whether its owner still runs, and to tell a person who it is. */
 interface Owner {
   pid: number
   host: string
   startedAt: string
-  /** The process's start time in clock ticks since boot (/proc), so a reused pid is not taken for the owner. */
+  /** The process's boot id and start time (/proc, `processStartMarker`), so a reused pid is not taken for the owner. */
   procStart: string | null
 }
 
@@ -26,7 +27,7 @@ export class DataDirLock {
   /** Takes the lock or throws a DataDirLockedError naming the process that holds it. */
   static acquire(dataDir: string): DataDirLock {
     const path = join(dataDir, 'hangar.lock')
-    const me: Owner = { pid: process.pid, host: hostname(), startedAt: new Date().toISOString(), procStart: procStart(process.pid) }
+    const me: Owner = { pid: process.pid, host: hostname(), startedAt: new Date().toISOString(), procStart: processStartMarker(process.pid) }
     for (let attempt = 0; ; attempt++) {
       try {
         writeFileSync(path, JSON.stringify(me) + '\n', { flag: 'wx', mode: 0o600 })
@@ -73,19 +74,6 @@ function readOwner(path: string): Owner | null {
   }
 }
 
-/** Field 22 of /proc/<pid>/stat (start time), or null where there is no /proc or no such process. */
-function procStart(pid: number): string | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    // A zombie has exited; it only waits for its parent to reap it.
-    if (fields[0] === 'Z') return 'zombie'
-    return fields[19] ?? null
-  } catch {
-    return null
-  }
-}
-
 function alive(owner: Owner): boolean {
   try {
     process.kill(owner.pid, 0)
@@ -93,7 +81,9 @@ function alive(owner: Owner): boolean {
     // EPERM: it exists but belongs to another user.
     if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false
   }
-  const now = procStart(owner.pid)
-  if (now === 'zombie') return false
-  return owner.procStart === null || now === null || now === owner.procStart
+  // An owner without a marker ran where /proc cannot be read: its pid is all there is to go by.
+  if (owner.procStart === null) return true
+  // Null now: it became a zombie (or ended) since. A lock of an older Hangar holds the start time alone.
+  const now = processStartMarker(owner.pid)
+  return now !== null && (now === owner.procStart || now.endsWith(`:${owner.procStart}`))
 }

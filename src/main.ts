@@ -1,4 +1,4 @@
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import pino from 'pino'
@@ -116,8 +116,6 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   // One server per data dir on SQLite: a second would run its own autoscaler over the same database. On
   // PostgreSQL, replicas elect one leader and may share a data dir (secret key, installation id, workers' logs).
   const lock = config.lockDataDir && !config.databaseUrl ? DataDirLock.acquire(config.dataDir) : null
-  const dbFile = join(config.dataDir, 'hangar.db')
-  privateFiles(dbFile)
 
   const store = await openStore(config, config.dataDir).catch((err: unknown) => {
     // A store that cannot open (PostgreSQL down, a damaged file) leaves the data dir free for the next try.
@@ -174,7 +172,7 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   let workerUrl = config.workerUrl ?? (config.port === 0 ? '' : publicBaseUrl({ ...config, publicUrl: undefined }, config.port))
   const workerUrlOf = (hostId: string) => engines.get(hostId)?.controlPlaneUrl ?? workerUrl
   const monotonic = opts.monotonic
-  const workers = new WorkerService({ store, clock, monotonic, runtime, catalog, lifecycle, events, config: config.jobs, dataDir: config.dataDir, installationId: installationId(config.dataDir), baseUrl: workerUrlOf, runtimeOf: (hostId) => runtime.runtimeOf(hostId), log, pullAuth: (ep) => pullAuth(registries, ep), metrics, lbDrainMs: config.loadBalancer.requestTimeoutMs, meter, feed })
+  const workers = new WorkerService({ store, clock, monotonic, runtime, catalog, lifecycle, events, config: config.jobs, networkVolumes, installationId: installationId(config.dataDir), baseUrl: workerUrlOf, runtimeOf: (hostId) => runtime.runtimeOf(hostId), log, pullAuth: (ep) => pullAuth(registries, ep), metrics, lbDrainMs: config.loadBalancer.requestTimeoutMs, meter, feed })
   // LOAD_BALANCER endpoints: health checks make workers ready; the balancer hands requests to ready ones.
   const health = new HealthPoller({ workers, config: config.loadBalancer, log })
   const balancer = new LoadBalancer({ workers, health: (id) => health.health(id), coldStartTimeoutMs: config.loadBalancer.coldStartTimeoutMs })
@@ -344,16 +342,6 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
         lock?.release()
       })()),
   }
-}
-
-/**
- * Makes the database file and its companions owner-only (0600). SQLite creates its -wal and -shm files with
- * the database file's permissions, so creating that file 0600 before SQLite opens it covers them too;
- * files of an older data dir are tightened in place.
- */
-function privateFiles(dbFile: string): void {
-  if (!existsSync(dbFile)) closeSync(openSync(dbFile, 'a', 0o600))
-  for (const f of [dbFile, `${dbFile}-wal`, `${dbFile}-shm`, `${dbFile}-journal`]) if (existsSync(f)) chmodSync(f, 0o600)
 }
 
 /** /health's worker counters under the status names GET .../workers uses (`ready` is idle + running, not a status). */

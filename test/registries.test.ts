@@ -83,11 +83,13 @@ describe('registries', () => {
       expect(stored).toContain('kept')
       expect(stored).not.toContain(USERNAME)
       expect(stored).not.toContain(PASSWORD)
+      expect(existsSync(join(s.dataDir, 'hangar.db'))).toBe(false) // no SQLite file beside a PostgreSQL store
       return
     }
     // WAL mode keeps recent writes in the -wal file until a checkpoint: search both.
     const files = ['hangar.db', 'hangar.db-wal'].map((f) => join(s.dataDir, f)).filter((f) => existsSync(f))
     expect(files.length).toBeGreaterThan(0)
+    for (const f of files) expect(statSync(f).mode & 0o777).toBe(0o600)
     const bytes = Buffer.concat(files.map((f) => readFileSync(f)))
     expect(bytes.includes(Buffer.from('kept'))).toBe(true) // the search would find plaintext if it were there
     expect(bytes.includes(Buffer.from(USERNAME))).toBe(false)

@@ -7,6 +7,8 @@ import type { Leadership } from './Leadership.js'
 export class SoleLeadership implements Leadership {
   private leading = false
   private onLose: ((reason: string, handover: boolean) => Promise<void>) | null = null
+  /** The running (or finished) onLead: a stop during it waits for it, so onLose never overlaps it. */
+  private leadDone: Promise<unknown> = Promise.resolve()
 
   readonly shared = false
   /** Nobody else to hand requests to. */
@@ -21,10 +23,14 @@ export class SoleLeadership implements Leadership {
   async start(onLead: () => Promise<void>, onLose: (reason: string, handover: boolean) => Promise<void>): Promise<void> {
     this.leading = true
     this.onLose = onLose
-    await onLead()
+    const lead = onLead()
+    this.leadDone = lead.catch(() => undefined)
+    await lead
   }
 
   async stop(): Promise<void> {
+    if (!this.leading) return
+    await this.leadDone
     if (!this.leading) return
     this.leading = false
     await this.onLose?.('the control plane is stopping', false)

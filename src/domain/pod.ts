@@ -1,5 +1,6 @@
 import type { Cloud, PodAction, PodCluster, PodMounts, PodStatus } from '../contract/pod.js'
 import type { ContainerFields } from './endpointRulesContainer.js'
+import { INITIAL_POD_STATUS } from './podState.js'
 
 /** GPU of a pod as stored: the type, how many, and the CUDA constraint used at each placement. */
 export interface PodGpu {
@@ -60,6 +61,32 @@ export interface PodRecord extends PodSpec {
   lastError: string | null
   /** Membership when the pod belongs to a cluster. */
   cluster: PodCluster | null
+}
+
+/** Who a new pod is and where it was placed; the rest of a new record is the same for every pod. */
+export interface NewPod {
+  id: string
+  accountId: string
+  createdAt: string
+  placement?: PodPlacement | null
+  cluster?: PodCluster | null
+}
+
+/** A pod as first stored (by a create, or as a member of a cluster's create): placed, nothing running yet. */
+export function newPodRecord(spec: PodSpec, who: NewPod): PodRecord {
+  return {
+    ...spec,
+    id: who.id,
+    accountId: who.accountId,
+    createdAt: who.createdAt,
+    status: INITIAL_POD_STATUS,
+    placement: who.placement ?? null,
+    runtimeRef: null,
+    portMappings: [],
+    startedAt: null,
+    lastError: null,
+    cluster: who.cluster ?? null,
+  }
 }
 
 /** Statuses in which a pod holds capacity (GPUs, vCPUs, memory) on its host. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { activityOf, apiStatusOf, nextPhase, type WorkerEvent, type WorkerPhase } from './workerState.js'
+import { activityOf, apiStatusOf, nextPhase, storedStateOf, type WorkerEvent, type WorkerPhase } from './workerState.js'
 
 const PHASES: WorkerPhase[] = ['throttled', 'starting', 'ready', 'parked', 'stopping', 'unhealthy']
 
@@ -31,5 +31,18 @@ describe('worker state machine', () => {
     expect(activityOf('parked', 0)).toBe('parked')
     expect(PHASES.map((p) => apiStatusOf(p, 1))).toEqual(['THROTTLED', 'INITIALIZING', 'RUNNING', 'PARKED', null, 'UNHEALTHY'])
     expect(apiStatusOf('ready', 0)).toBe('IDLE')
+  })
+})
+
+describe('the stored worker state, derived from the phase', () => {
+  it('is STARTING, READY (parked too), STOPPING while the worker lives; FAILED when it failed; EXITED when it was stopped', () => {
+    expect((['starting', 'ready', 'parked', 'stopping', 'unhealthy', 'exited', 'failed'] as const).map(storedStateOf)).toEqual(['STARTING', 'READY', 'READY', 'STOPPING', 'FAILED', 'EXITED', 'FAILED'])
+  })
+
+  it('follows every move of the phase table that leaves a worker with a record', () => {
+    expect(storedStateOf(nextPhase('throttled', 'launch')!)).toBe('STARTING')
+    expect(storedStateOf(nextPhase('starting', 'callIn')!)).toBe('READY')
+    expect(storedStateOf(nextPhase('ready', 'stop')!)).toBe('STOPPING')
+    expect(storedStateOf(nextPhase('ready', 'crash')!)).toBe('FAILED')
   })
 })

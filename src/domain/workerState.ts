@@ -45,6 +45,33 @@ export function nextPhase(from: WorkerPhase, event: WorkerEvent): WorkerPhase | 
   return t.from.includes(from) ? t.to : null
 }
 
+/**
+ * The `state` a worker record stores, for what outlives the process (restart recovery, the workers list of a
+ * follower, history): STARTING, READY and STOPPING while it lives, EXITED or FAILED once it has ended.
+ */
+export type StoredWorkerState = 'STARTING' | 'READY' | 'STOPPING' | 'EXITED' | 'FAILED'
+
+/** How a worker's life ended: stopped (or removed by a control-plane restart), or failed (crashed, or could not start). */
+export type WorkerEnd = 'exited' | 'failed'
+
+const STORED: Record<WorkerPhase | WorkerEnd, StoredWorkerState> = {
+  // Not recorded (nothing was started); were it, it is waiting to start.
+  throttled: 'STARTING',
+  starting: 'STARTING',
+  ready: 'READY',
+  // FlashBoot keeps the process: to what outlives it, a parked worker is a live one.
+  parked: 'READY',
+  stopping: 'STOPPING',
+  unhealthy: 'FAILED',
+  exited: 'EXITED',
+  failed: 'FAILED',
+}
+
+/** The stored state of a worker in a phase, or ended one way or the other: the only source of WorkerRecord.state. */
+export function storedStateOf(phaseOrEnd: WorkerPhase | WorkerEnd): StoredWorkerState {
+  return STORED[phaseOrEnd]
+}
+
 /** A worker's phase with `ready` split by whether it runs anything: what the scaler plans with. */
 export type WorkerActivity = Exclude<WorkerPhase, 'ready'> | 'idle' | 'running'
 

@@ -55,6 +55,11 @@ export class HostRuntimes implements RuntimeDriver {
     return this.of(hostId).ping(hostId)
   }
 
+  /** Every runtime writes its logs to the control plane's data dir, where the local one says. */
+  logPath(kind: WorkloadSpec['kind'], id: string): string {
+    return this.local.logPath(kind, id)
+  }
+
   private of(hostId: string): RuntimeDriver {
     return this.byHost.get(hostId) ?? this.local
   }

@@ -131,6 +131,11 @@ export interface RuntimeDriver {
   list(labels: Record<string, string>): Promise<ListedWorkload[]>
   /** Resolves when the runtime of `hostId` answers; rejects saying why not (an engine that stopped answering). */
   ping(hostId: string): Promise<void>
+  /**
+   * The file the log of workload `id` (its output and the driver's notes, as `Workload.logs` holds them) is
+   * written to, on the control plane's disk; it stays after the workload is removed, for reading back.
+   */
+  logPath(kind: WorkloadSpec['kind'], id: string): string
 }
 
 /** Thrown by `start` when the image cannot be pulled; `message` is `IMAGE_PULL_FAILED: <reason>`. */

@@ -8,7 +8,7 @@ import { iso, type Clock } from '../domain/clock.js'
 import { clusterEnv, clusterRole, createClusterSpec, memberAddress } from '../domain/clusterRules.js'
 import { DomainError, notFound } from '../domain/errors.js'
 import { newId } from '../domain/ids.js'
-import type { PodRecord } from '../domain/pod.js'
+import { newPodRecord, type PodRecord } from '../domain/pod.js'
 import type { ClusterRecord } from '../store/ClusterStore.js'
 import type { Store } from '../store/Store.js'
 import type { Principal } from './AccountService.js'
@@ -79,21 +79,14 @@ export class ClusterService {
       const a = placed.allocations[rank]
       const ip = memberAddress(cluster.cidr, rank)
       const role = clusterRole(spec.type, rank)
-      return {
-        ...structuredClone(spec.member),
-        name: `${spec.name}-${rank}`,
-        env: { ...spec.member.env, ...clusterEnv({ rank, nodeAddr: ip, primaryAddr, primaryPort: cluster.primaryPort, podCount, gpusPerPod: gpuCountPerPod }) },
+      const member = { ...structuredClone(spec.member), name: `${spec.name}-${rank}`, env: { ...spec.member.env, ...clusterEnv({ rank, nodeAddr: ip, primaryAddr, primaryPort: cluster.primaryPort, podCount, gpusPerPod: gpuCountPerPod }) } }
+      return newPodRecord(member, {
         id,
         accountId: p.accountId,
         createdAt: cluster.createdAt,
-        status: 'PROVISIONING',
         placement: { hostId: a.hostId, dataCenterId: a.dataCenterId, gpuIndices: [...a.gpuIndices], cudaVersion: a.cudaVersion, virtual: a.virtual },
-        runtimeRef: null,
-        portMappings: [],
-        startedAt: null,
-        lastError: null,
         cluster: { id: cluster.id, rank, ...(role ? { role } : {}), ip },
-      }
+      })
     })
     try {
       await store.transaction(async (tx) => {

@@ -6,7 +6,8 @@ import type { CreatePod, Pod, PodAction, PodStatus, UpdatePod } from '../contrac
 import { iso, type Clock } from '../domain/clock.js'
 import { DomainError, notFound } from '../domain/errors.js'
 import { newId } from '../domain/ids.js'
-import { actionRefusal, holdsCapacity, type PodRecord } from '../domain/pod.js'
+import { actionRefusal, newPodRecord, type PodRecord } from '../domain/pod.js'
+import { nextPodStatus, podSourcesOf, type PodEvent } from '../domain/podState.js'
 import { podPlacementRequest } from '../domain/podPlacement.js'
 import { changesWhatRuns, createPodSpec, updatePodSpec, type PodCatalogView, type PodTemplateView } from '../domain/podRules.js'
 import { toPod, type PodPrices } from '../domain/podView.js'
@@ -80,19 +81,7 @@ export class PodService {
       sshKeys: await this.deps.sshKeys.keysOf(p.accountId),
       newPassword: () => randomBytes(12).toString('base64url'),
     })
-    const pod: PodRecord = {
-      ...spec,
-      id: newId('pod_'),
-      accountId: p.accountId,
-      createdAt: iso(this.deps.clock.now()),
-      status: 'PROVISIONING',
-      placement: null,
-      runtimeRef: null,
-      portMappings: [],
-      startedAt: null,
-      lastError: null,
-      cluster: null,
-    }
+    const pod = newPodRecord(spec, { id: newId('pod_'), accountId: p.accountId, createdAt: iso(this.deps.clock.now()) })
     const allocation = await this.place(pod)
     try {
       await this.deps.store.pods.insert(pod)
@@ -174,11 +163,12 @@ export class PodService {
     await this.serial(id, async () => {
       const pod = await this.owned(p.accountId, id)
       if (!opts.cluster) this.assertStandalone(pod, 'terminated')
+      const to = this.target(pod, 'terminate')
       await this.runner.stop(id, pod.runtimeRef, 0)
       this.deps.catalog.fleet.release(id)
       await this.runner.destroy(pod)
       const from = pod.status
-      Object.assign(pod, { status: 'TERMINATED', runtimeRef: null, portMappings: [] } satisfies Partial<PodRecord>)
+      Object.assign(pod, { status: to, runtimeRef: null, portMappings: [] } satisfies Partial<PodRecord>)
       await this.deps.store.pods.delete(id)
       this.emit(pod, from)
     })
@@ -220,17 +210,17 @@ export class PodService {
       const allocation = pod.placement ? allocationOf(pod) : null
       if (!allocation || !catalog.fleet.restore(allocation)) {
         await this.runner.stop(pod.id, pod.runtimeRef, 0)
-        await this.setStatus(pod, 'ERROR', { runtimeRef: null, portMappings: [], lastError: 'its capacity was no longer available after a control-plane restart' })
+        await this.move(pod, 'fail', { runtimeRef: null, portMappings: [], lastError: 'its capacity was no longer available after a control-plane restart' })
         continue
       }
       if (pod.status === 'ERROR') continue
       if (adopted.get(pod.id)) {
-        if (pod.status !== 'RUNNING') await this.setStatus(pod, 'RUNNING', {})
+        if (pod.status !== 'RUNNING') await this.move(pod, 'run', {})
         log.info({ podId: pod.id }, 'pod adopted after a restart')
         continue
       }
       this.runner.note(pod.id, pod.runtimeRef ? 'the control plane restarted and the program was gone: starting it again' : 'the control plane restarted during the start: starting again')
-      await this.setStatus(pod, 'PROVISIONING', { runtimeRef: null, portMappings: [] })
+      await this.move(pod, 'place', { runtimeRef: null, portMappings: [] })
       void this.serial(pod.id, () => this.launch(pod.id, allocation))
     }
   }
@@ -259,18 +249,18 @@ export class PodService {
   private async launch(podId: string, allocation: Allocation): Promise<void> {
     const pod = await this.deps.store.pods.get(podId)
     if (!pod || pod.status !== 'PROVISIONING') return
-    await this.setStatus(pod, 'STARTING', {})
+    await this.move(pod, 'launch', {})
     try {
       const workload = await this.runner.start(pod, allocation, await this.volumePath(pod))
-      await this.setStatus(pod, 'RUNNING', { runtimeRef: workload.ref, portMappings: workload.ports.map((p) => ({ ...p })), startedAt: iso(this.deps.clock.now()), lastError: null })
+      await this.move(pod, 'run', { runtimeRef: workload.ref, portMappings: workload.ports.map((p) => ({ ...p })), startedAt: iso(this.deps.clock.now()), lastError: null })
     } catch (err) {
-      await this.setStatus(pod, 'ERROR', { runtimeRef: null, portMappings: [], lastError: (err as Error).message })
+      await this.move(pod, 'fail', { runtimeRef: null, portMappings: [], lastError: (err as Error).message })
     }
   }
 
   private async startNow(pod: PodRecord): Promise<void> {
     const allocation = this.deps.catalog.fleet.allocation(pod.id) ?? (await this.place(pod))
-    await this.setStatus(pod, 'PROVISIONING', { lastError: null })
+    await this.move(pod, 'place', { lastError: null })
     this.runner.note(pod.id, `starting on host ${allocation.hostId}`)
     void this.serial(pod.id, () => this.launch(pod.id, allocation))
   }
@@ -279,7 +269,7 @@ export class PodService {
     await this.runner.stop(pod.id, pod.runtimeRef)
     this.deps.catalog.fleet.release(pod.id)
     this.runner.note(pod.id, why)
-    await this.setStatus(pod, 'EXITED', { runtimeRef: null, portMappings: [] })
+    await this.move(pod, 'stop', { runtimeRef: null, portMappings: [] })
   }
 
   /** Restarts in place: same capacity, a fresh container disk, the same persistent mount. */
@@ -287,7 +277,7 @@ export class PodService {
     await this.runner.stop(pod.id, pod.runtimeRef)
     this.runner.note(pod.id, 'restarting')
     const allocation = this.deps.catalog.fleet.allocation(pod.id) ?? (await this.place(pod))
-    await this.setStatus(pod, 'PROVISIONING', { runtimeRef: null, portMappings: [] })
+    await this.move(pod, 'place', { runtimeRef: null, portMappings: [] })
     void this.serial(pod.id, () => this.launch(pod.id, allocation))
   }
 
@@ -301,10 +291,10 @@ export class PodService {
     if (exit.code === 0) {
       this.deps.catalog.fleet.release(podId)
       this.runner.note(podId, 'the program ended by itself (exit code 0): EXITED')
-      await this.setStatus(pod, 'EXITED', { runtimeRef: null, portMappings: [] })
+      await this.move(pod, 'exit', { runtimeRef: null, portMappings: [] })
     } else {
       this.runner.note(podId, `the program failed (${how}): ERROR`)
-      await this.setStatus(pod, 'ERROR', { runtimeRef: null, portMappings: [], lastError: `the program failed (${how})` })
+      await this.move(pod, 'fail', { runtimeRef: null, portMappings: [], lastError: `the program failed (${how})` })
     }
   }
 
@@ -331,7 +321,16 @@ export class PodService {
     return result
   }
 
-  private async setStatus(pod: PodRecord, to: PodStatus, patch: Partial<PodRecord>): Promise<void> {
+  /** The status `event` moves the pod to; a move the table (domain/podState.ts) does not allow is refused. */
+  private target(pod: PodRecord, event: PodEvent): PodStatus {
+    const to = nextPodStatus(pod.status, event)
+    if (!to) throw new DomainError('conflict', `pod ${pod.id} is ${pod.status}: "${event}" moves a pod only from ${podSourcesOf(event).join(', ')}`)
+    return to
+  }
+
+  /** The only writer of a stored pod's status: applies `event` (refused when illegal) and `patch`, stores, notes and emits. */
+  private async move(pod: PodRecord, event: PodEvent, patch: Partial<Omit<PodRecord, 'status'>>): Promise<void> {
+    const to = this.target(pod, event)
     const from = pod.status
     Object.assign(pod, patch, { status: to })
     await this.deps.store.pods.update(pod)

@@ -18,12 +18,13 @@ import type { JobEvents } from './JobEvents.js'
 import type { JobLifecycle } from './JobLifecycle.js'
 import type { JobsConfig } from './jobsConfig.js'
 import type { WorkerHealth } from './JobService.js'
-import { nextPhase, type WorkerEvent, type WorkerPhase } from '../domain/workerState.js'
+import { nextPhase, storedStateOf, type WorkerEvent, type WorkerPhase } from '../domain/workerState.js'
 import { newLiveWorker, snapshotOf, type LiveWorker } from './LiveWorker.js'
 import type { Log } from './log.js'
 import { lastOutput } from './lastOutput.js'
 import type { Metrics } from './Metrics.js'
 import { loseJob } from './loseJob.js'
+import type { NetworkVolumeService } from './NetworkVolumeService.js'
 import { WorkerLogArchive } from './WorkerLogArchive.js'
 import { WorkerPlacer } from './WorkerPlacer.js'
 import type { WorkerMeter } from './UsageMeter.js'
@@ -43,8 +44,8 @@ export interface WorkerServiceDeps {
   lifecycle: JobLifecycle
   events: JobEvents
   config: JobsConfig
-  /** Where ended workers' logs are read back from (`<dataDir>/workers/<id>/worker.log`). */
-  dataDir: string
+  /** Where network volumes live on the host. */
+  networkVolumes: Pick<NetworkVolumeService, 'pathOf'>
   /** Id of this installation: every workload is labelled with it. */
   installationId: string
   /**
@@ -142,7 +143,7 @@ export class WorkerService {
 
   constructor(private readonly deps: WorkerServiceDeps) {
     this.mono = deps.monotonic ?? (() => performance.now())
-    this.endedLogs = new WorkerLogArchive(deps.dataDir)
+    this.endedLogs = new WorkerLogArchive((id) => deps.runtime.logPath('worker', id))
     this.backoff = new CrashBackoff({ baseMs: deps.config.crashBackoffMs, maxMs: deps.config.crashBackoffMaxMs, now: this.mono })
     this.placer = new WorkerPlacer({ catalog: deps.catalog, parked: () => [...this.live.values()].filter((w) => w.phase === 'parked'), evict: (w, why) => void this.stop(w.id, why) })
     deps.events.onJobLeftWorker((workerId, jobId) => this.jobLeft(workerId, jobId))
@@ -229,7 +230,7 @@ export class WorkerService {
       if (w.runtimeRef) listed.delete(w.runtimeRef)
       if (found && (await this.adopt(w, found))) continue
       if (w.runtimeRef) await runtime.remove(w.runtimeRef).catch((err: Error) => log.warn({ workerId: w.id, err: err.message }, 'cannot remove a worker of the previous run'))
-      await store.workers.update(w.id, { state: 'EXITED', stoppedAt: clock.now(), lastError: 'the control plane restarted' })
+      await store.workers.update(w.id, { state: storedStateOf('exited'), stoppedAt: clock.now(), lastError: 'the control plane restarted' })
       log.info({ workerId: w.id, endpointId: w.endpointId, runtimeRef: w.runtimeRef }, 'worker of the previous run removed')
     }
     // Started by the previous run but never recorded as started (it crashed in between): not wanted.
@@ -289,7 +290,7 @@ export class WorkerService {
         installationId: this.deps.installationId,
         pingIntervalMs: this.deps.config.pingIntervalMs,
         allocation,
-        volumePath: await volumePath(store, this.deps.dataDir, ep),
+        volumePath: await volumePath(store, this.deps.networkVolumes, ep),
         pullAuth: ep.registry ? await this.deps.pullAuth?.(ep) : null,
       })
       if (ep.type === 'LOAD_BALANCER') spec.ports = lbWorkloadPorts(spec.ports, ep.env)
@@ -332,7 +333,7 @@ export class WorkerService {
       w.intentional = true
       this.deps.log.info({ workerId, endpointId: w.endpointId, reason }, 'stopping worker')
       this.deps.events.workerChanged(workerId)
-      void this.deps.store.workers.update(workerId, { state: 'STOPPING' })
+      void this.deps.store.workers.update(workerId, { state: storedStateOf(w.phase) })
       void w.handle?.stop(this.deps.config.stopGraceMs)
     }
     await w.finished
@@ -439,11 +440,12 @@ export class WorkerService {
       w.startPhase = null
       if (w.timeline && w.timeline.called === null) w.timeline.called = w.lastContact
       w.idleSince = w.lastContact
-      if (w.record) w.record.state = 'READY'
+      const state = storedStateOf(w.phase)
+      if (w.record) w.record.state = state
       this.deps.meter?.workerBillable(w)
       // From the record's creation (before the runtime was asked to start it): image pulls count too.
       if (w.record) this.deps.metrics?.workerReady(w.endpointId, this.deps.clock.now() - w.record.createdAt)
-      void this.deps.store.workers.update(w.id, { state: 'READY' })
+      void this.deps.store.workers.update(w.id, { state })
     }
   }
 
@@ -649,7 +651,7 @@ export class WorkerService {
     if (crashed && w.phase !== 'parked' && this.live.get(id) === w) this.markUnhealthy(w, lastError)
     else if (this.live.get(id) === w) this.live.delete(id)
     this.describe(w)
-    await store.workers.update(id, { state: crashed ? 'FAILED' : 'EXITED', stoppedAt: clock.now(), lastError: crashed ? lastError : null })
+    await store.workers.update(id, { state: storedStateOf(crashed ? 'failed' : 'exited'), stoppedAt: clock.now(), lastError: crashed ? lastError : null })
     // Its container disk is gone with it (the log stays for the logs API). A host that is down keeps it
     // until it answers again (see reconcileHost).
     if (w.record?.runtimeRef) await this.deps.runtime.remove(w.record.runtimeRef).catch((err: Error) => log.warn({ workerId: id, err: err.message }, 'cannot remove a stopped worker'))
@@ -690,13 +692,13 @@ export class WorkerService {
     const w = newLiveWorker(r.id, r.endpointId, r.accountId, m)
     // It calls in again like a new worker: READY at its next protocol call (or lost after the start timeout).
     this.move(w, 'adopt')
-    Object.assign(w, { record: { ...r, state: 'STARTING' }, allocation, handle, startedAt: m, lastContact: m, idleSince: m, phaseSince: m, startPhase: 'STARTING' })
+    Object.assign(w, { record: { ...r, state: storedStateOf(w.phase) }, allocation, handle, startedAt: m, lastContact: m, idleSince: m, phaseSince: m, startPhase: 'STARTING' })
     this.live.set(w.id, w)
     // A load-balancing worker gets traffic again once its health checks pass.
     const address = ep.type === 'LOAD_BALANCER' ? lbAddress(handle.ports, ep.env) : null
     if (address) this.http.set(w.id, address)
     this.watch(w, handle)
-    await store.workers.update(r.id, { state: 'STARTING' })
+    await store.workers.update(r.id, { state: w.record!.state })
     log.info({ workerId: r.id, endpointId: r.endpointId, runtimeRef: r.runtimeRef, hostId: r.hostId }, 'worker of the previous run adopted')
     return true
   }
@@ -706,8 +708,9 @@ export class WorkerService {
     catalog.fleet.release(w.id)
     this.http.delete(w.id)
     const stoppedAt = clock.now()
-    if (inserted) await store.workers.update(w.id, { state: 'FAILED', stoppedAt, lastError: reason })
-    else if (w.record) await store.workers.insert({ ...w.record, state: 'FAILED', stoppedAt, lastError: reason })
+    const state = storedStateOf('failed')
+    if (inserted) await store.workers.update(w.id, { state, stoppedAt, lastError: reason })
+    else if (w.record) await store.workers.insert({ ...w.record, state, stoppedAt, lastError: reason })
     if (w.phase === 'stopping') this.live.delete(w.id)
     else this.markUnhealthy(w, reason)
     log.warn({ workerId: w.id, endpointId: w.endpointId, reason }, 'worker failed to start')

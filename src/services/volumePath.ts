@@ -1,15 +1,15 @@
 import { mkdirSync } from 'node:fs'
-import { join } from 'node:path'
 import type { EndpointRecord } from '../domain/endpoint.js'
 import type { Store } from '../store/Store.js'
+import type { NetworkVolumeService } from './NetworkVolumeService.js'
 
 /** The directory of the endpoint's network volume (created on first use), or null when it has none. */
-export async function volumePath(store: Store, dataDir: string, ep: Pick<EndpointRecord, 'networkVolumes'>): Promise<string | null> {
+export async function volumePath(store: Store, volumes: Pick<NetworkVolumeService, 'pathOf'>, ep: Pick<EndpointRecord, 'networkVolumes'>): Promise<string | null> {
   const volumeId = ep.networkVolumes[0]
   if (!volumeId) return null
   const volume = await store.networkVolumes.get(volumeId)
   if (!volume?.dataCenter) return null
-  const dir = join(dataDir, 'volumes', volume.dataCenter, volumeId)
+  const dir = volumes.pathOf(volume)
   mkdirSync(dir, { recursive: true })
   return dir
 }

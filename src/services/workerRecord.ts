@@ -1,5 +1,6 @@
 import type { Allocation } from '../catalog/Fleet.js'
 import type { EndpointRecord } from '../domain/endpoint.js'
+import { storedStateOf } from '../domain/workerState.js'
 import type { WorkerRecord } from '../store/WorkerStore.js'
 
 /** The stored record of a worker about to start on `allocation`; only the hash of its protocol key is kept. */
@@ -8,7 +9,8 @@ export function newWorkerRecord(id: string, ep: EndpointRecord, allocation: Allo
     id,
     endpointId: ep.id,
     accountId: ep.accountId,
-    state: 'STARTING',
+    // Recorded when it is launched (phase `starting`).
+    state: storedStateOf('starting'),
     tokenHash,
     version: ep.version,
     image: ep.image,

@@ -1,5 +1,8 @@
 /** Lifecycle of a worker as stored; live detail (idle or running) is kept in memory by the service. */
-export type WorkerState = 'STARTING' | 'READY' | 'STOPPING' | 'EXITED' | 'FAILED'
+import type { StoredWorkerState } from '../domain/workerState.js'
+
+/** Derived from the worker's phase by `storedStateOf` (domain/workerState.ts). */
+export type WorkerState = StoredWorkerState
 
 /** A serverless worker: one process (or container) serving one endpoint. */
 export interface WorkerRecord {

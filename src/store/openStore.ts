@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3'
-import { mkdirSync } from 'node:fs'
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Config } from '../config.js'
 import { createPool, pgTarget, PgStore } from './postgres/PgStore.js'
@@ -16,7 +16,19 @@ type StoreConfig = Pick<Config, 'databaseUrl' | 'databaseSchema'>
  */
 export async function openStore(config: StoreConfig, dataDir: string): Promise<Store> {
   if (config.databaseUrl) return PgStore.open({ url: config.databaseUrl, schema: config.databaseSchema })
-  return new SqliteStore(join(dataDir, 'hangar.db'))
+  const file = join(dataDir, 'hangar.db')
+  privateFiles(file)
+  return new SqliteStore(file)
+}
+
+/**
+ * Makes the database file and its companions owner-only (0600). SQLite creates its -wal and -shm files with
+ * the database file's permissions, so creating that file 0600 before SQLite opens it covers them too;
+ * files of an older data dir are tightened in place.
+ */
+function privateFiles(dbFile: string): void {
+  if (!existsSync(dbFile)) closeSync(openSync(dbFile, 'a', 0o600))
+  for (const f of [dbFile, `${dbFile}-wal`, `${dbFile}-shm`, `${dbFile}-journal`]) if (existsSync(f)) chmodSync(f, 0o600)
 }
 
 /** What `migrateStore` did. */

@@ -79,6 +79,24 @@ export function toJob(r: Row): JobRecord {
   }
 }
 
+/** The workers table's column of each field a worker update may set (every field but its identity; a new field must be named). */
+const workerColumns: Record<keyof Omit<WorkerRecord, 'id' | 'endpointId' | 'accountId'>, string> = {
+  state: 'state',
+  tokenHash: 'token_hash',
+  version: 'version',
+  image: 'image',
+  gpuTypeId: 'gpu_type_id',
+  gpuCount: 'gpu_count',
+  dataCenterId: 'data_center_id',
+  hostId: 'host_id',
+  runtimeRef: 'runtime_ref',
+  createdAt: 'created_at',
+  startedAt: 'started_at',
+  stoppedAt: 'stopped_at',
+  lastError: 'last_error',
+}
+export const WORKER_COLUMNS: Readonly<Record<string, string>> = workerColumns
+
 /** A row of the workers table as a record. */
 export function toWorker(r: Record<string, unknown>): WorkerRecord {
   return {

@@ -63,11 +63,17 @@ export function runtimeContract(name: string, setup: () => Promise<RuntimeHarnes
     }, 60_000)
 
     it('runs the command with its env, logs its output line by line, and reports how it ended', async () => {
-      const w = await start(spec('echo "hello $GREETING"; echo to-stderr >&2; exit 3', { env: { GREETING: 'world' } }))
+      const s = spec('echo "hello $GREETING"; echo to-stderr >&2; exit 3', { env: { GREETING: 'world' } })
+      const w = await start(s)
       expect(w.ref).toEqual(expect.any(String))
       expect(await w.exited).toMatchObject({ code: 3 })
       expect(output(w)).toEqual(expect.arrayContaining(['hello world', 'to-stderr']))
       expect(w.logs.ended).toBe(true)
+      // The log file the port names holds the same lines, and outlives the workload (ended workers' logs are read back from it).
+      await driver.remove(w.ref)
+      const file = readFileSync(driver.logPath(s.kind, s.id), 'utf8')
+      expect(file).toContain('hello world')
+      expect(file).toContain('to-stderr')
     })
 
     it('stops with SIGTERM, and forces a program that ignores it after the grace period', async () => {

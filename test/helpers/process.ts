@@ -11,9 +11,9 @@ export interface ServeProcess {
   exited: Promise<number | null>
 }
 
-/** Starts `hangar serve` (the built dist) as a child process on an ephemeral port. */
-export async function spawnServe(dataDir: string, env: Record<string, string> = {}): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--data-dir', dataDir], {
+/** Starts `hangar serve` (the built dist, or the `bin` given) as a child process on an ephemeral port. */
+export async function spawnServe(dataDir: string, env: Record<string, string> = {}, bin = BIN): Promise<ServeProcess> {
+  const child = spawn(process.execPath, [bin, 'serve', '--port', '0', '--data-dir', dataDir], {
     env: { ...process.env, HANGAR_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })

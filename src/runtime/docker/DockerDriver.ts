@@ -51,7 +51,7 @@ export class DockerDriver implements RuntimeDriver {
     if (hostNetwork) for (const p of spec.ports) chosen.push({ privatePort: p.port, publicPort: await freePort(), protocol: p.protocol, ip: '127.0.0.1' })
     const labels: Record<string, string> = { ...spec.labels, [LABELS.kind]: spec.kind, [LABELS.id]: spec.id, [LABELS.host]: this.o.hostId }
     if (hostNetwork) labels[LABELS.ports] = JSON.stringify(chosen)
-    const logs = new WorkerLog(this.logFile(spec.kind, spec.id))
+    const logs = new WorkerLog(this.logPath(spec.kind, spec.id))
     logs.append('system', `creating container ${name} from ${spec.image} on host ${this.o.hostId}`)
     let container: Docker.Container
     try {
@@ -99,7 +99,7 @@ export class DockerDriver implements RuntimeDriver {
     }
     if (!info.State.Running) return null
     const kind = info.Config.Labels[LABELS.kind] === 'pod' ? 'pod' : 'worker'
-    const { log: logs, lastContainerTs } = WorkerLog.resume(this.logFile(kind, info.Config.Labels[LABELS.id] ?? id))
+    const { log: logs, lastContainerTs } = WorkerLog.resume(this.logPath(kind, info.Config.Labels[LABELS.id] ?? id))
     logs.append('system', 'adopted by a restarted control plane')
     const ports = info.Config.Labels[LABELS.ports] ? (JSON.parse(info.Config.Labels[LABELS.ports]) as PublishedPort[]) : publishedPorts(info, null)
     return this.attach(container, ref, ports, logs, lastContainerTs)
@@ -230,7 +230,7 @@ export class DockerDriver implements RuntimeDriver {
     return disk.target
   }
 
-  private logFile(kind: WorkloadSpec['kind'], id: string): string {
+  logPath(kind: WorkloadSpec['kind'], id: string): string {
     return join(this.o.dataDir, `${kind}s`, id, 'worker.log')
   }
 

@@ -86,7 +86,7 @@ export class ProcessDriver implements RuntimeDriver {
     const ports = await this.allocatePorts(spec)
     const writable: string[] = [disk]
     const env: Record<string, string> = { ...this.o.hostEnv, HOME: disk, ...(own.length > 0 ? {} : (mapping?.env ?? {})), ...spec.env, ...this.runtimeEnv(spec, disk, ports, writable) }
-    const logs = new WorkerLog(join(dir, 'worker.log'))
+    const logs = new WorkerLog(this.logPath(spec.kind, spec.id))
     logs.append('system', `starting: ${command.map((a) => JSON.stringify(a)).join(' ')}`)
     const outputFile = join(dir, 'output.log')
     const out = openSync(outputFile, 'w')
@@ -139,7 +139,7 @@ export class ProcessDriver implements RuntimeDriver {
     const dir = this.dirOf(r.kind, r.id)
     const outputFile = join(dir, 'output.log')
     if (!existsSync(outputFile)) return null
-    const { log: logs, containerBytes } = WorkerLog.resume(join(dir, 'worker.log'))
+    const { log: logs, containerBytes } = WorkerLog.resume(this.logPath(r.kind, r.id))
     logs.append('system', 'adopted by a restarted control plane')
     const tail = new OutputTail(outputFile, containerBytes, (line) => logs.append('container', line))
     // Not our child: no exit event, so its life is polled (pid and start marker, as the pid may be reused).
@@ -212,6 +212,10 @@ export class ProcessDriver implements RuntimeDriver {
 
   /** Processes need no engine: this machine answers while this code runs. */
   async ping(): Promise<void> {}
+
+  logPath(kind: WorkloadSpec['kind'], id: string): string {
+    return join(this.dirOf(kind, id), 'worker.log')
+  }
 
   private dirOf(kind: WorkloadSpec['kind'], id: string): string {
     return join(this.o.dataDir, `${kind}s`, id)

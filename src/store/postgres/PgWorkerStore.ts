@@ -1,22 +1,6 @@
 import type { WorkerRecord, WorkerStore } from '../WorkerStore.js'
-import { toWorker } from '../rows.js'
+import { toWorker, WORKER_COLUMNS as COLUMNS } from '../rows.js'
 import type { PgQueryable } from './PgQueryable.js'
-
-const COLUMNS: Record<string, string> = {
-  state: 'state',
-  tokenHash: 'token_hash',
-  version: 'version',
-  image: 'image',
-  gpuTypeId: 'gpu_type_id',
-  gpuCount: 'gpu_count',
-  dataCenterId: 'data_center_id',
-  hostId: 'host_id',
-  runtimeRef: 'runtime_ref',
-  createdAt: 'created_at',
-  startedAt: 'started_at',
-  stoppedAt: 'stopped_at',
-  lastError: 'last_error',
-}
 
 /** Workers in PostgreSQL. */
 export class PgWorkerStore implements WorkerStore {

@@ -1,22 +1,6 @@
 import type Database from 'better-sqlite3'
 import type { WorkerRecord, WorkerStore } from '../WorkerStore.js'
-import { toWorker } from '../rows.js'
-
-const COLUMNS: Record<string, string> = {
-  state: 'state',
-  tokenHash: 'token_hash',
-  version: 'version',
-  image: 'image',
-  gpuTypeId: 'gpu_type_id',
-  gpuCount: 'gpu_count',
-  dataCenterId: 'data_center_id',
-  hostId: 'host_id',
-  runtimeRef: 'runtime_ref',
-  createdAt: 'created_at',
-  startedAt: 'started_at',
-  stoppedAt: 'stopped_at',
-  lastError: 'last_error',
-}
+import { toWorker, WORKER_COLUMNS as COLUMNS } from '../rows.js'
 
 /** Workers in SQLite. */
 export class SqliteWorkerStore implements WorkerStore {
