@@ -131,6 +131,8 @@ export interface RuntimeDriver {
   list(labels: Record<string, string>): Promise<ListedWorkload[]>
   /** Resolves when the runtime of `hostId` answers; rejects saying why not (an engine that stopped answering). */
   ping(hostId: string): Promise<void>
+  /** Why `ref` is not adopted when its host now runs another runtime (processes before, an engine now); else null. */
+  switched?(ref: RuntimeRef): string | null
 }
 
 /** Thrown by `start` when the image cannot be pulled; `message` is `IMAGE_PULL_FAILED: <reason>`. */
