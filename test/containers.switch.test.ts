@@ -46,7 +46,7 @@ describe.skipIf(skip !== null)('switching this machine from processes to an engi
     const second = await spawnServe(dataDir, { HANGAR_ADMIN_API_KEY: key, HANGAR_ENGINE: engine })
     servers.push(second)
     await until(async () => !alive(podPid) && !alive(workerPid), 20_000, 'the process programs stopped')
-    const log = await until(() => {
+    const log = await until(async () => {
       const text = readFileSync(join(dataDir, 'pod-logs', `${pod.id}.log`), 'utf8')
       return text.includes('another runtime') ? text : undefined
     }, 20_000, 'the pod log saying why')
