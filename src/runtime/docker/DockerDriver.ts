@@ -10,6 +10,7 @@ import { followContainerLogs } from './containerLogs.js'
 import { engineClient } from './engineClient.js'
 import type { EngineConfig } from './EngineConfig.js'
 import { pullImage } from './pullImage.js'
+import { sampleImageRef, sampleOf } from './sampleImages.js'
 
 /** Options of the Docker Engine API driver (one per fleet host). */
 export interface DockerDriverOptions {
@@ -40,7 +41,10 @@ export class DockerDriver implements RuntimeDriver {
   }
 
   async start(spec: WorkloadSpec, hooks: StartHooks = {}): Promise<Workload> {
-    await pullImage(this.docker, spec.image, spec.pullAuth, hooks)
+    // The sample workers (`hangar/echo`) are built on the engine, under `localhost/hangar/...`.
+    const sample = sampleOf(spec.image)
+    const image = sample ? sampleImageRef(sample) : spec.image
+    await pullImage(this.docker, image, spec.pullAuth, hooks)
     hooks.onPhase?.('CREATING')
     const name = `hangar-${spec.kind}-${spec.id}`
     const hostNetwork = this.o.engine.network === 'host'
@@ -49,11 +53,11 @@ export class DockerDriver implements RuntimeDriver {
     const labels: Record<string, string> = { ...spec.labels, [LABELS.kind]: spec.kind, [LABELS.id]: spec.id, [LABELS.host]: this.o.hostId }
     if (hostNetwork) labels[LABELS.ports] = JSON.stringify(chosen)
     const logs = new WorkerLog(this.logFile(spec.kind, spec.id))
-    logs.append('system', `creating container ${name} from ${spec.image} on host ${this.o.hostId}`)
+    logs.append('system', `creating container ${name} from ${image} on host ${this.o.hostId}`)
     let container: Docker.Container
     try {
       container = await this.create(name, {
-        Image: spec.image,
+        Image: image,
         Entrypoint: spec.entrypoint.length > 0 ? spec.entrypoint : undefined,
         Cmd: spec.cmd.length > 0 ? spec.cmd : undefined,
         Env: Object.entries({ ...spec.env, ...this.runtimeEnv(spec, chosen) }).map(([k, v]) => `${k}=${v}`),
