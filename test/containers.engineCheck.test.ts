@@ -5,6 +5,9 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
 import { containerEnv, containerSkipReason } from './helpers/containers.js'
+import { createEndpoint, endpointBody } from './helpers/endpoints.js'
+import { startTestServer } from './helpers/server.js'
+import { until } from './helpers/until.js'
 
 const BIN = fileURLToPath(new URL('../bin/hangar.js', import.meta.url))
 const dir = mkdtempSync(join(tmpdir(), 'hangar-engine-check-'))
@@ -38,6 +41,20 @@ describe('hangar engine check without an engine', () => {
     expect(r.code).not.toBe(0)
     expect(r.out).toContain('HANGAR_ENGINE: not an engine address nor a JSON engine object')
   })
+})
+
+describe('a worker that cannot reach the control plane', () => {
+  it('is shown as not having called in, with the URL it was told, instead of INITIALIZING without a word', async () => {
+    const s = await startTestServer({ workerUrl: 'http://192.0.2.1:8080' })
+    try {
+      const ep = (await createEndpoint(s, endpointBody('hangar/echo:latest', { workers: { min: 1, max: 1, idleTimeout: 60 } }))).id
+      const w = await until(async () => (await s.api('GET', `/v2/serverless/${ep}/workers`)).body.workers.find((x: { lastError: string | null }) => x.lastError), 60_000, 'a worker with a reason')
+      expect(w.status).toBe('INITIALIZING')
+      expect(w.lastError).toMatch(/^has not called in for \d+ s: it cannot reach http:\/\/192\.0\.2\.1:8080, or its program is not a worker/)
+    } finally {
+      await s.stop()
+    }
+  }, 90_000)
 })
 
 const skip = containerSkipReason()
