@@ -13,8 +13,13 @@ export const EngineConfig = Type.Object(
      * listen on. Default: `host` for this machine's engine (top-level `engine`), `bridge` for `fleet.hosts`.
      */
     network: Type.Optional(Type.Enum(['bridge', 'host'])),
-    /** How GPUs are passed: `nvidia` (DeviceRequests, Docker with the NVIDIA toolkit), `cdi` (CDI device names, Podman), `none`. */
+    /**
+     * How GPUs are passed: `nvidia` (DeviceRequests, Docker with the NVIDIA toolkit), `cdi` (CDI device names),
+     * `none` (a workload given real GPUs then fails to start). On Podman both go as CDI devices through its own API.
+     */
     gpus: Type.Enum(['nvidia', 'cdi', 'none'], { default: 'nvidia' }),
+    /** CDI kind of the host's GPUs with `"gpus": "cdi"` and on Podman (`nvidia.com/gpu`): device `<kind>=<index>`. */
+    cdiKind: Type.Optional(Type.String({ pattern: '^[a-z0-9.-]+/[a-zA-Z0-9_.-]+$' })),
     /** cgroup containers are created under (HostConfig.CgroupParent); the engine's default when unset. */
     cgroupParent: Type.Optional(Type.String({ minLength: 1 })),
     /** Base URL containers on this engine reach the control plane at; the control plane's worker URL when unset. */
