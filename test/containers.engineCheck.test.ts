@@ -13,9 +13,9 @@ const BIN = fileURLToPath(new URL('../bin/hangar.js', import.meta.url))
 const dir = mkdtempSync(join(tmpdir(), 'hangar-engine-check-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
-/** `hangar engine check` with these env variables: exit code and output. */
-function check(env: Record<string, string>): Promise<{ code: number | null; out: string }> {
-  const child = spawn(process.execPath, [BIN, 'engine', 'check'], { env: { ...process.env, HANGAR_CONFIG: '', HANGAR_WORKER_URL: '', HANGAR_DATA_DIR: dir, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+/** `hangar engine check` (or another command) with these env variables: exit code and output. */
+function check(env: Record<string, string>, args = ['engine', 'check']): Promise<{ code: number | null; out: string }> {
+  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, HANGAR_CONFIG: '', HANGAR_WORKER_URL: '', HANGAR_DATA_DIR: dir, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
   child.stdout.on('data', (d) => (out += d))
   child.stderr.on('data', (d) => (out += d))
@@ -77,6 +77,12 @@ describe.skipIf(skip !== null)('hangar engine check on Podman', () => {
     expect(r.out).toContain('FAIL reach     a container cannot reach http://192.0.2.1:8080, the URL workers are told to call')
     expect(r.out).toContain('fix: containers share this host\'s network, so http://192.0.2.1:8080 must answer from this host: set workerUrl (HANGAR_WORKER_URL)')
   }, 120_000)
+
+  it('`hangar images build` builds (or finds up to date) every sample image', async () => {
+    const r = await check({ HANGAR_ENGINE: engine() }, ['images', 'build'])
+    expect(r.code, r.out).toBe(0)
+    for (const name of ['echo', 'sleep', 'stream', 'fail', 'openai', 'http', 'pod', 'cluster']) expect(r.out).toMatch(new RegExp(`host local: localhost/hangar/${name}:[\\w.-]+ (built|up to date)`))
+  }, 300_000)
 
   it('reports that on a bridge a container cannot call the loopback address', async () => {
     const r = await check({ HANGAR_ENGINE: engine({ network: 'bridge', cgroupParent: undefined }), HANGAR_PORT: '18432' })
