@@ -35,8 +35,15 @@ export function sampleOf(image: string): SampleName | null {
   return name
 }
 
-/** Files of this build the images carry, and what makes them differ (a rebuilt dist, another node). */
+let cached: { files: Array<{ from: string; to: string }>; digest: string } | undefined
+
+/** Files of this build the images carry, and what makes them differ (a rebuilt dist, another node); read once per process. */
 function sources(): { files: Array<{ from: string; to: string }>; digest: string } {
+  cached ??= readSources()
+  return cached
+}
+
+function readSources(): { files: Array<{ from: string; to: string }>; digest: string } {
   const files: Array<{ from: string; to: string }> = []
   const walk = (from: string, to: string) => {
     for (const entry of readdirSync(from).sort()) {
