@@ -3,35 +3,45 @@
 #   HANGAR_TEST_DOCKER_HOST     unix socket of engine A (the contract suite, end-to-end tests, the benchmark)
 #   HANGAR_TEST_PODMAN_ROOT_B   storage of engine B (the same images), which the two-host test starts and kills itself
 #   HANGAR_TEST_CGROUP_PARENT   cgroup that keeps containers inside this run's own
-#   CONTAINERS_CONF             the settings this machine needs (.ci/containers.conf)
+#   CONTAINERS_CONF             the settings this machine needs (written by the README's steps)
 #   CONTAINERS_REGISTRIES_CONF  registries on 127.0.0.1 over HTTP (.ci/registries.conf), for pull tests
 # Images: localhost/hangar-test-bb (busybox) and localhost/hangar-test-worker (busybox + node + the worker SDK,
 # running test/fixtures/container-worker.mjs). Engines are stopped when the calling shell exits.
 _hangar_ci_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 _hangar_root_dir=$(cd "$_hangar_ci_dir/.." && pwd)
+# The README's own steps (install, settings, the API service, the engine check), run from its text.
+source "$_hangar_ci_dir/readme-steps.sh"
 
-if ! command -v podman >/dev/null || ! command -v runc >/dev/null || [ ! -x /bin/busybox ]; then
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman runc fuse-overlayfs uidmap busybox-static catatonit >/dev/null
+if ! command -v podman >/dev/null || ! command -v runc >/dev/null || [ ! -x /usr/libexec/podman/catatonit ]; then
+  hangar_readme_steps containers-install >/dev/null
 fi
-export CONTAINERS_CONF="$_hangar_ci_dir/containers.conf"
+# The tests' own images are built from busybox.
+if [ ! -x /bin/busybox ]; then
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq busybox-static >/dev/null
+fi
 # Test registries on 127.0.0.1 speak plain HTTP.
 export CONTAINERS_REGISTRIES_CONF="$_hangar_ci_dir/registries.conf"
 
 HANGAR_PODMAN_RUN=${HANGAR_PODMAN_RUN:-$(mktemp -d /tmp/hangar-podman.XXXXXX)}
 _hangar_podman() { podman --root "$HANGAR_PODMAN_RUN/$1/storage" --runroot "$HANGAR_PODMAN_RUN/$1/run" "${@:2}"; }
 
-# Engine A serves the API for the whole run.
+# Engine A serves the API for the whole run, started by the README's steps with the socket, settings and
+# storage in this run's folder.
 mkdir -p "$HANGAR_PODMAN_RUN/a"
-# Not through the function: $! must be podman itself, so the EXIT trap stops the engine.
-podman --root "$HANGAR_PODMAN_RUN/a/storage" --runroot "$HANGAR_PODMAN_RUN/a/run" system service --time=0 "unix://$HANGAR_PODMAN_RUN/a/podman.sock" >"$HANGAR_PODMAN_RUN/a/service.log" 2>&1 &
+PODMAN_SOCK_DIR="$HANGAR_PODMAN_RUN/a" HANGAR_CONTAINERS_CONF="$HANGAR_PODMAN_RUN/containers.conf" HANGAR_README_PODMAN_STORAGE="$HANGAR_PODMAN_RUN/a" \
+  hangar_readme_steps containers 2>"$HANGAR_PODMAN_RUN/a/steps.log"
 _hangar_engine_pid=$!
 trap 'kill "$_hangar_engine_pid" 2>/dev/null || true' EXIT
-for _ in $(seq 1 100); do [ -S "$HANGAR_PODMAN_RUN/a/podman.sock" ] && break; sleep 0.1; done
+[ -S "$HANGAR_PODMAN_RUN/a/podman.sock" ] || { echo "the README's container steps did not start Podman's API (see $HANGAR_PODMAN_RUN/a/steps.log)" >&2; return 1; }
+(cd "$_hangar_root_dir" && [ -f dist/worker/index.js ] || npm run build >/dev/null)
+# The README's check: the engine answers, the sample image builds, a container reaches the control plane's URL.
+hangar_readme_steps containers-check >"$HANGAR_PODMAN_RUN/a/check.log" 2>&1 || { cat "$HANGAR_PODMAN_RUN/a/check.log" >&2; return 1; }
+export HANGAR_TEST_DOCKER_HOST=$HANGAR_ENGINE
+# Tests choose per server whether it has an engine.
+unset HANGAR_ENGINE
 
 # Test images, built once per run without a registry.
 if ! _hangar_podman a image exists localhost/hangar-test-worker:latest; then
-  (cd "$_hangar_root_dir" && [ -f dist/worker/index.js ] || npm run build >/dev/null)
   _ctx="$HANGAR_PODMAN_RUN/build"
   rm -rf "$_ctx" && mkdir -p "$_ctx/bb/bin" "$_ctx/bb/etc" "$_ctx/bb/proc" "$_ctx/bb/sys" "$_ctx/bb/dev" "$_ctx/bb/tmp" "$_ctx/bb/workspace"
   cp /bin/busybox "$_ctx/bb/bin/"
@@ -55,7 +65,6 @@ if ! _hangar_podman a image exists localhost/hangar-test-worker:latest; then
   rm -rf "$_ctx"
 fi
 
-export HANGAR_TEST_DOCKER_HOST="unix://$HANGAR_PODMAN_RUN/a/podman.sock"
 export HANGAR_TEST_PODMAN_ROOT_B="$HANGAR_PODMAN_RUN/b"
 export HANGAR_TEST_CGROUP_PARENT="$(awk -F: '$2=="memory"{print $3}' /proc/self/cgroup)/podman"
 export HANGAR_PODMAN_RUN

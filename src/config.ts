@@ -130,6 +130,19 @@ const ENV: Record<string, keyof Config> = {
   HANGAR_METRICS_TOKEN: 'metricsToken',
 }
 
+/**
+ * HANGAR_ENGINE: an address (`unix:///run/podman/podman.sock`) or the whole engine object as JSON
+ * (`{"address": "...", "network": "host", "gpus": "cdi"}`).
+ */
+function engineFromEnv(v: string, name: string): unknown {
+  if (!v.trimStart().startsWith('{')) return v
+  try {
+    return JSON.parse(v)
+  } catch (err) {
+    throw new Error(`${name}: not an engine address nor a JSON engine object (${(err as Error).message})`)
+  }
+}
+
 /** Parses and validates the configuration once; throws with every problem listed. */
 export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
   const raw: Record<string, unknown> = {}
@@ -147,7 +160,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
   for (const [name, key] of Object.entries(ENV)) {
     const v = env[name]
     if (v !== undefined && v !== '') {
-      raw[key] = key === 'port' ? Number(v) : v
+      raw[key] = key === 'port' ? Number(v) : key === 'engine' ? engineFromEnv(v, name) : v
       origin[key] = name
     }
   }

@@ -58,7 +58,7 @@ describe('crash-looping and never-ready workers', () => {
       const recent = await s.hangar.store.workers.listRecent(ep, 10)
       return recent.length >= 2 ? recent.reverse() : undefined
     }, 15_000, 'a replacement worker')
-    expect(records[0]).toMatchObject({ state: 'FAILED', lastError: `worker ${records[0].id} did not call in within 1000 ms of starting` })
+    expect(records[0]).toMatchObject({ state: 'FAILED', lastError: `worker ${records[0].id} did not call in within 1000 ms of starting: it cannot reach ${s.url}, or is not a worker (see its log)` })
     expect(() => process.kill(pidOf(records[0].runtimeRef), 0)).toThrow()
     expect((await jobCall(s, 'GET', `/v2/${ep}/status/${job}`)).body.status).toBe('IN_QUEUE')
     await jobCall(s, 'POST', `/v2/${ep}/cancel/${job}`)

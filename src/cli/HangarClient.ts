@@ -2,6 +2,7 @@ import type { Account, ApiKey, CreateAccount, CreateApiKey, CreatedApiKey } from
 import type { CreatedEndpoint, CreateEndpoint, Endpoint, ReleaseList, RotatedWebhookSecret, UpdateEndpoint } from '../contract/endpoint.js'
 import type { Health, JobRef, JobRequest, JobStatusView, PurgeResult, StreamView } from '../contract/job.js'
 import type { BillingHistory } from '../contract/billing.js'
+import type { CpuFlavor, DataCenter, GpuType } from '../contract/catalog.js'
 import type { CreateNetworkVolume, NetworkVolume, UpdateNetworkVolume } from '../contract/networkVolume.js'
 import type { Cluster, CreateCluster, UpdateCluster } from '../contract/cluster.js'
 import type { CreatePod, Pod, PodAction, UpdatePod } from '../contract/pod.js'
@@ -212,6 +213,18 @@ export class HangarClient {
   }
 
   // network volumes
+  async catalogGpus(): Promise<GpuType[]> {
+    return (await this.call<{ gpus: GpuType[] }>('GET', '/v2/catalog/gpus?include=AVAILABILITY&product=POD')).gpus
+  }
+
+  async catalogCpus(): Promise<CpuFlavor[]> {
+    return (await this.call<{ cpus: CpuFlavor[] }>('GET', '/v2/catalog/cpus?include=AVAILABILITY&product=POD')).cpus
+  }
+
+  async catalogDataCenters(): Promise<DataCenter[]> {
+    return (await this.call<{ dataCenters: DataCenter[] }>('GET', '/v2/catalog/datacenters')).dataCenters
+  }
+
   async listVolumes(): Promise<NetworkVolume[]> {
     return (await this.call<{ networkVolumes: NetworkVolume[] }>('GET', '/v2/network-volumes')).networkVolumes
   }

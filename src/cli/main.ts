@@ -1,4 +1,4 @@
-import { CommanderError } from 'commander'
+import { CommanderError, InvalidArgumentError } from 'commander'
 import { CliError, ExitCode, exitCodeForStatus } from './exitCodes.js'
 import { HangarApiError, HangarUnreachableError } from './HangarClient.js'
 import { buildProgram } from './program.js'
@@ -20,6 +20,11 @@ export async function main(argv: string[]): Promise<number> {
 
 /** Prints an error for people (the problem's detail and each of its errors) and picks its exit code. */
 function report(err: unknown): number {
+  // Thrown by an action's own parsing (`--cpu cpu3c`): Commander has not printed it.
+  if (err instanceof InvalidArgumentError) {
+    console.error(`error: ${err.message}`)
+    return ExitCode.USAGE
+  }
   if (err instanceof CommanderError) {
     // Commander has printed the help or the error already.
     if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.exitCode === 0) return ExitCode.OK
@@ -27,7 +32,9 @@ function report(err: unknown): number {
   }
   if (err instanceof HangarApiError) {
     const p = err.problem
-    const lines = [`error: ${p.status} ${p.title}: ${p.detail}`, ...(p.errors ?? []).map((e) => `  - ${e}`)]
+    // The detail often is the only error: print it once.
+    const errors = (p.errors ?? []).filter((e) => !(p.errors?.length === 1 && e === p.detail))
+    const lines = [`error: ${p.status} ${p.title}: ${p.detail}`, ...errors.map((e) => `  - ${e}`)]
     if (p.requestId) lines.push(`  (request id ${p.requestId})`)
     console.error(lines.join('\n'))
     return exitCodeForStatus(p.status)

@@ -2,7 +2,9 @@ import { readFileSync } from 'node:fs'
 import { Command } from 'commander'
 import { registerAccounts } from './commands/accounts.js'
 import { registerBilling } from './commands/billing.js'
+import { registerCatalog } from './commands/catalog.js'
 import { registerEndpoints } from './commands/endpoints.js'
+import { registerEngine } from './commands/engine.js'
 import { registerJobs } from './commands/jobs.js'
 import { registerKeys } from './commands/keys.js'
 import { registerImport } from './commands/import.js'
@@ -30,7 +32,7 @@ export function buildProgram(): Command {
     .version(version(), '-V, --version')
     .showHelpAfterError('(run with --help for usage)')
     .addHelpText('after', EXIT_CODES)
-  for (const register of [registerServe, registerMigrate, registerImport, registerAccounts, registerKeys, registerEndpoints, registerJobs, registerPods, registerClusters, registerTemplates, registerVolumes, registerRegistries, registerSshKeys, registerBilling]) {
+  for (const register of [registerServe, registerMigrate, registerImport, registerAccounts, registerKeys, registerEndpoints, registerJobs, registerPods, registerClusters, registerTemplates, registerVolumes, registerRegistries, registerSshKeys, registerBilling, registerCatalog, registerEngine]) {
     register(program)
   }
   // Commander errors (unknown option, missing argument) and help must not exit the process: main() turns

@@ -42,7 +42,7 @@ export const Worker = Type.Object({
   jobsInProgress: Type.Integer(),
   jobsDone: Type.Integer({ description: 'jobs that ended on this worker, whatever the outcome' }),
   retiring: Type.Boolean({ description: 'stops once its running jobs end (older release, or it asked to be replaced)' }),
-  lastError: Nullable(Type.String(), 'THROTTLED: why it cannot be placed; UNHEALTHY: how it failed'),
+  lastError: Nullable(Type.String(), 'THROTTLED: why it cannot be placed; UNHEALTHY: how it failed; INITIALIZING: why a started worker has not called in after 10 s'),
   nextStartAt: Nullable(DateTime, 'UNHEALTHY: when the crash back-off allows a replacement'),
   parkedUntil: Nullable(DateTime, 'PARKED: when it is stopped unless a scale-up reuses it first'),
   health: Type.Optional(

@@ -28,16 +28,35 @@ export class HostRuntimes implements RuntimeDriver {
     return this.of(spec.hostId).start(spec, hooks)
   }
 
-  adopt(ref: RuntimeRef): Promise<Workload | null> {
-    return this.of(hostOf(ref)).adopt(ref)
+  /**
+   * A workload of the runtime its host runs now. One its host ran under another runtime (processes before an
+   * engine was configured, or the reverse) is not adopted: it is stopped and started again where it now belongs.
+   */
+  async adopt(ref: RuntimeRef): Promise<Workload | null> {
+    if (this.switched(ref)) return null
+    return this.byRef(ref).adopt(ref)
   }
 
   stats(ref: RuntimeRef): Promise<WorkloadStats | null> {
-    return this.of(hostOf(ref)).stats(ref)
+    return this.byRef(ref).stats(ref)
   }
 
+  /** Goes to the runtime that made `ref`, even when its host now runs another one (so nothing is left running). */
   remove(ref: RuntimeRef): Promise<void> {
-    return this.of(hostOf(ref)).remove(ref)
+    return this.byRef(ref).remove(ref)
+  }
+
+  /**
+   * Why `ref` cannot be adopted when that is because its host switched runtime (`a process, and host local now
+   * runs containers (docker)`); null otherwise.
+   */
+  switched(ref: RuntimeRef): string | null {
+    const made = runtimeOfRef(ref)
+    const host = hostOf(ref)
+    const now = this.runtimeOf(host)
+    if (made === now) return null
+    const what = made === 'process' ? 'a local process' : `a ${made} container`
+    return `it ran as ${what}, and host ${host} now runs ${now === 'process' ? 'local processes' : `containers (${now})`}`
   }
 
   removePersistent(hostId: string, name: string): Promise<void> {
@@ -63,6 +82,16 @@ export class HostRuntimes implements RuntimeDriver {
   private of(hostId: string): RuntimeDriver {
     return this.byHost.get(hostId) ?? this.local
   }
+
+  /** The driver that made `ref`: local processes, or its host's engine. */
+  private byRef(ref: RuntimeRef): RuntimeDriver {
+    return runtimeOfRef(ref) === this.local.name ? this.local : this.of(hostOf(ref))
+  }
+}
+
+/** The runtime segment of a ref (`process`, `docker`). */
+export function runtimeOfRef(ref: RuntimeRef): string {
+  return ref.split(':')[0] ?? ''
 }
 
 /** The host segment of a ref (`<runtime>:<host>:...`). */

@@ -136,6 +136,8 @@ export interface RuntimeDriver {
    * written to, on the control plane's disk; it stays after the workload is removed, for reading back.
    */
   logPath(kind: WorkloadSpec['kind'], id: string): string
+  /** Why `ref` is not adopted when its host now runs another runtime (processes before, an engine now); else null. */
+  switched?(ref: RuntimeRef): string | null
 }
 
 /** Thrown by `start` when the image cannot be pulled; `message` is `IMAGE_PULL_FAILED: <reason>`. */

@@ -11,8 +11,9 @@ export function hostEngines(config: Pick<Config, 'fleet' | 'engine'>): Map<strin
   if (config.fleet.hosts) {
     for (const h of config.fleet.hosts) if (h.engine) engines.set(h.id, engineConfig(h.engine))
   } else if (config.engine) {
-    // The detected machine is the fleet's one host, `local`.
-    engines.set('local', engineConfig(config.engine))
+    // The detected machine is the fleet's one host, `local`; its containers share its network unless told
+    // otherwise, so they reach the control plane where this machine does.
+    engines.set('local', engineConfig(config.engine, 'host'))
   }
   return engines
 }

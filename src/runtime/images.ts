@@ -30,7 +30,10 @@ export function builtinImages(): ImagesConfig {
 /** The mapping of an image reference (a missing tag means `:latest`), configured ones first. */
 export function resolveImage(image: string, configured: ImagesConfig): ImageMapping | undefined {
   const all = { ...builtinImages(), ...configured }
-  return all[image] ?? all[withTag(image)]
+  // The engine's name of a sample (`localhost/hangar/echo:<version>`, see docker/sampleImages.ts) is the same program.
+  const sample = /^localhost\/hangar\/([a-z]+):[\w.-]+$/.exec(image)
+  const builtin = sample && (BUILTIN_WORKERS as readonly string[]).includes(sample[1]) ? `hangar/${sample[1]}:latest` : null
+  return all[image] ?? all[withTag(image)] ?? (builtin ? all[builtin] : undefined)
 }
 
 function withTag(image: string): string {

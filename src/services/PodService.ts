@@ -219,7 +219,15 @@ export class PodService {
         log.info({ podId: pod.id }, 'pod adopted after a restart')
         continue
       }
-      this.runner.note(pod.id, pod.runtimeRef ? 'the control plane restarted and the program was gone: starting it again' : 'the control plane restarted during the start: starting again')
+      const switched = pod.runtimeRef ? (this.deps.runtime.switched?.(pod.runtimeRef) ?? null) : null
+      this.runner.note(
+        pod.id,
+        switched
+          ? `the control plane restarted with another runtime: ${switched}, so its program was stopped: starting it again`
+          : pod.runtimeRef
+            ? 'the control plane restarted and the program was gone: starting it again'
+            : 'the control plane restarted during the start: starting again',
+      )
       await this.move(pod, 'place', { runtimeRef: null, portMappings: [] })
       void this.serial(pod.id, () => this.launch(pod.id, allocation))
     }

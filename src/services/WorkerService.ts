@@ -492,7 +492,10 @@ export class WorkerService {
       if (!w.handle || (w.phase !== 'starting' && w.phase !== 'ready' && w.phase !== 'parked')) continue
       const silentFor = now - w.lastContact
       if (w.phase !== 'starting' && silentFor > pingIntervalMs * missedPings) w.lostReason = `worker ${id} sent no heartbeat for ${Math.round(silentFor)} ms (${missedPings} intervals of ${pingIntervalMs} ms)`
-      else if (w.phase === 'starting' && now - w.startedAt > workerStartTimeoutMs) w.lostReason = `worker ${id} did not call in within ${workerStartTimeoutMs} ms of starting`
+      else if (w.phase === 'starting' && now - w.startedAt > workerStartTimeoutMs) {
+        const url = w.allocation ? this.deps.baseUrl(w.allocation.hostId) : null
+        w.lostReason = `worker ${id} did not call in within ${workerStartTimeoutMs} ms of starting${url ? `: it cannot reach ${url}, or is not a worker (see its log)` : ''}`
+      }
       else {
         if (w.phase === 'ready' && now - w.startedAt >= healthyAfterMs) this.backoff.healthy(w.endpointId)
         continue
@@ -592,6 +595,7 @@ export class WorkerService {
       parkWindowMs: parkWindowMs(ep.flashboot, this.deps.config),
       waiting: (await this.scaler?.waiting(endpointId)) ?? { jobs: 0, lowPriorityJobs: 0, reason: null },
       runtimeOf: this.deps.runtimeOf,
+      workerUrl: this.deps.baseUrl,
     })
   }
 

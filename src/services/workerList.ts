@@ -17,6 +17,8 @@ export interface WorkerListContext {
   waiting: { jobs: number; lowPriorityJobs: number; reason: WaitingReason | null }
   /** The runtime of a host (`process`, `docker`), for workers still being started. */
   runtimeOf?: (hostId: string) => string
+  /** The URL workers of a host are told to call, for a worker that has not called in yet. */
+  workerUrl?: (hostId: string) => string
   /** Health-check state of a load-balancing worker (none for queue workers). */
   health?: (workerId: string) => LbHealth | undefined
 }
@@ -58,7 +60,7 @@ export function workerList(live: LiveWorker[], c: WorkerListContext): WorkerList
       jobsInProgress: w.jobs.size,
       jobsDone: w.jobsDone,
       retiring: w.retiring,
-      lastError: w.lastError,
+      lastError: w.lastError ?? (status === 'INITIALIZING' ? silentStart(w, c) : null),
       nextStartAt: status === 'UNHEALTHY' ? iso(c.now + c.backoffMs) : null,
       parkedUntil: status === 'PARKED' ? iso(c.now + Math.max(0, w.phaseSince + c.parkWindowMs - c.mono)) : null,
     }
@@ -74,6 +76,18 @@ export function workerList(live: LiveWorker[], c: WorkerListContext): WorkerList
     endpointVersion: c.endpointVersion,
     waiting: c.waiting,
   }
+}
+
+/** A started worker silent this long is said (in `lastError`) not to reach the control plane. */
+export const SILENT_START_MS = 10_000
+
+/** `has not called in for 14 s: it cannot reach http://...` for a started worker that never called in, else null. */
+function silentStart(w: LiveWorker, c: WorkerListContext): string | null {
+  if (w.startPhase !== 'STARTING' || !w.allocation) return null
+  const silentMs = c.mono - (w.timeline?.started ?? w.startedAt)
+  if (silentMs < SILENT_START_MS) return null
+  const url = c.workerUrl?.(w.allocation.hostId)
+  return `has not called in for ${Math.floor(silentMs / 1000)} s: it cannot reach ${url || 'the control plane'}, or its program is not a worker (see its log; \`hangar engine check\` tests that URL from a container)`
 }
 
 /** /health worker counters; `ready` counts workers that called in and take jobs (idle or running). */

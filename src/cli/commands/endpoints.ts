@@ -1,4 +1,5 @@
 import { InvalidArgumentError, Option, type Command } from 'commander'
+import { errorSummary } from '../../services/lastOutput.js'
 import type { CreateEndpoint, Endpoint, Release, UpdateEndpoint } from '../../contract/endpoint.js'
 import type { Worker } from '../../contract/worker.js'
 import { clientCommand, clientFor, collect, collectEnv, intOption, readJsonObject, type ClientOptions } from '../clientCommand.js'
@@ -23,7 +24,7 @@ const workerColumns: Column<Worker>[] = [
   { header: 'running', value: (w) => w.jobsInProgress },
   { header: 'done', value: (w) => w.jobsDone },
   { header: 'uptime s', value: (w) => w.uptimeSeconds },
-  { header: 'last error', value: (w) => w.lastError?.split('\n')[0] },
+  { header: 'last error', value: (w) => errorSummary(w.lastError) },
 ]
 
 const releaseColumns: Column<Release>[] = [

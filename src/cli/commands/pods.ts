@@ -40,12 +40,22 @@ function pair(v: string, what: string): [string, string] {
   return [v.slice(0, at), v.slice(at + 1)]
 }
 
+/** `ghcr.io/acme/trainer:1.4` -> `trainer`. */
+function imageName(image: string | undefined): string | undefined {
+  return image?.split('@')[0].split('/').pop()?.split(':')[0] || undefined
+}
+
 /** The create body: --body first, then each flag given overrides its field. */
 function createBody(o: CreateFlags): CreatePod {
   const body: Record<string, unknown> = o.body ? readJsonObject(o.body, '--body') : {}
   const set = (k: string, v: unknown) => v !== undefined && (body[k] = v)
   set('name', o.name)
   set('templateId', o.template)
+  // A name by default: the template's id, else the image's name (`hangar/pod:latest` -> `pod`).
+  if (body.name === undefined) {
+    const from = o.template ?? (typeof body.templateId === 'string' ? body.templateId : undefined) ?? imageName(o.image ?? (typeof body.image === 'string' ? body.image : undefined))
+    if (from) body.name = from
+  }
   set('image', o.image)
   set('args', o.args)
   set('env', o.env)
@@ -84,16 +94,16 @@ export function registerPods(program: Command): void {
   })
   clientCommand(group, 'create', 'create a pod (give --gpu or --cpu; --image or --template)')
     .option('--body <json>', 'the request body as JSON, @file or - (stdin); the flags below override its fields')
-    .option('--name <name>', 'pod name')
+    .option('--name <name>', 'pod name (default: the template id, else the image name)')
     .option('--template <id>', 'pod template to take image, ports, env, disk and mount from (e.g. hangar-pod)')
     .option('--image <image>', 'container image (hangar/pod is the sample pod program)')
     .option('--args <command>', 'the command as one string')
     .option('--env <KEY=VALUE>', 'environment variable (repeatable)', collectEnv)
     .option('--port <port/proto>', 'port to expose, e.g. 8888/http or 22/tcp (repeatable)', collect)
     .option('--disk <gb>', 'container disk, GB (wiped on every start)', intOption)
-    .option('--gpu <type>', 'GPU type id, e.g. "NVIDIA L4" (see hangar catalog / GET /v2/catalog/gpus)')
+    .option('--gpu <type>', 'GPU type id, e.g. "NVIDIA L4" (see hangar catalog gpus)')
     .option('--gpu-count <n>', 'GPUs of that type', intOption)
-    .option('--cpu <flavor:vcpus>', 'CPU flavor and vCPU count, e.g. cpu3c:2')
+    .option('--cpu <flavor:vcpus>', 'CPU flavor and vCPU count, e.g. cpu3c:2 (see hangar catalog cpus)')
     .option('--persistent <size:path>', 'persistent disk kept across stop/start, e.g. 20:/workspace (GPU pods)')
     .option('--network-volume <id:path>', 'network volume to mount, e.g. vol_abc:/data')
     .option('--data-center <id>', 'acceptable data center (repeatable)', collect)

@@ -36,6 +36,8 @@ export function registerServe(program: Command): void {
       if (hangar.adminKey && hangar.adminKeyFile) lines.push(`  admin key:   ${hangar.adminKey}  (shown once; saved to ${hangar.adminKeyFile}, mode 0600)`)
       else if (hangar.adminKeyFile) lines.push(`  admin key:   in ${hangar.adminKeyFile}`)
       else lines.push('  admin key:   the one set with HANGAR_ADMIN_API_KEY')
+      const { hostEngines } = await import('../../runtime/buildRuntime.js')
+      for (const [hostId, e] of hostEngines(config)) lines.push(`  engine:      ${e.address} for host ${hostId}, network ${e.network}  (\`hangar engine check\` tests it)`)
       console.log(lines.join('\n'))
 
       await new Promise<void>((resolve) => {

@@ -1,6 +1,7 @@
 import { Option, type Command } from 'commander'
 import type { NetworkVolume } from '../../contract/networkVolume.js'
 import { clientCommand, clientFor, intOption, type ClientOptions } from '../clientCommand.js'
+import { CliError, ExitCode } from '../exitCodes.js'
 import { print, type Column } from '../output.js'
 
 const columns: Column<NetworkVolume>[] = [
@@ -24,10 +25,17 @@ export function registerVolumes(program: Command): void {
   clientCommand(group, 'create', 'create a network volume')
     .requiredOption('--name <name>', 'volume name')
     .requiredOption('--size <gb>', 'size, GB (10-4096)', intOption)
-    .requiredOption('--data-center <id>', 'data center (see GET /v2/catalog/datacenters)')
+    .option('--data-center <id>', 'data center (see hangar catalog datacenters); may be left out when there is only one')
     .addOption(new Option('--type <type>', "storage type; default: the data center's first").choices(['STANDARD', 'HIGH_PERFORMANCE']))
-    .action(async (opts: ClientOptions & { name: string; size: number; dataCenter: string; type?: 'STANDARD' | 'HIGH_PERFORMANCE' }) => {
-      print(opts, await clientFor(opts).createVolume({ name: opts.name, size: opts.size, dataCenter: opts.dataCenter, ...(opts.type ? { type: opts.type } : {}) }))
+    .action(async (opts: ClientOptions & { name: string; size: number; dataCenter?: string; type?: 'STANDARD' | 'HIGH_PERFORMANCE' }) => {
+      const client = clientFor(opts)
+      let dataCenter = opts.dataCenter
+      if (!dataCenter) {
+        const all = await client.catalogDataCenters()
+        if (all.length !== 1) throw new CliError(`--data-center is required: there are ${all.length} data centers (${all.map((d) => d.id).join(', ')})`, ExitCode.USAGE)
+        dataCenter = all[0].id
+      }
+      print(opts, await client.createVolume({ name: opts.name, size: opts.size, dataCenter, ...(opts.type ? { type: opts.type } : {}) }))
     })
   clientCommand(group, 'update <id>', 'rename or grow a network volume')
     .option('--name <name>', 'new name')

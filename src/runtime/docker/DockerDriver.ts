@@ -9,7 +9,10 @@ import { workload } from '../workload.js'
 import { followContainerLogs } from './containerLogs.js'
 import { engineClient } from './engineClient.js'
 import type { EngineConfig } from './EngineConfig.js'
+import { engineKind, type EngineKind } from './engineKind.js'
+import { podmanCreate } from './podmanCreate.js'
 import { pullImage } from './pullImage.js'
+import { sampleImageRef, sampleOf } from './sampleImages.js'
 
 /** Options of the Docker Engine API driver (one per fleet host). */
 export interface DockerDriverOptions {
@@ -33,6 +36,7 @@ export const CONTAINER_CAPABILITIES = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETI
 export class DockerDriver implements RuntimeDriver {
   readonly name = 'docker'
   private readonly docker: Docker
+  private engineKind: Promise<EngineKind> | undefined
 
   constructor(private readonly o: DockerDriverOptions) {
     this.docker = engineClient(o.engine)
@@ -43,7 +47,10 @@ export class DockerDriver implements RuntimeDriver {
   }
 
   async start(spec: WorkloadSpec, hooks: StartHooks = {}): Promise<Workload> {
-    await pullImage(this.docker, spec.image, spec.pullAuth, hooks)
+    // The sample workers (`hangar/echo`) are built on the engine, under `localhost/hangar/...`.
+    const sample = sampleOf(spec.image)
+    const image = sample ? sampleImageRef(sample) : spec.image
+    await pullImage(this.docker, image, spec.pullAuth, hooks)
     hooks.onPhase?.('CREATING')
     const name = `hangar-${spec.kind}-${spec.id}`
     const hostNetwork = this.o.engine.network === 'host'
@@ -52,11 +59,11 @@ export class DockerDriver implements RuntimeDriver {
     const labels: Record<string, string> = { ...spec.labels, [LABELS.kind]: spec.kind, [LABELS.id]: spec.id, [LABELS.host]: this.o.hostId }
     if (hostNetwork) labels[LABELS.ports] = JSON.stringify(chosen)
     const logs = new WorkerLog(this.logPath(spec.kind, spec.id))
-    logs.append('system', `creating container ${name} from ${spec.image} on host ${this.o.hostId}`)
+    logs.append('system', `creating container ${name} from ${image} on host ${this.o.hostId}`)
     let container: Docker.Container
     try {
       container = await this.create(name, {
-        Image: spec.image,
+        Image: image,
         Entrypoint: spec.entrypoint.length > 0 ? spec.entrypoint : undefined,
         Cmd: spec.cmd.length > 0 ? spec.cmd : undefined,
         Env: Object.entries({ ...spec.env, ...this.runtimeEnv(spec, chosen) }).map(([k, v]) => `${k}=${v}`),
@@ -170,13 +177,39 @@ export class DockerDriver implements RuntimeDriver {
   /** Creates a container; one left by an earlier start of the same workload (holding the name) is replaced. */
   private async create(name: string, options: Docker.ContainerCreateOptions): Promise<Docker.Container> {
     try {
-      return await this.docker.createContainer({ name, ...options })
+      return await this.createOnce(name, options)
     } catch (err) {
       // Docker answers 409; Podman 500 with "already in use".
       if (statusOf(err) !== 409 && !/already in use/.test(messageOf(err))) throw err
       await this.removeContainer(name)
-      return await this.docker.createContainer({ name, ...options })
+      return await this.createOnce(name, options)
     }
+  }
+
+  /**
+   * A container with GPUs has them or is not made: Podman gets them as CDI devices through its own API (its
+   * Docker-compatible one drops DeviceRequests; an unknown CDI device then fails the start); on Docker the
+   * request must still be there after create.
+   */
+  private async createOnce(name: string, options: Docker.ContainerCreateOptions): Promise<Docker.Container> {
+    const requests = options.HostConfig?.DeviceRequests ?? []
+    if (requests.length === 0) return this.docker.createContainer({ name, ...options })
+    this.engineKind ??= engineKind(this.docker).catch((err: unknown) => {
+      this.engineKind = undefined
+      throw err
+    })
+    if ((await this.engineKind).kind === 'podman') {
+      const cdi = requests.flatMap((r) => (r.Driver === 'cdi' ? (r.DeviceIDs ?? []) : (r.DeviceIDs ?? []).map((id) => `${this.o.engine.cdiKind ?? 'nvidia.com/gpu'}=${id}`)))
+      const { DeviceRequests: _dropped, ...hostConfig } = options.HostConfig!
+      return podmanCreate(this.docker, name, { ...options, HostConfig: hostConfig }, cdi)
+    }
+    const container = await this.docker.createContainer({ name, ...options })
+    const info = await container.inspect()
+    if (!info.HostConfig.DeviceRequests?.length) {
+      await this.removeContainer(container.id)
+      throw new Error(`the engine dropped the GPU request (HostConfig.DeviceRequests is empty after create), so the container would run without its GPUs ${requests.flatMap((r) => r.DeviceIDs ?? []).join(', ')}`)
+    }
+    return container
   }
 
   private hostConfig(spec: WorkloadSpec): Docker.HostConfig {
@@ -200,7 +233,8 @@ export class DockerDriver implements RuntimeDriver {
     if (!spec.gpus.virtual && spec.gpus.ids.length > 0) {
       // Docker with the NVIDIA toolkit takes device ids; CDI-capable engines take fully qualified CDI names.
       if (e.gpus === 'nvidia') hc.DeviceRequests = [{ Driver: 'nvidia', DeviceIDs: spec.gpus.ids, Capabilities: [['gpu']] }]
-      else if (e.gpus === 'cdi') hc.DeviceRequests = [{ Driver: 'cdi', DeviceIDs: spec.gpus.ids.map((id) => `nvidia.com/gpu=${id}`) }]
+      else if (e.gpus === 'cdi') hc.DeviceRequests = [{ Driver: 'cdi', DeviceIDs: spec.gpus.ids.map((id) => `${e.cdiKind ?? 'nvidia.com/gpu'}=${id}`) }]
+      else throw new Error(`it needs GPUs ${spec.gpus.ids.join(', ')} of host ${this.o.hostId}, whose engine passes none ("gpus": "none"); set "gpus" to "nvidia" or "cdi", or mark the host's GPUs virtual`)
     }
     return hc
   }

@@ -8,12 +8,18 @@ export const EngineConfig = Type.Object(
     /** Client certificate files for `tcp://` with TLS. */
     tls: Type.Optional(Type.Object({ ca: Type.String(), cert: Type.String(), key: Type.String() }, { additionalProperties: false })),
     /**
-     * `bridge`: the engine publishes each declared port on a free host port. `host`: containers share the
-     * host's network (Podman rootful without a usable bridge); each is told a free port to listen on.
+     * `bridge`: the engine publishes each declared port on a free host port (containers must be able to reach
+     * `controlPlaneUrl`/`workerUrl`). `host`: containers share the host's network; each is told a free port to
+     * listen on. Default: `host` for this machine's engine (top-level `engine`), `bridge` for `fleet.hosts`.
      */
-    network: Type.Enum(['bridge', 'host'], { default: 'bridge' }),
-    /** How GPUs are passed: `nvidia` (DeviceRequests, Docker with the NVIDIA toolkit), `cdi` (CDI device names, Podman), `none`. */
+    network: Type.Optional(Type.Enum(['bridge', 'host'])),
+    /**
+     * How GPUs are passed: `nvidia` (DeviceRequests, Docker with the NVIDIA toolkit), `cdi` (CDI device names),
+     * `none` (a workload given real GPUs then fails to start). On Podman both go as CDI devices through its own API.
+     */
     gpus: Type.Enum(['nvidia', 'cdi', 'none'], { default: 'nvidia' }),
+    /** CDI kind of the host's GPUs with `"gpus": "cdi"` and on Podman (`nvidia.com/gpu`): device `<kind>=<index>`. */
+    cdiKind: Type.Optional(Type.String({ pattern: '^[a-z0-9.-]+/[a-zA-Z0-9_.-]+$' })),
     /** cgroup containers are created under (HostConfig.CgroupParent); the engine's default when unset. */
     cgroupParent: Type.Optional(Type.String({ minLength: 1 })),
     /** Base URL containers on this engine reach the control plane at; the control plane's worker URL when unset. */
@@ -27,8 +33,8 @@ export type EngineConfig = Static<typeof EngineConfig>
 export const EngineSetting = Type.Union([Type.String({ pattern: '^(unix|tcp|ssh)://' }), EngineConfig])
 export type EngineSetting = Static<typeof EngineSetting>
 
-/** The full settings of an engine, defaults filled in. */
-export function engineConfig(setting: EngineSetting): EngineConfig {
-  const given = typeof setting === 'string' ? { address: setting } : setting
-  return { network: 'bridge', gpus: 'nvidia', ...given }
+/** The full settings of an engine, defaults filled in; `network` is the default network where none is set. */
+export function engineConfig(setting: EngineSetting, network: 'bridge' | 'host' = 'bridge'): EngineConfig & { network: 'bridge' | 'host' } {
+  const given: EngineConfig = typeof setting === 'string' ? { address: setting, gpus: 'nvidia' } : setting
+  return { ...given, gpus: given.gpus ?? 'nvidia', network: given.network ?? network }
 }

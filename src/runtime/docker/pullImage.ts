@@ -1,13 +1,26 @@
 import type Docker from 'dockerode'
 import { messageOf, statusOf } from './engineErrors.js'
 import { ImagePullError, type StartHooks, type WorkloadSpec } from '../RuntimeDriver.js'
+import { ensureSampleImage, sampleOf } from './sampleImages.js'
 
 /**
  * Makes sure the engine has `image`: nothing to do when it is there already (images are pulled once per
  * host, as `IfNotPresent`), else a pull with the spec's credentials, reporting bytes as `PULLING`.
- * Rejects with an ImagePullError saying why (`unauthorized`, `manifest unknown`, ...).
+ * Rejects with an ImagePullError saying why (`unauthorized`, `manifest unknown`, ...). A sample worker
+ * (`hangar/echo`, see sampleImages.ts) is never pulled: it is built on the engine from what Hangar ships.
  */
-export async function pullImage(docker: Docker, image: string, auth: WorkloadSpec['pullAuth'], hooks: StartHooks): Promise<'present' | 'pulled'> {
+export async function pullImage(docker: Docker, image: string, auth: WorkloadSpec['pullAuth'], hooks: StartHooks): Promise<'present' | 'pulled' | 'built'> {
+  const sample = sampleOf(image)
+  if (sample) {
+    let built = false
+    await ensureSampleImage(docker, sample, () => {
+      built = true
+      hooks.onPhase?.('PULLING', { bytes: 0 })
+    }).catch((err: Error) => {
+      throw new ImagePullError(err.message)
+    })
+    return built ? 'built' : 'present'
+  }
   try {
     await docker.getImage(image).inspect()
     return 'present'
