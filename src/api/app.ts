@@ -29,6 +29,7 @@ import { registerAuth } from './auth.js'
 import { registerMetrics } from './metrics.js'
 import { consoleRoutes } from './console.js'
 import type { PromMetrics } from '../metrics/PromMetrics.js'
+import type { EndpointMetricsRecorder } from '../services/EndpointMetricsRecorder.js'
 import type { RateLimiter } from '../ratelimit/RateLimiter.js'
 import { registerProblemHandling } from './problem.js'
 import { registerRateLimits } from './rateLimit.js'
@@ -99,6 +100,8 @@ export interface AppDeps {
   publicUrl: () => string
   /** Prometheus metrics; without it there is no /metrics route. */
   metrics?: PromMetrics
+  /** Endpoint metrics in time buckets (GET /v2/serverless/{id}/metrics, the account overview, LB requests). */
+  endpointMetrics?: EndpointMetricsRecorder
   /** Bearer token accepted by /metrics besides admin keys. */
   metricsToken?: string
   /** The built web console (dist/console); without it there is no /console. */

@@ -1,3 +1,5 @@
+import type { MetricStore } from '../MetricStore.js'
+import { PgMetricStore } from './PgMetricStore.js'
 import pg from 'pg'
 import type { AccountStore, ApiKeyStore } from '../AccountStore.js'
 import type { ClusterRecord, ClusterStore } from '../ClusterStore.js'
@@ -89,6 +91,7 @@ export class PgStore implements Store {
   readonly pods: PodStore
   readonly clusters: ClusterStore
   readonly usage: UsageStore
+  readonly metrics: MetricStore
   private readonly commits: PgGroupCommit
   private closed = false
 
@@ -128,6 +131,7 @@ export class PgStore implements Store {
     this.pods = c.pods
     this.clusters = c.clusters
     this.usage = c.usage
+    this.metrics = new PgMetricStore(pool)
   }
 
   async transaction<T>(fn: (tx: Collections) => Promise<T>): Promise<T> {

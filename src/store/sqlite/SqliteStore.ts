@@ -20,6 +20,8 @@ import { SqliteEndpointStore, SqliteReleaseStore, SqliteSshKeyStore, SqliteTempl
 import { SqliteDocuments } from './SqliteDocuments.js'
 import { SqliteJobStore } from './SqliteJobStore.js'
 import { SqlitePodStore } from './SqlitePodStore.js'
+import { SqliteMetricStore } from './SqliteMetricStore.js'
+import type { MetricStore } from '../MetricStore.js'
 import { SqliteUsageStore } from './SqliteUsageStore.js'
 import type { NetworkVolumeRecord } from '../NetworkVolumeStore.js'
 import { SqliteWebhookStore } from './SqliteWebhookStore.js'
@@ -44,6 +46,7 @@ export class SqliteStore implements Store {
   readonly pods: PodStore
   readonly clusters: ClusterStore
   readonly usage: UsageStore
+  readonly metrics: MetricStore
   private readonly db: Database.Database
   private readonly checkpointer: Checkpointer | null
   private readonly gate = new TxGate()
@@ -102,6 +105,7 @@ export class SqliteStore implements Store {
     this.pods = g(this.tx.pods)
     this.clusters = g(this.tx.clusters)
     this.usage = g(this.tx.usage)
+    this.metrics = g(new SqliteMetricStore(db))
   }
 
   transaction<T>(fn: (tx: Collections) => Promise<T>): Promise<T> {
