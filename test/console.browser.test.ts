@@ -98,6 +98,75 @@ describe.skipIf(skip !== null)('web console in a real browser', () => {
     await shot('5-worker-logs')
   })
 
+  it('charts the jobs that ran on the Metrics tab, per window', async () => {
+    await page.click('.tabs a:has-text("Metrics")')
+    const requests = page.locator('.time-chart[data-chart^="Requests"]')
+    await requests.locator('canvas').first().waitFor()
+    expect(await page.textContent('.stats')).toMatch(/Completed\s*1/)
+    // Execution and cold-start charts have data; throttling never happened, so that chart says so in words.
+    await page.locator('.time-chart[data-chart="Execution time"] canvas').first().waitFor()
+    await page.locator('.time-chart[data-chart="Cold starts"] canvas').first().waitFor()
+    expect(await page.textContent('.time-chart[data-chart="Queue depth"]')).toMatch(/No job waited|waiting jobs/)
+    await page.click('.segmented button:has-text("Last day")')
+    await page.waitForSelector('.segmented button.active:has-text("Last day")')
+    await requests.locator('canvas').first().waitFor()
+    await shot('5b-endpoint-metrics')
+  })
+
+  it('renders the overview: health as numbers and request URLs with copy buttons, not JSON', async () => {
+    await page.click('.tabs a:has-text("Overview")')
+    await page.waitForSelector('dl.stats[aria-label=Health]')
+    expect(await page.textContent('dl.stats[aria-label=Health]')).toMatch(/Completed\s*1/)
+    expect(await page.locator('.urls dt:text-is("runSync")').count()).toBe(1)
+    expect(await page.locator('.urls button.copy').count()).toBeGreaterThan(5)
+    expect(await page.locator('pre.json').count()).toBe(0)
+  })
+
+  it('shows a not-found view for an unknown tab and an unknown page', async () => {
+    await page.goto(`${s.url}/console/endpoints/${endpointId}/no-such-tab`)
+    await page.waitForSelector('.not-found h1:has-text("Not found")')
+    expect(await page.textContent('.not-found')).toContain('no “no-such-tab” tab')
+    await page.goto(`${s.url}/console/no-such-page`)
+    await page.waitForSelector('.not-found h1:has-text("Not found")')
+    await page.click('.not-found a')
+    await page.waitForSelector('h1:has-text("Endpoints")')
+    // The browser's own favicon request finds one.
+    expect((await fetch(`${s.url}/favicon.ico`)).status).toBe(200)
+  })
+
+  it('creates a load-balancer endpoint and shows its page: base URL, curl, workers with health, request metrics', async () => {
+    await page.goto(`${s.url}/console/endpoints/new`)
+    await page.check('input[name=type] >> nth=1')
+    await page.fill('input[name=name]', 'browser-lb')
+    expect(await page.inputValue('input[name=image]')).toBe('hangar/http:latest')
+    await page.fill('input[name=healthPath]', '/ping')
+    await page.fill('input[name=scalingValue]', '2')
+    expect(await page.isVisible('select[name=scalingType]')).toBe(false)
+    await page.click('button:has-text("Create endpoint")')
+    await page.waitForURL(/\/console\/endpoints\/[^/]+\/overview$/)
+    const lbId = /\/endpoints\/([^/]+)\/overview/.exec(page.url())![1]
+    const created = (await s.api('GET', `/v2/serverless/${lbId}`)).body
+    expect(created).toMatchObject({ type: 'LOAD_BALANCER', image: 'hangar/http:latest', scaling: { type: 'REQUEST_COUNT', requestCount: 2 }, env: { HEALTH_CHECK_PATH: '/ping' } })
+    // What applies to a load balancer, and nothing of a queue.
+    expect(await page.textContent('.urls')).toContain(created.requestUrls.base)
+    expect(await page.textContent('pre.curl')).toContain(`curl -H "Authorization: Bearer $HANGAR_API_KEY" ${created.requestUrls.base}/`)
+    expect(await page.locator('.tabs a').allTextContents()).toEqual(['Overview', 'Metrics', 'Workers', 'Releases', 'Edit'])
+    expect(await page.locator('.problem').count()).toBe(0)
+    // A request through the proxy starts a worker; the workers tab shows its health, the metrics its request.
+    const res = await fetch(`${created.requestUrls.base}/whoami`, { headers: { authorization: `Bearer ${s.adminKey}` } })
+    expect(res.status).toBe(200)
+    await page.click('.tabs a:has-text("Workers")')
+    await page.waitForSelector('tbody .badge:has-text("READY")')
+    expect(await page.locator('.waiting, .problem').count()).toBe(0)
+    await page.click('.tabs a:has-text("Metrics")')
+    await page.locator('.time-chart[data-chart^="Requests"] canvas').first().waitFor()
+    expect(await page.textContent('.stats')).toMatch(/Requests\s*1/)
+    await shot('5c-lb-endpoint')
+    await s.api('DELETE', `/v2/serverless/${lbId}`)
+    await page.goto(`${s.url}/console/endpoints/${endpointId}/overview`)
+    await page.waitForSelector('dl.stats[aria-label=Health]')
+  })
+
   it('edits the endpoint, which makes a release listed with its diff', async () => {
     await page.click('.tabs a:has-text("Edit")')
     await page.fill('textarea[name=env]', 'GREETING=hi')

@@ -4,7 +4,7 @@ import type { CreatePod, Pod, PodAction, PodList } from '../../../src/contract/p
 import type { TemplateList } from '../../../src/contract/template.js'
 import { LogStream } from '../LogStream.js'
 import { useSession } from '../session.js'
-import { Badge, Field, Loading, Page, Problems, useAction, useLoad, when } from '../ui.js'
+import { Badge, checkedOf, Field, Loading, Page, Problems, useAction, useLoad, valueOf, when } from '../ui.js'
 
 const FIELDS = ['name', 'templateId', 'image', 'gpu', 'cpu', 'disk', 'ports', 'env', 'startSsh']
 
@@ -99,7 +99,7 @@ function NewPod({ onCreated }: { onCreated: () => void }) {
   const cpus = useLoad((signal) => client.get<CpuList>('/v2/catalog/cpus', signal), [])
   const [f, setF] = useState({ name: '', source: 'image' as 'image' | 'template', templateId: '', image: '', compute: 'cpu' as 'cpu' | 'gpu', gpuId: '', gpuCount: '1', cpuId: 'cpu3c', vcpuCount: '2', disk: '', ports: '', env: '', startSsh: false })
   const set = (patch: Partial<typeof f>) => setF({ ...f, ...patch })
-  const text = (k: 'name' | 'image' | 'disk' | 'ports' | 'gpuCount' | 'vcpuCount') => <input type="text" name={k} value={f[k]} onInput={(e) => set({ [k]: (e.target as HTMLInputElement).value })} />
+  const text = (k: 'name' | 'image' | 'disk' | 'ports' | 'gpuCount' | 'vcpuCount') => <input type="text" name={k} value={f[k]} onInput={(e) => set({ [k]: valueOf(e) })} />
   const create = useAction(async () => {
     const num = (s: string) => (s.trim() === '' ? NaN : Number(s))
     const body: CreatePod = { name: f.name, startSsh: f.startSsh }
@@ -151,7 +151,7 @@ function NewPod({ onCreated }: { onCreated: () => void }) {
         </Field>
       ) : (
         <Field label="Template" name="templateId" error={err}>
-          <select name="templateId" value={f.templateId} onChange={(e) => set({ templateId: (e.target as HTMLSelectElement).value })}>
+          <select name="templateId" value={f.templateId} onChange={(e) => set({ templateId: valueOf(e) })}>
             {(templates.data ?? []).map((t) => (
               <option key={t.id} value={t.id}>
                 {t.name}
@@ -172,7 +172,7 @@ function NewPod({ onCreated }: { onCreated: () => void }) {
       {f.compute === 'gpu' ? (
         <Field label="GPU type and count" name="gpu" error={err}>
           <div class="row">
-            <select name="gpuId" value={f.gpuId} onChange={(e) => set({ gpuId: (e.target as HTMLSelectElement).value })}>
+            <select name="gpuId" value={f.gpuId} onChange={(e) => set({ gpuId: valueOf(e) })}>
               {(gpus.data?.gpus ?? []).map((g) => (
                 <option key={g.id} value={g.id}>
                   {g.name} ({g.memory} GB)
@@ -185,7 +185,7 @@ function NewPod({ onCreated }: { onCreated: () => void }) {
       ) : (
         <Field label="CPU flavor and vCPUs" name="cpu" error={err}>
           <div class="row">
-            <select name="cpuId" value={f.cpuId} onChange={(e) => set({ cpuId: (e.target as HTMLSelectElement).value })}>
+            <select name="cpuId" value={f.cpuId} onChange={(e) => set({ cpuId: valueOf(e) })}>
               {(cpus.data?.cpus ?? []).map((c) => (
                 <option key={c.id} value={c.id}>
                   {c.name}
@@ -203,10 +203,10 @@ function NewPod({ onCreated }: { onCreated: () => void }) {
         {text('ports')}
       </Field>
       <Field label="Environment (KEY=value per line)" name="env" error={err}>
-        <textarea name="env" rows={3} value={f.env} onInput={(e) => set({ env: (e.target as HTMLTextAreaElement).value })} />
+        <textarea name="env" rows={3} value={f.env} onInput={(e) => set({ env: valueOf(e) })} />
       </Field>
       <label class="inline">
-        <input type="checkbox" checked={f.startSsh} onChange={(e) => set({ startSsh: (e.target as HTMLInputElement).checked })} /> Start SSH with the account's keys
+        <input type="checkbox" checked={f.startSsh} onChange={(e) => set({ startSsh: checkedOf(e) })} /> Start SSH with the account's keys
       </label>
       <div class="form-actions">
         <button class="primary" type="submit" disabled={create.busy}>

@@ -6,7 +6,8 @@ export function NewEndpoint() {
   const { route } = useLocation()
   return (
     <Page title="New endpoint">
-      <EndpointForm onSaved={(e) => route(`/console/endpoints/${e.id}/jobs`)} />
+      {/* A queue endpoint opens on its job tester; a load balancer (no job queue) on its base URL. */}
+      <EndpointForm onSaved={(e) => route(`/console/endpoints/${e.id}/${e.type === 'QUEUE' ? 'jobs' : 'overview'}`)} />
     </Page>
   )
 }
