@@ -41,6 +41,7 @@ import { buildRuntime, hostEngines } from './runtime/buildRuntime.js'
 import { HostMonitor } from './services/HostMonitor.js'
 import { PodEvents } from './services/PodEvents.js'
 import { PodService } from './services/PodService.js'
+import { PodLinks } from './services/PodLinks.js'
 import { ClusterService } from './services/ClusterService.js'
 import { PromMetrics } from './metrics/PromMetrics.js'
 import { EndpointMetricsRecorder } from './services/EndpointMetricsRecorder.js'
@@ -271,7 +272,7 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   // With several replicas, what needs the leader's live state is forwarded to it, at the address it advertises.
   let internalUrl = ''
   const replicas = leadership.shared ? { leadership, self: () => internalUrl } : undefined
-  const app = await buildApp({ replicas, logger: logger || false, bodyLimit: config.bodyLimit, limits: config.limits, accounts, catalog, templates, endpoints, registries, networkVolumes, sshKeys, rateLimiter, jobs, openai: new OpenAiService(jobs), workerJobs, workers, pods, clusters, balancer, billing, loadBalancer: config.loadBalancer, publicUrl: () => url, metrics, endpointMetrics, metricsToken: config.metricsToken, consoleDir: CONSOLE_DIR })
+  const app = await buildApp({ replicas, logger: logger || false, bodyLimit: config.bodyLimit, limits: config.limits, accounts, catalog, templates, endpoints, registries, networkVolumes, sshKeys, rateLimiter, jobs, openai: new OpenAiService(jobs), workerJobs, workers, pods, clusters, balancer, billing, loadBalancer: config.loadBalancer, publicUrl: () => url, metrics, endpointMetrics, podLinks: new PodLinks({ secrets, clock }), metricsToken: config.metricsToken, consoleDir: CONSOLE_DIR })
   await opts.configureApp?.(app)
   const connections = trackConnections(app.server)
   try {

@@ -198,13 +198,25 @@ describe.skipIf(skip !== null)('web console in a real browser', () => {
     await page.click('button:has-text("Create pod")')
     await page.locator('[data-field=name] .field-error').waitFor()
     await page.fill('input[name=name]', 'browser-pod')
-    await page.fill('input[name=ports]', '8080/http')
+    await page.fill('input[name=ports]', '8080/http, 22/tcp')
     await page.click('button:has-text("Create pod")')
     const row = page.locator('tbody tr:has-text("browser-pod")')
     await row.locator('.badge:has-text("RUNNING")').waitFor({ timeout: 30_000 })
-    const pod = ((await s.api('GET', '/v2/pods')).body.pods as Array<{ name: string; cost: number }>).find((p) => p.name === 'browser-pod')!
+    const pod = ((await s.api('GET', '/v2/pods')).body.pods as Array<{ id: string; name: string; cost: number }>).find((p) => p.name === 'browser-pod')!
     expect(pod.cost).toBeGreaterThan(0)
     expect(await row.textContent()).toContain(`$${pod.cost.toFixed(3)}/h`)
+    // The HTTP port opens in a new tab through the proxy, with no key typed: the pod's program answers.
+    const [tab] = await Promise.all([page.waitForEvent('popup'), row.locator('a.port-link:has-text("HTTP 8080")').click()])
+    await tab.waitForLoadState()
+    expect(new URL(tab.url()).pathname).toBe(`/proxy/${pod.id}/8080/`)
+    expect(new URL(tab.url()).search).toBe('')
+    expect(JSON.parse((await tab.textContent('body'))!)).toMatchObject({ podId: pod.id, port: 8080 })
+    await tab.close()
+    // 22/tcp is mapped, but the sample program is no SSH server: no SSH command is offered.
+    expect(await row.locator('.connect').textContent()).toContain('no SSH server answers')
+    expect(await row.locator('.ssh').count()).toBe(0)
+    // CPU and memory as small live charts.
+    await row.locator('.spark svg polyline').first().waitFor({ state: 'attached' })
     await row.locator('button:has-text("Logs")').click()
     await page.waitForSelector('.log div:has-text("listening for port 8080")')
     await shot('7-pod-logs')

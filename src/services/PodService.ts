@@ -191,6 +191,11 @@ export class PodService {
   }
 
   /** The host address and port of a RUNNING pod's HTTP port, for the proxy; 404/409 otherwise. */
+  /** Why the pod is in ERROR (or was last), null when nothing failed. */
+  async lastError(p: Principal, id: string): Promise<string | null> {
+    return (await this.owned(p.accountId, id)).lastError
+  }
+
   async httpTarget(p: Principal, id: string, port: number): Promise<{ ip: string; port: number }> {
     const pod = await this.owned(p.accountId, id)
     if (!pod.ports.includes(`${port}/http`)) throw notFound(`HTTP port ${port} of pod`, id)

@@ -1,10 +1,10 @@
-import { useState } from 'preact/hooks'
+import { useEffect, useRef, useState } from 'preact/hooks'
 import type { CpuList, GpuList } from '../../../src/contract/catalog.js'
-import type { CreatePod, Pod, PodAction, PodList } from '../../../src/contract/pod.js'
+import type { CreatePod, Pod, PodAction, PodConnections, PodList } from '../../../src/contract/pod.js'
 import type { TemplateList } from '../../../src/contract/template.js'
 import { LogStream } from '../LogStream.js'
 import { useSession } from '../session.js'
-import { Badge, checkedOf, Field, Loading, Page, Problems, useAction, useLoad, valueOf, when } from '../ui.js'
+import { Badge, checkedOf, CopyButton, Field, Loading, Page, Problems, useAction, useLoad, valueOf, when } from '../ui.js'
 
 const FIELDS = ['name', 'templateId', 'image', 'gpu', 'cpu', 'disk', 'ports', 'env', 'startSsh']
 
@@ -16,17 +16,83 @@ function computeOf(p: Pod): string {
   return '—'
 }
 
+/** The last samples of each RUNNING pod's CPU and memory use, kept while the page is open. */
+type Usage = Array<{ cpu: number; memory: number }>
+const SAMPLES = 40
+
+/** A small line of recent values (0-100 %), newest on the right. */
+function Spark({ values, label }: { values: number[]; label: string }) {
+  const W = 90
+  const H = 24
+  const last = values[values.length - 1] ?? 0
+  const pts = values.map((v, i) => `${((i + SAMPLES - values.length) / (SAMPLES - 1)) * W},${H - (Math.min(100, v) / 100) * (H - 2) - 1}`).join(' ')
+  return (
+    <span class="spark" title={`${label}: ${last} %`}>
+      <svg viewBox={`0 0 ${W} ${H}`} width={W} height={H} role="img" aria-label={`${label} ${last} %`}>
+        <polyline points={pts} fill="none" stroke="#2f5bea" stroke-width="1.5" />
+      </svg>
+      <span class="small">
+        {label} {last} %
+      </span>
+    </span>
+  )
+}
+
+/** Links to the pod's HTTP ports (through the proxy), its SSH command when an SSH server answers, why it failed. */
+function Connect({ pod }: { pod: Pod }) {
+  const { client } = useSession()
+  const { data } = useLoad((signal) => client.get<PodConnections>(`/v2/pods/${pod.id}/connections`, signal), [pod.id, pod.status, pod.startedAt])
+  if (!data) return null
+  const sshMapped = pod.ports.includes('22/tcp')
+  return (
+    <div class="connect">
+      {data.error && (
+        <div class="pod-error" role="alert">
+          {data.error}
+        </div>
+      )}
+      {data.http.map((h) => (
+        <a key={h.port} class="port-link" href={h.url} target="_blank" rel="noreferrer">
+          HTTP {h.port} ↗
+        </a>
+      ))}
+      {data.ssh ? (
+        <span class="ssh">
+          <code>{data.ssh.command}</code> <CopyButton text={data.ssh.command} />
+        </span>
+      ) : (
+        pod.status === 'RUNNING' && sshMapped && <span class="muted small">22/tcp is mapped but no SSH server answers on it</span>
+      )}
+    </div>
+  )
+}
+
 /** Pods: list with their cost per hour, the actions valid now, logs, and a create form. */
 export function Pods() {
   const { client } = useSession()
   const list = useLoad((signal) => client.get<PodList>('/v2/pods', signal), [], 3000)
+  const usage = useRef(new Map<string, Usage>())
+  const [, setSamples] = useState(0)
+  useEffect(() => {
+    for (const p of list.data?.pods ?? []) {
+      if (!p.runtime) {
+        usage.current.delete(p.id)
+        continue
+      }
+      const u = usage.current.get(p.id) ?? []
+      u.push({ cpu: p.runtime.cpu.util, memory: p.runtime.memory.util })
+      usage.current.set(p.id, u.slice(-SAMPLES))
+    }
+    setSamples((n) => n + 1)
+  }, [list.data])
   const [logsOf, setLogsOf] = useState<Pod | null>(null)
   const act = useAction(async (p: Pod, action: PodAction) => {
     if (action === 'terminate' && !window.confirm(`Terminate pod ${p.name}? Its disk is deleted.`)) return
     await client.post(`/v2/pods/${p.id}/action`, { action })
     list.reload()
   })
-  const running = (list.data?.pods ?? []).reduce((sum, p) => sum + p.cost, 0)
+  // Only RUNNING pods are billed for compute: a pod starting or in ERROR holds capacity but costs nothing yet.
+  const running = (list.data?.pods ?? []).filter((p) => p.status === 'RUNNING').reduce((sum, p) => sum + p.cost, 0)
   return (
     <Page title="Pods">
       <Problems error={act.error} />
@@ -56,14 +122,26 @@ export function Pods() {
                     <td>
                       {p.name}
                       <div class="muted mono">{p.id}</div>
+                      {(p.status === 'RUNNING' || p.status === 'ERROR') && <Connect pod={p} />}
                     </td>
                     <td>
                       <Badge value={p.status} />
-                      {p.runtime && <div class="muted small">up {p.runtime.uptime} s, CPU {p.runtime.cpu.util} %</div>}
+                      {p.runtime && (
+                        <div class="usage">
+                          <div class="muted small">up {p.runtime.uptime} s</div>
+                          <Spark label="CPU" values={(usage.current.get(p.id) ?? []).map((u) => u.cpu)} />
+                          <Spark label="Memory" values={(usage.current.get(p.id) ?? []).map((u) => u.memory)} />
+                          {p.runtime.gpus.map((g, i) => (
+                            <div key={i} class="muted small">
+                              GPU {i}: {g.util} %
+                            </div>
+                          ))}
+                        </div>
+                      )}
                     </td>
                     <td>{computeOf(p)}</td>
                     <td class="mono">{p.image}</td>
-                    <td>{usdPerHour(p.cost)}</td>
+                    <td>{p.status === 'RUNNING' ? usdPerHour(p.cost) : <span class="muted" title="compute is billed only while RUNNING">not billed</span>}</td>
                     <td>{when(p.startedAt)}</td>
                     <td class="actions">
                       {p.actions.map((a) => (
