@@ -149,6 +149,9 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   const metrics = new PromMetrics({
     now: () => clock.now(),
     jobCounts: async () => Promise.all((await store.endpoints.listAll()).map(async (e) => ({ endpointId: e.id, ...(await store.jobs.counts(e.id)) }))),
+    endpoints: async () => (await store.endpoints.listAll()).map((e) => ({ id: e.id, name: e.name, type: e.type })),
+    // Pods are built below; they are read only when scraped.
+    pods: () => pods.all(),
   })
   // Endpoint metrics for the API and the console: counted in memory, flushed as buckets by every replica.
   // Gauges are sampled where the workers live (the leader).

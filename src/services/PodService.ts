@@ -122,6 +122,12 @@ export class PodService {
     return Promise.all(pods.map((pod) => this.view(pod)))
   }
 
+  /** Every pod of every account, as answered (for /metrics: counts by status, live use). */
+  async all(): Promise<Pod[]> {
+    const pods = await this.deps.store.pods.list({ includeClusterPods: true })
+    return Promise.all(pods.map((pod) => this.view(pod)))
+  }
+
   async get(p: Principal, id: string): Promise<Pod> {
     return this.view(await this.owned(p.accountId, id))
   }
