@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import { Readable } from 'node:stream'
 import { getMetricsFromStream, type PromHistogramData, type PromMetrics } from 'prom2javascript'
@@ -129,6 +130,16 @@ describe('/metrics', () => {
     expect(value(m, 'hangar_http_request_duration_seconds', { route: '/console/*', method: 'GET', status_code: '200' })).toBeGreaterThanOrEqual(1000)
     // At most the few new label sets of this test (index, asset, scrapes), not one per path.
     expect(http.length - before).toBeLessThan(6)
+  })
+
+  it('serves every series the Grafana dashboard in docs/ queries', async () => {
+    const dashboard = JSON.parse(readFileSync(new URL('../docs/grafana/hangar.json', import.meta.url), 'utf8')) as { panels: Array<{ targets: Array<{ expr: string }> }> }
+    const names = new Set(dashboard.panels.flatMap((p) => p.targets.flatMap((t) => t.expr.match(/\b(hangar|process|nodejs)_\w+/g) ?? [])))
+    expect(names.size).toBeGreaterThan(10)
+    // The families as declared (`# TYPE name type`); the text is not parsed (prom-client writes NaN as `Nan` early on).
+    const text = await (await fetch(`${s.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text()
+    const families = new Set([...text.matchAll(/^# TYPE (\S+) /gm)].map((x) => x[1]))
+    for (const name of names) expect(families.has(name.replace(/_(bucket|count|sum)$/, '')), name).toBe(true)
   })
 
   it('counts pods by status, every status present, and the CPU and memory of running ones', async () => {
