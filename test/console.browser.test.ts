@@ -242,6 +242,11 @@ describe.skipIf(skip !== null)('web console in a real browser', () => {
     await page.waitForSelector('h1:has-text("Endpoints")')
     expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true)
     await shot('6-phone-endpoints')
+    // The charts follow the screen's width too.
+    await page.goto(`${s.url}/console/endpoints/${endpointId}/metrics`)
+    await page.locator('.time-chart[data-chart^="Requests"] canvas').first().waitFor()
+    expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true)
+    await shot('6b-phone-metrics')
   })
 
   it('signs out, saying why, once the key is revoked', async () => {
