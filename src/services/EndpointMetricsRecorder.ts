@@ -66,6 +66,8 @@ interface Tally {
 export class EndpointMetricsRecorder implements Metrics {
   readonly replica: string
   private readonly tallies = new Map<string, Tally>()
+  /** Each endpoint's open minute and hour tallies: the job path finds them without building keys. */
+  private readonly current = new Map<string, { minute: Tally; hour: Tally }>()
   private timer: NodeJS.Timeout | undefined
   private flushing: Promise<void> | undefined
   private lastPrune = 0
@@ -150,6 +152,7 @@ export class EndpointMetricsRecorder implements Metrics {
       return
     }
     for (const [key, t] of this.tallies) if (!t.dirty && t.bucket + RESOLUTIONS[t.resolution] <= now) this.tallies.delete(key)
+    for (const [endpointId, c] of this.current) if (!this.tallies.has(`${endpointId} hour ${c.hour.bucket}`)) this.current.delete(endpointId)
     if (now - this.lastPrune >= PRUNE_EVERY_MS) {
       this.lastPrune = now
       const keep = { minute: 30 * 3_600_000, hour: 35 * 86_400_000, ...this.o.retentionMs }
@@ -224,18 +227,23 @@ export class EndpointMetricsRecorder implements Metrics {
     return { endpointId: t.endpointId, resolution: t.resolution, bucket: t.bucket, replica: this.replica, data: t.data }
   }
 
-  /** Applies `fn` to the endpoint's current minute and hour buckets. */
+  /** Applies `fn` to the endpoint's current minute and hour buckets (looked up once per minute per endpoint). */
   private each(endpointId: string, fn: (d: BucketData) => void): void {
     const now = this.o.clock.now()
-    for (const resolution of ['minute', 'hour'] as const) {
-      const size = RESOLUTIONS[resolution]
-      const bucket = now - (now % size)
-      const key = `${endpointId} ${resolution} ${bucket}`
-      let t = this.tallies.get(key)
-      if (!t) this.tallies.set(key, (t = { endpointId, resolution, bucket, data: {}, dirty: true }))
-      t.dirty = true
-      fn(t.data)
-    }
+    const minute = now - (now % RESOLUTIONS.minute)
+    let c = this.current.get(endpointId)
+    if (!c || c.minute.bucket !== minute) this.current.set(endpointId, (c = { minute: this.tally(endpointId, 'minute', minute), hour: this.tally(endpointId, 'hour', now - (now % RESOLUTIONS.hour)) }))
+    c.minute.dirty = true
+    c.hour.dirty = true
+    fn(c.minute.data)
+    fn(c.hour.data)
+  }
+
+  private tally(endpointId: string, resolution: Resolution, bucket: number): Tally {
+    const key = `${endpointId} ${resolution} ${bucket}`
+    let t = this.tallies.get(key)
+    if (!t) this.tallies.set(key, (t = { endpointId, resolution, bucket, data: {}, dirty: true }))
+    return t
   }
 }
 
