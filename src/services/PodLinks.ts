@@ -15,6 +15,7 @@ interface LinkClaims {
   keyId: string
   permission: Principal['permission']
   admin: boolean
+  rateLimitExempt: boolean
   exp: number
 }
 
@@ -30,7 +31,7 @@ export class PodLinks {
   /** A token for `port` of pod `podId`, opening it as `p`. */
   issue(p: Principal, podId: string, port: number): { token: string; expiresAt: number } {
     const exp = this.deps.clock.now() + LINK_TTL_MS
-    const claims: LinkClaims = { accountId: p.accountId, keyId: p.keyId, permission: p.permission, admin: p.admin, exp }
+    const claims: LinkClaims = { accountId: p.accountId, keyId: p.keyId, permission: p.permission, admin: p.admin, rateLimitExempt: p.rateLimitExempt, exp }
     return { token: Buffer.from(this.deps.secrets.seal(JSON.stringify(claims), context(podId, port))).toString('base64url'), expiresAt: exp }
   }
 
@@ -43,7 +44,7 @@ export class PodLinks {
       throw new DomainError('unauthorized', `this link is not valid for port ${port} of pod ${podId}: open the pod's port again from the console`)
     }
     if (claims.exp <= this.deps.clock.now()) throw new DomainError('unauthorized', `this link to port ${port} of pod ${podId} expired at ${new Date(claims.exp).toISOString()}: open it again from the console`)
-    return { accountId: claims.accountId, keyId: claims.keyId, permission: claims.permission, admin: claims.admin, endpointIds: [], rateLimitExempt: false }
+    return { accountId: claims.accountId, keyId: claims.keyId, permission: claims.permission, admin: claims.admin, endpointIds: [], rateLimitExempt: claims.rateLimitExempt === true }
   }
 
   /** Whether the pod's SSH address answers with an SSH identification line (RFC 4253 §4.2) within a moment. */

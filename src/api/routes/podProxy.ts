@@ -15,7 +15,7 @@ const Params = Type.Object({ id: Type.String(), port: Type.Integer({ minimum: 1,
  * methods an ALL key, as everywhere.
  */
 export const podProxyRoutes =
-  ({ pods, accounts, podLinks }: AppDeps): FastifyPluginAsyncTypebox =>
+  ({ pods, accounts, podLinks, rateLimiter }: AppDeps): FastifyPluginAsyncTypebox =>
   async (app) => {
     await app.register(replyFrom)
     app.removeAllContentTypeParsers()
@@ -43,6 +43,8 @@ export const podProxyRoutes =
       const p = req.principal
       if (p.permission === 'RESTRICTED') throw new DomainError('forbidden', `a RESTRICTED key cannot reach pods; it may only read and run jobs on endpoints ${p.endpointIds.join(', ')}`)
       if (req.method !== 'GET' && req.method !== 'HEAD' && p.permission !== 'ALL') throw new DomainError('forbidden', `a ${p.permission} key cannot send ${req.method} to a pod`)
+      // Counted against the account's quota as before (the API's own hook saw no principal on this public route).
+      if (!p.rateLimitExempt) reply.headers(await rateLimiter.quota(p.accountId))
     })
     for (const url of ['/proxy/:id/:port', '/proxy/:id/:port/*']) {
       // Authenticated by the hook above (keys and links), not by the API's own.
