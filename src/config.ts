@@ -69,6 +69,8 @@ export const Config = Type.Object(
     billing: BillingConfig,
     /** Bearer token Prometheus sends to scrape /metrics; admin keys are accepted too. */
     metricsToken: Type.Optional(Type.String({ minLength: 16 })),
+    /** How often each replica writes the endpoint metrics it counted (1-minute and 1-hour buckets), ms. */
+    metricsFlushMs: Type.Integer({ minimum: 100, default: 10_000 }),
     /**
      * PostgreSQL to keep everything in (`postgres://user:password@host:5432/db`, optionally `?schema=name`);
      * the embedded SQLite file in the data dir when unset.

@@ -44,8 +44,11 @@ import { probeSandbox } from './runtime/process/sandbox.js'
 import { HostMonitor } from './services/HostMonitor.js'
 import { PodEvents } from './services/PodEvents.js'
 import { PodService } from './services/PodService.js'
+import { PodLinks } from './services/PodLinks.js'
 import { ClusterService } from './services/ClusterService.js'
 import { PromMetrics } from './metrics/PromMetrics.js'
+import { EndpointMetricsRecorder } from './services/EndpointMetricsRecorder.js'
+import { allMetrics } from './services/Metrics.js'
 import { openStore } from './store/openStore.js'
 import { pgTarget } from './store/postgres/PgStore.js'
 import { clusterFor } from './cluster/clusterFor.js'
@@ -82,6 +85,8 @@ export interface Hangar {
   /** Writes the usage ledger; `flush()` waits for what is queued (tests read billing after it). */
   readonly meter: UsageMeter
   readonly billing: BillingService
+  /** Endpoint metrics buckets; `flush()` writes what this process counted (tests read the store after it). */
+  readonly endpointMetrics: EndpointMetricsRecorder
   /** Stops accepting requests, finishes those in flight, then closes the store. */
   stop(): Promise<void>
 }
@@ -148,11 +153,33 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   const metrics = new PromMetrics({
     now: () => clock.now(),
     jobCounts: async () => Promise.all((await store.endpoints.listAll()).map(async (e) => ({ endpointId: e.id, ...(await store.jobs.counts(e.id)) }))),
+    endpoints: async () => (await store.endpoints.listAll()).map((e) => ({ id: e.id, name: e.name, type: e.type })),
+    // Pods are built below; they are read only when scraped.
+    pods: () => pods.all(),
   })
+  // Endpoint metrics for the API and the console: counted in memory, flushed as buckets by every replica.
+  // Gauges are sampled where the workers live (the leader).
+  const endpointMetrics = new EndpointMetricsRecorder({
+    store,
+    clock,
+    log,
+    flushIntervalMs: config.metricsFlushMs,
+    gauges: async () => {
+      if (!leadership.isLeader) return []
+      return Promise.all(
+        (await store.endpoints.listAll()).map(async (e) => {
+          const h = workers.health(e.id)
+          const c = await store.jobs.counts(e.id)
+          return { endpointId: e.id, workersRunning: h.running, workersIdle: h.idle, workersThrottled: h.throttled, queueDepth: c.inQueue }
+        }),
+      )
+    },
+  })
+  const counted = allMetrics(metrics, endpointMetrics)
   const events = new JobEvents(feed)
   const webhookSecrets = new WebhookSecrets({ store, clock, secrets, overlapMs: config.jobs.webhookSecretOverlapMs })
-  const webhooks = new WebhookDispatcher({ store, clock, log, signingKeys: (endpointId, now) => webhookSecrets.signingKeys(endpointId, now), retryDelayMs: config.jobs.webhookRetryDelayMs, timeoutMs: config.jobs.webhookTimeoutMs, metrics, feed })
-  const lifecycle = new JobLifecycle({ store, clock, events, webhooks, metrics })
+  const webhooks = new WebhookDispatcher({ store, clock, log, signingKeys: (endpointId, now) => webhookSecrets.signingKeys(endpointId, now), retryDelayMs: config.jobs.webhookRetryDelayMs, timeoutMs: config.jobs.webhookTimeoutMs, metrics: counted, feed })
+  const lifecycle = new JobLifecycle({ store, clock, events, webhooks, metrics: counted })
   // Workers are local processes, or containers on hosts that name a Docker/Podman engine.
   const engines = hostEngines(config)
   // Local processes run in a sandbox where this machine has one; without it only the admin's workloads run here.
@@ -172,7 +199,7 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   let workerUrl = config.workerUrl ?? (config.port === 0 ? '' : publicBaseUrl({ ...config, publicUrl: undefined }, config.port))
   const workerUrlOf = (hostId: string) => engines.get(hostId)?.controlPlaneUrl ?? workerUrl
   const monotonic = opts.monotonic
-  const workers = new WorkerService({ store, clock, monotonic, runtime, catalog, lifecycle, events, config: config.jobs, networkVolumes, installationId: installationId(config.dataDir), baseUrl: workerUrlOf, runtimeOf: (hostId) => runtime.runtimeOf(hostId), log, pullAuth: (ep) => pullAuth(registries, ep), metrics, lbDrainMs: config.loadBalancer.requestTimeoutMs, meter, feed })
+  const workers = new WorkerService({ store, clock, monotonic, runtime, catalog, lifecycle, events, config: config.jobs, networkVolumes, installationId: installationId(config.dataDir), baseUrl: workerUrlOf, runtimeOf: (hostId) => runtime.runtimeOf(hostId), log, pullAuth: (ep) => pullAuth(registries, ep), metrics: counted, lbDrainMs: config.loadBalancer.requestTimeoutMs, meter, feed })
   // LOAD_BALANCER endpoints: health checks make workers ready; the balancer hands requests to ready ones.
   const health = new HealthPoller({ workers, config: config.loadBalancer, log })
   const balancer = new LoadBalancer({ workers, health: (id) => health.health(id), coldStartTimeoutMs: config.loadBalancer.coldStartTimeoutMs })
@@ -264,7 +291,7 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   // With several replicas, what needs the leader's live state is forwarded to it, at the address it advertises.
   let internalUrl = ''
   const replicas = leadership.shared ? { leadership, self: () => internalUrl } : undefined
-  const app = await buildApp({ replicas, logger: logger || false, bodyLimit: config.bodyLimit, limits: config.limits, accounts, catalog, templates, endpoints, registries, networkVolumes, sshKeys, rateLimiter, jobs, openai: new OpenAiService(jobs), workerJobs, workers, pods, clusters, balancer, billing, loadBalancer: config.loadBalancer, publicUrl: () => url, metrics, metricsToken: config.metricsToken, consoleDir: CONSOLE_DIR })
+  const app = await buildApp({ replicas, logger: logger || false, bodyLimit: config.bodyLimit, limits: config.limits, accounts, catalog, templates, endpoints, registries, networkVolumes, sshKeys, rateLimiter, jobs, openai: new OpenAiService(jobs), workerJobs, workers, pods, clusters, balancer, billing, loadBalancer: config.loadBalancer, publicUrl: () => url, metrics, endpointMetrics, podLinks: new PodLinks({ secrets, clock }), metricsToken: config.metricsToken, consoleDir: CONSOLE_DIR })
   await opts.configureApp?.(app)
   const connections = trackConnections(app.server)
   try {
@@ -298,6 +325,7 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   leadership.advertise(internalUrl)
   listening = true
   startLoops()
+  endpointMetrics.start()
 
   let stopping: Promise<void> | undefined
   return {
@@ -317,6 +345,7 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
     podEvents,
     meter,
     billing,
+    endpointMetrics,
     stop: () =>
       (stopping ??= (async () => {
         // Release long-polls (job-take, runsync, stream) so closing the server does not wait them out,
@@ -338,6 +367,8 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
         await leadership.stop()
         await feed.stop()
         await counters.close()
+        // What was counted since the last flush is written before the store closes.
+        await endpointMetrics.stop()
         await store.close()
         lock?.release()
       })()),

@@ -187,6 +187,11 @@ describe('hangar client commands against a running server', { timeout: 300_000 }
     expect(workers.workers).toHaveLength(1)
     const workerId = workers.workers[0].id
     expect((await hangar('endpoints', 'workers', echo.id)).stdout).toContain(workerId)
+    // Both jobs and the worker's cold start show in the metrics, as JSON and as a table of the busy minutes.
+    expect((await json('endpoints', 'metrics', echo.id)).totals).toMatchObject({ completed: 2, coldStarts: 1 })
+    const metrics = await hangar('endpoints', 'metrics', echo.id, '--window', 'day')
+    expect(metrics.stdout).toMatch(/^completed:\s+2$/m)
+    expect(metrics.stdout).toMatch(/^FROM\s+DONE\s+FAILED/m)
     const logs = await hangar('endpoints', 'logs', echo.id, workerId, '--source', 'system')
     expect(logs.code).toBe(0)
     expect(logs.stdout).toMatch(/^\S+ \[system\] /m)

@@ -102,6 +102,75 @@ describe.skipIf(skip !== null)('web console in a real browser', () => {
     await shot('5-worker-logs')
   })
 
+  it('charts the jobs that ran on the Metrics tab, per window', async () => {
+    await page.click('.tabs a:has-text("Metrics")')
+    const requests = page.locator('.time-chart[data-chart^="Requests"]')
+    await requests.locator('canvas').first().waitFor()
+    expect(await page.textContent('.stats')).toMatch(/Completed\s*1/)
+    // Execution and cold-start charts have data; throttling never happened, so that chart says so in words.
+    await page.locator('.time-chart[data-chart="Execution time"] canvas').first().waitFor()
+    await page.locator('.time-chart[data-chart="Cold starts"] canvas').first().waitFor()
+    expect(await page.textContent('.time-chart[data-chart="Queue depth"]')).toMatch(/No job waited|waiting jobs/)
+    await page.click('.segmented button:has-text("Last day")')
+    await page.waitForSelector('.segmented button.active:has-text("Last day")')
+    await requests.locator('canvas').first().waitFor()
+    await shot('5b-endpoint-metrics')
+  })
+
+  it('renders the overview: health as numbers and request URLs with copy buttons, not JSON', async () => {
+    await page.click('.tabs a:has-text("Overview")')
+    await page.waitForSelector('dl.stats[aria-label=Health]')
+    expect(await page.textContent('dl.stats[aria-label=Health]')).toMatch(/Completed\s*1/)
+    expect(await page.locator('.urls dt:text-is("runSync")').count()).toBe(1)
+    expect(await page.locator('.urls button.copy').count()).toBeGreaterThan(5)
+    expect(await page.locator('pre.json').count()).toBe(0)
+  })
+
+  it('shows a not-found view for an unknown tab and an unknown page', async () => {
+    await page.goto(`${s.url}/console/endpoints/${endpointId}/no-such-tab`)
+    await page.waitForSelector('.not-found h1:has-text("Not found")')
+    expect(await page.textContent('.not-found')).toContain('no “no-such-tab” tab')
+    await page.goto(`${s.url}/console/no-such-page`)
+    await page.waitForSelector('.not-found h1:has-text("Not found")')
+    await page.click('.not-found a')
+    await page.waitForSelector('h1:has-text("Endpoints")')
+    // The browser's own favicon request finds one.
+    expect((await fetch(`${s.url}/favicon.ico`)).status).toBe(200)
+  })
+
+  it('creates a load-balancer endpoint and shows its page: base URL, curl, workers with health, request metrics', async () => {
+    await page.goto(`${s.url}/console/endpoints/new`)
+    await page.check('input[name=type] >> nth=1')
+    await page.fill('input[name=name]', 'browser-lb')
+    expect(await page.inputValue('input[name=image]')).toBe('hangar/http:latest')
+    await page.fill('input[name=healthPath]', '/ping')
+    await page.fill('input[name=scalingValue]', '2')
+    expect(await page.isVisible('select[name=scalingType]')).toBe(false)
+    await page.click('button:has-text("Create endpoint")')
+    await page.waitForURL(/\/console\/endpoints\/[^/]+\/overview$/)
+    const lbId = /\/endpoints\/([^/]+)\/overview/.exec(page.url())![1]
+    const created = (await s.api('GET', `/v2/serverless/${lbId}`)).body
+    expect(created).toMatchObject({ type: 'LOAD_BALANCER', image: 'hangar/http:latest', scaling: { type: 'REQUEST_COUNT', requestCount: 2 }, env: { HEALTH_CHECK_PATH: '/ping' } })
+    // What applies to a load balancer, and nothing of a queue.
+    expect(await page.textContent('.urls')).toContain(created.requestUrls.base)
+    expect(await page.textContent('pre.curl')).toContain(`curl -H "Authorization: Bearer $HANGAR_API_KEY" ${created.requestUrls.base}/`)
+    expect(await page.locator('.tabs a').allTextContents()).toEqual(['Overview', 'Metrics', 'Workers', 'Releases', 'Edit'])
+    expect(await page.locator('.problem').count()).toBe(0)
+    // A request through the proxy starts a worker; the workers tab shows its health, the metrics its request.
+    const res = await fetch(`${created.requestUrls.base}/whoami`, { headers: { authorization: `Bearer ${s.adminKey}` } })
+    expect(res.status).toBe(200)
+    await page.click('.tabs a:has-text("Workers")')
+    await page.waitForSelector('tbody .badge:has-text("READY")')
+    expect(await page.locator('.waiting, .problem').count()).toBe(0)
+    await page.click('.tabs a:has-text("Metrics")')
+    await page.locator('.time-chart[data-chart^="Requests"] canvas').first().waitFor()
+    expect(await page.textContent('.stats')).toMatch(/Requests\s*1/)
+    await shot('5c-lb-endpoint')
+    await s.api('DELETE', `/v2/serverless/${lbId}`)
+    await page.goto(`${s.url}/console/endpoints/${endpointId}/overview`)
+    await page.waitForSelector('dl.stats[aria-label=Health]')
+  })
+
   it('edits the endpoint, which makes a release listed with its diff', async () => {
     await page.click('.tabs a:has-text("Edit")')
     await page.fill('textarea[name=env]', 'GREETING=hi')
@@ -133,13 +202,25 @@ describe.skipIf(skip !== null)('web console in a real browser', () => {
     await page.click('button:has-text("Create pod")')
     await page.locator('[data-field=name] .field-error').waitFor()
     await page.fill('input[name=name]', 'browser-pod')
-    await page.fill('input[name=ports]', '8080/http')
+    await page.fill('input[name=ports]', '8080/http, 22/tcp')
     await page.click('button:has-text("Create pod")')
     const row = page.locator('tbody tr:has-text("browser-pod")')
     await row.locator('.badge:has-text("RUNNING")').waitFor({ timeout: 30_000 })
-    const pod = ((await s.api('GET', '/v2/pods')).body.pods as Array<{ name: string; cost: number }>).find((p) => p.name === 'browser-pod')!
+    const pod = ((await s.api('GET', '/v2/pods')).body.pods as Array<{ id: string; name: string; cost: number }>).find((p) => p.name === 'browser-pod')!
     expect(pod.cost).toBeGreaterThan(0)
     expect(await row.textContent()).toContain(`$${pod.cost.toFixed(3)}/h`)
+    // The HTTP port opens in a new tab through the proxy, with no key typed: the pod's program answers.
+    const [tab] = await Promise.all([page.waitForEvent('popup'), row.locator('a.port-link:has-text("HTTP 8080")').click()])
+    await tab.waitForLoadState()
+    expect(new URL(tab.url()).pathname).toBe(`/proxy/${pod.id}/8080/`)
+    expect(new URL(tab.url()).search).toBe('')
+    expect(JSON.parse((await tab.textContent('body'))!)).toMatchObject({ podId: pod.id, port: 8080 })
+    await tab.close()
+    // 22/tcp is mapped, but the sample program is no SSH server: no SSH command is offered.
+    expect(await row.locator('.connect').textContent()).toContain('no SSH server answers')
+    expect(await row.locator('.ssh').count()).toBe(0)
+    // CPU and memory as small live charts.
+    await row.locator('.spark svg polyline').first().waitFor({ state: 'attached' })
     await row.locator('button:has-text("Logs")').click()
     await page.waitForSelector('.log div:has-text("listening for port 8080")')
     await shot('7-pod-logs')
@@ -165,6 +246,11 @@ describe.skipIf(skip !== null)('web console in a real browser', () => {
     await page.waitForSelector('h1:has-text("Endpoints")')
     expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true)
     await shot('6-phone-endpoints')
+    // The charts follow the screen's width too.
+    await page.goto(`${s.url}/console/endpoints/${endpointId}/metrics`)
+    await page.locator('.time-chart[data-chart^="Requests"] canvas').first().waitFor()
+    expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true)
+    await shot('6b-phone-metrics')
   })
 
   it('signs out, saying why, once the key is revoked', async () => {

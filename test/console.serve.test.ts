@@ -31,10 +31,18 @@ describe('serving the console', () => {
     // No CDN: every script and stylesheet comes from this server.
     const assets = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1])
     expect(assets.length).toBeGreaterThan(0)
-    for (const a of assets) expect(a).toMatch(/^\/console\/assets\//)
-    const asset = await fetch(s.url + assets[0])
+    for (const a of assets) expect(a).toMatch(/^\/console\//)
+    const asset = await fetch(s.url + assets.find((a) => a.startsWith('/console/assets/'))!)
     expect(asset.status).toBe(200)
     expect(asset.headers.get('cache-control')).toBe('public, max-age=31536000, immutable')
+
+    // The icon, also where browsers look without being told (no 404 in the console's network log).
+    const ico = await fetch(s.url + '/favicon.ico', { redirect: 'manual' })
+    expect(ico.status).toBe(301)
+    expect(ico.headers.get('location')).toBe('/console/favicon.svg')
+    const icon = await fetch(s.url + '/console/favicon.svg')
+    expect(icon.status).toBe(200)
+    expect(icon.headers.get('content-type')).toMatch(/^image\/svg\+xml/)
 
     const deep = await fetch(s.url + '/console/endpoints/abc/workers')
     expect(deep.status).toBe(200)

@@ -1,8 +1,10 @@
+import { readFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import { Readable } from 'node:stream'
 import { getMetricsFromStream, type PromHistogramData, type PromMetrics } from 'prom2javascript'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createEndpoint, endpointBody, jobCall, waitFinal } from './helpers/endpoints.js'
+import { createPod, podBody, terminateAll, waitPod } from './helpers/pods.js'
 import { startTestServer, type TestServer } from './helpers/server.js'
 import { until } from './helpers/until.js'
 
@@ -108,6 +110,51 @@ describe('/metrics', () => {
 
     expect(value(m, 'hangar_rate_limit_refusals_total', { scope: 'management' })).toBe(1)
     expect(value(m, 'hangar_webhook_deliveries_total', { outcome: 'failed' })).toBe(0)
+
+    // An endpoint without workers reads 0 in every status rather than having no series.
+    const none = samples(m, 'hangar_workers', { endpoint: held })
+    expect(none.map((w) => [w.labels.status, w.value]).sort()).toEqual([['IDLE', 0], ['INITIALIZING', 0], ['RUNNING', 0], ['THROTTLED', 0], ['UNHEALTHY', 0]])
+    // Names come as an info series to join on.
+    expect(samples(m, 'hangar_endpoint_info', { endpoint: held })).toEqual([expect.objectContaining({ labels: { endpoint: held, name: 'held', type: 'QUEUE' }, value: 1 })])
+  })
+
+  it('keeps the route labels bounded: 1,000 different console asset paths make one series', async () => {
+    const before = samples(await scrape(s), 'hangar_http_request_duration_seconds').length
+    const index = await (await fetch(`${s.url}/console/`)).text()
+    const asset = /src="(\/console\/assets\/[^"]+\.js)"/.exec(index)?.[1]
+    if (asset) expect((await fetch(s.url + asset)).status).toBe(200)
+    for (let i = 0; i < 1000; i++) await (await fetch(`${s.url}/console/assets/index-${i.toString(36)}${i}.js`)).arrayBuffer()
+    const m = await scrape(s)
+    const http = samples(m, 'hangar_http_request_duration_seconds')
+    expect(http.filter((h) => h.labels.route.includes('assets'))).toEqual([])
+    expect(value(m, 'hangar_http_request_duration_seconds', { route: '/console/*', method: 'GET', status_code: '200' })).toBeGreaterThanOrEqual(1000)
+    // At most the few new label sets of this test (index, asset, scrapes), not one per path.
+    expect(http.length - before).toBeLessThan(6)
+  })
+
+  it('serves every series the Grafana dashboard in docs/ queries', async () => {
+    const dashboard = JSON.parse(readFileSync(new URL('../docs/grafana/hangar.json', import.meta.url), 'utf8')) as { panels: Array<{ targets: Array<{ expr: string }> }> }
+    const names = new Set(dashboard.panels.flatMap((p) => p.targets.flatMap((t) => t.expr.match(/\b(hangar|process|nodejs)_\w+/g) ?? [])))
+    expect(names.size).toBeGreaterThan(10)
+    // The families as declared (`# TYPE name type`); the text is not parsed (prom-client writes NaN as `Nan` early on).
+    const text = await (await fetch(`${s.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text()
+    const families = new Set([...text.matchAll(/^# TYPE (\S+) /gm)].map((x) => x[1]))
+    for (const name of names) expect(families.has(name.replace(/_(bucket|count|sum)$/, '')), name).toBe(true)
+  })
+
+  it('counts pods by status, every status present, and the CPU and memory of running ones', async () => {
+    const owner = await s.accountKey('metrics-pods')
+    try {
+      const pod = await createPod(s, podBody({ name: 'scraped' }), owner)
+      await waitPod(s, pod.id, 'RUNNING', owner)
+      const m = await scrape(s)
+      expect(samples(m, 'hangar_pods').map((p) => p.labels.status).sort()).toEqual(['ERROR', 'EXITED', 'PROVISIONING', 'RUNNING', 'STARTING', 'TERMINATED'])
+      expect(value(m, 'hangar_pods', { status: 'RUNNING' })).toBe(1)
+      expect(samples(m, 'hangar_pod_cpu_percent', { pod: pod.id, name: 'scraped' })).toHaveLength(1)
+      expect(samples(m, 'hangar_pod_memory_percent', { pod: pod.id })).toHaveLength(1)
+    } finally {
+      await terminateAll(s, owner)
+    }
   })
 })
 

@@ -110,6 +110,42 @@ describe('hangar serve start-up', { timeout: 180_000 }, () => {
     }
   })
 
+  it('logs a crashing worker once per crash on a terminal, its last output with its line breaks', async () => {
+    const key = 'hk_crash-log-test-key-0123456789'
+    const p = await spawnServe(join(dir, 'pretty-crash'), { HANGAR_LOG_LEVEL: 'info', HANGAR_LOG_FORMAT: 'pretty', HANGAR_ADMIN_API_KEY: key })
+    try {
+      const res = await fetch(`${p.url}/v2/serverless`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          name: 'crashes',
+          type: 'QUEUE',
+          image: 'hangar/echo:latest',
+          args: `node -e "console.error('first line'); console.error('second line'); process.exit(3)"`,
+          cpu: [{ id: 'cpu3c', vcpuCount: 2 }],
+          scaling: { type: 'QUEUE_DELAY', queueDelay: 1 },
+          workers: { min: 1, max: 1 },
+        }),
+      })
+      expect(res.status).toBe(201)
+      const until = Date.now() + 20_000
+      // Until the replacement starts after the back-off: everything about the first crash is logged by then.
+      while (!/WARN.*worker failed[^]*INFO.*worker started/.test(p.output()) && Date.now() < until) await new Promise((r) => setTimeout(r, 50))
+      const out = p.output()
+      const first = out.split('\n').find((l) => /WARN.*worker/.test(l))!
+      expect(first).toMatch(/WARN.*: worker failed: replaced after the back-off$/)
+      const workerId = /workerId: "(\w+)"/.exec(out.slice(out.indexOf(first)))![1]
+      // Exactly one warning names this worker.
+      const warnings = out.split(/\n(?=\[)/).filter((entry) => entry.includes(`workerId: "${workerId}"`) && / WARN/.test(entry))
+      expect(warnings).toHaveLength(1)
+      // The reason keeps its lines (not one quoted string with \n in it).
+      expect(warnings[0]).toMatch(/reason:\n\s+worker \w+ exited \(code 3\); its last output:\n\s+first line\n\s+second line/)
+    } finally {
+      p.child.kill('SIGTERM')
+      await p.exited
+    }
+  })
+
   it('prints readable log lines with HANGAR_LOG_FORMAT=pretty (the default on a terminal)', async () => {
     const p = await spawnServe(join(dir, 'pretty'), { HANGAR_LOG_LEVEL: 'info', HANGAR_LOG_FORMAT: 'pretty' })
     try {
@@ -120,7 +156,11 @@ describe('hangar serve start-up', { timeout: 180_000 }, () => {
         .output()
         .split('\n')
         .find((l) => l.includes('GET /v2/serverless 401'))
-      expect(line).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO.*: GET \/v2\/serverless 401/)
+      expect(line).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO.*: GET \/v2\/serverless 401 \d+ ms$/)
+      // One line per request: method, url and status are not repeated under it.
+      const lines = p.output().split('\n')
+      const next = lines[lines.indexOf(line!) + 1] ?? ''
+      expect(next).not.toMatch(/^\s+(method|url|status|ms|reqId):/)
     } finally {
       p.child.kill('SIGTERM')
       await p.exited

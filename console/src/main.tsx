@@ -4,17 +4,11 @@ import { useEffect, useState } from 'preact/hooks'
 import { PAGES } from './pages/index.js'
 import { SignIn } from './pages/SignIn.js'
 import { SessionContext, signIn, signOut, storedKey, type Session } from './session.js'
+import { NotFoundView } from './ui.js'
 import './styles.css'
 
 function NotFound() {
-  return (
-    <section class="page">
-      <h1>Not found</h1>
-      <p>
-        <a href="/console/endpoints">Back to endpoints</a>
-      </p>
-    </section>
-  )
+  return <NotFoundView />
 }
 
 function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void }) {

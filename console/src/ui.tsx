@@ -125,3 +125,51 @@ export function useLatest<T>(value: T) {
   ref.current = value
   return ref
 }
+
+type Control = HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement
+
+/**
+ * The value typed or chosen in the form control an event came from (`onInput={(e) => setName(valueOf(e))}`);
+ * `T` narrows it for selects whose options are a known set.
+ */
+export function valueOf<T extends string = string>(e: Event): T {
+  return (e.currentTarget as Control).value as T
+}
+
+/** Whether the checkbox an event came from is checked. */
+export function checkedOf(e: Event): boolean {
+  return (e.currentTarget as HTMLInputElement).checked
+}
+
+/** Copies `text` to the clipboard, saying so for a moment. */
+export function CopyButton({ text, label = 'Copy' }: { text: string; label?: string }) {
+  const [copied, setCopied] = useState(false)
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(text)
+    } catch {
+      // No clipboard (plain http other than localhost): select-and-copy by hand still works.
+      return
+    }
+    setCopied(true)
+    setTimeout(() => setCopied(false), 1500)
+  }
+  return (
+    <button type="button" class="copy" onClick={() => void copy()} aria-label={`${label}: ${text}`}>
+      {copied ? 'Copied' : label}
+    </button>
+  )
+}
+
+/** What an unknown console URL shows. */
+export function NotFoundView({ what = 'There is no page at this address.', back = { href: '/console/endpoints', label: 'Back to endpoints' } }: { what?: string; back?: { href: string; label: string } }) {
+  return (
+    <section class="page not-found" role="alert">
+      <h1>Not found</h1>
+      <p>{what}</p>
+      <p>
+        <a href={back.href}>{back.label}</a>
+      </p>
+    </section>
+  )
+}

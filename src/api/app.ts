@@ -29,6 +29,8 @@ import { registerAuth } from './auth.js'
 import { registerMetrics } from './metrics.js'
 import { consoleRoutes } from './console.js'
 import type { PromMetrics } from '../metrics/PromMetrics.js'
+import type { EndpointMetricsRecorder } from '../services/EndpointMetricsRecorder.js'
+import type { PodLinks } from '../services/PodLinks.js'
 import type { RateLimiter } from '../ratelimit/RateLimiter.js'
 import { registerProblemHandling } from './problem.js'
 import { registerRateLimits } from './rateLimit.js'
@@ -100,6 +102,10 @@ export interface AppDeps {
   publicUrl: () => string
   /** Prometheus metrics; without it there is no /metrics route. */
   metrics?: PromMetrics
+  /** Browser links to pods' HTTP ports (tokens the pod proxy accepts instead of a key). */
+  podLinks?: PodLinks
+  /** Endpoint metrics in time buckets (GET /v2/serverless/{id}/metrics, the account overview, LB requests). */
+  endpointMetrics?: EndpointMetricsRecorder
   /** Bearer token accepted by /metrics besides admin keys. */
   metricsToken?: string
   /** The built web console (dist/console); without it there is no /console. */

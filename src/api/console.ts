@@ -20,6 +20,8 @@ export async function consoleRoutes(app: FastifyInstance, opts: ConsoleOptions):
     route.schema = { ...(route.schema ?? {}), hide: true }
   })
   app.get('/', async (_req, reply) => reply.redirect('/console/'))
+  // Browsers ask for /favicon.ico whatever the page says: send them to the console's icon.
+  app.get('/favicon.ico', async (_req, reply) => reply.header('cache-control', 'public, max-age=86400').redirect('/console/favicon.svg', 301))
   const index = join(opts.dir, 'index.html')
   if (!existsSync(index)) {
     // Running from sources without `npm run build` (e.g. a test run): say how to get the console.

@@ -21,7 +21,7 @@ export function registerMetrics(app: FastifyInstance, deps: MetricsDeps): void {
   if (!metrics) return
   // A callback hook, not an async one: no promise per response on the job hot path.
   app.addHook('onResponse', (req, reply, done) => {
-    const route = req.routeOptions.url ?? 'unmatched'
+    const route = routeLabel(req.routeOptions.url)
     metrics.httpRequest({ method: req.method, route, statusCode: reply.statusCode, seconds: reply.elapsedTime / 1000 })
     if (reply.statusCode === 429) metrics.rateLimited(req.routeOptions.config.jobOperation ? 'job_operation' : 'management')
     done()
@@ -31,6 +31,16 @@ export function registerMetrics(app: FastifyInstance, deps: MetricsDeps): void {
     const { contentType, body } = await metrics.render()
     return reply.type(contentType).send(body)
   })
+}
+
+/**
+ * The route label of a request: its pattern, with the console's files (one route per hashed asset, new
+ * names at every build) grouped as `/console/*`, and requests no route matched as `unmatched`.
+ */
+export function routeLabel(pattern: string | undefined): string {
+  if (pattern === undefined) return 'unmatched'
+  if (pattern === '/console' || pattern.startsWith('/console/')) return '/console/*'
+  return pattern
 }
 
 async function authorizeScrape(req: FastifyRequest, accounts: AccountService, token: string | undefined): Promise<void> {

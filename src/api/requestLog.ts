@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify'
+import { REQUEST_LINE } from '../logger.js'
 
 /** Worker-protocol routes: long-polls and heartbeats every few seconds per worker, logged only at debug. */
 const WORKER_PROTOCOL = /^\/v2\/:endpointId\/(job-take|job-take-batch|job-stop|ping|job-done|job-done-batch|job-stream)\//
@@ -12,7 +13,7 @@ export function registerRequestLog(app: FastifyInstance): void {
   app.addHook('onResponse', (req, reply, done) => {
     const route = req.routeOptions.url ?? ''
     const level = WORKER_PROTOCOL.test(route) ? 'debug' : 'info'
-    req.log[level]({ method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, `${req.method} ${req.url.split('?')[0]} ${reply.statusCode}`)
+    req.log[level]({ method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime), [REQUEST_LINE]: true }, `${req.method} ${req.url.split('?')[0]} ${reply.statusCode}`)
     done()
   })
 }

@@ -11,6 +11,7 @@ import type { CreateRegistry, Registry } from '../contract/registry.js'
 import type { SshKeys } from '../contract/sshKeys.js'
 import type { CreateTemplate, Template, TemplateSource, UpdateTemplate } from '../contract/template.js'
 import type { WorkerList } from '../contract/worker.js'
+import type { EndpointMetrics, MetricsWindow } from '../contract/metrics.js'
 
 /** Raised for any non-2xx answer, carrying the problem body. */
 export class HangarApiError extends Error {
@@ -86,6 +87,9 @@ export class HangarClient {
   }
   releases(id: string): Promise<ReleaseList> {
     return this.call('GET', `/v2/serverless/${enc(id)}/releases`)
+  }
+  metrics(id: string, window: MetricsWindow = 'hour'): Promise<EndpointMetrics> {
+    return this.call('GET', `/v2/serverless/${enc(id)}/metrics?window=${window}`)
   }
   workers(id: string): Promise<WorkerList> {
     return this.call('GET', `/v2/serverless/${enc(id)}/workers`)

@@ -143,3 +143,20 @@ export const PodListQuery = Type.Object({
   includeClusterPods: Type.Optional(Type.Boolean({ default: false, description: 'also list pods that belong to clusters' })),
 })
 export type PodListQuery = Static<typeof PodListQuery>
+
+/**
+ * How to reach a pod now (Hangar extension, for people): links to its HTTP ports, SSH only where it
+ * answers, and why it is in ERROR.
+ */
+export const PodConnections = Type.Object({
+  error: Type.Union([Type.String(), Type.Null()], { description: 'why the pod is in ERROR (or last failed); null when nothing failed' }),
+  http: Type.Array(
+    Type.Object({
+      port: Type.Integer(),
+      url: Type.String({ description: 'opens the port through /proxy in a browser (no Authorization header needed) until expiresAt' }),
+      expiresAt: Type.String({ format: 'date-time' }),
+    }),
+  ),
+  ssh: Type.Union([Type.Object({ command: Type.String() }), Type.Null()], { description: 'null unless 22/tcp is mapped and answered with an SSH identification line just now' }),
+})
+export type PodConnections = Static<typeof PodConnections>

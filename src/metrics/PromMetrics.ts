@@ -15,8 +15,20 @@ export interface PromMetricsOptions {
   jobCounts: () => Promise<Array<{ endpointId: string } & JobCounts>>
   /** Epoch ms on the same clock as `oldestQueuedAt`. */
   now: () => number
+  /** Every endpoint's name and type (the `hangar_endpoint_info` series); none when absent. */
+  endpoints?: () => Promise<Array<{ id: string; name: string; type: string }>>
+  /** Every pod with its status and live use (the `hangar_pods` and `hangar_pod_*` series); none when absent. */
+  pods?: () => Promise<PodSample[]>
   /** Process metrics (CPU, memory, event-loop lag); default true. */
   processMetrics?: boolean
+}
+
+/** What the pod gauges read of a pod (the API's Pod has these fields). */
+export interface PodSample {
+  id: string
+  name: string
+  status: string
+  runtime: { cpu: { util: number }; memory: { util: number }; gpus: Array<{ util: number }> } | null
 }
 
 /** How a request is labelled: the route pattern (`/v2/:endpointId/run`), never the raw URL, so ids do not explode the series. */
@@ -26,6 +38,10 @@ export interface HttpObservation {
   statusCode: number
   seconds: number
 }
+
+/** The statuses the workers gauge always reports, so a series reads 0 rather than vanishing. */
+const WORKER_STATUSES = ['RUNNING', 'IDLE', 'INITIALIZING', 'THROTTLED', 'UNHEALTHY'] as const
+const POD_STATUSES = ['PROVISIONING', 'STARTING', 'RUNNING', 'EXITED', 'ERROR', 'TERMINATED'] as const
 
 const SECONDS_FAST = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]
 const SECONDS_SLOW = [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600]
@@ -106,11 +122,61 @@ export class PromMetrics implements Metrics {
       help: 'Workers by status (RUNNING, IDLE, INITIALIZING, THROTTLED, UNHEALTHY)',
       labelNames: ['endpoint', 'status'],
       registers,
-      collect() {
+      async collect() {
         this.reset()
-        for (const { endpointId, byStatus } of workerCounts()) for (const [status, n] of Object.entries(byStatus)) this.set({ endpoint: endpointId, status }, n)
+        // Every endpoint, with or without workers: a count that drops to zero reads 0 instead of vanishing.
+        const live = new Map(workerCounts().map((w) => [w.endpointId, w.byStatus]))
+        const ids = new Set([...(await counts()).map((c) => c.endpointId), ...live.keys()])
+        for (const endpoint of ids) for (const status of WORKER_STATUSES) this.set({ endpoint, status }, live.get(endpoint)?.[status] ?? 0)
       },
     })
+    const endpoints = opts.endpoints
+    if (endpoints) {
+      new Gauge({
+        name: 'hangar_endpoint_info',
+        help: 'Always 1: the name and type of each endpoint, to join on the endpoint label (e.g. `* on(endpoint) group_left(name) hangar_endpoint_info`)',
+        labelNames: ['endpoint', 'name', 'type'],
+        registers,
+        async collect() {
+          this.reset()
+          for (const e of await endpoints()) this.set({ endpoint: e.id, name: e.name, type: e.type }, 1)
+        },
+      })
+    }
+    const podsNow = opts.pods
+    if (podsNow) {
+      // One read of the pods feeds every pod gauge of a scrape, as with the job counts above.
+      let pendingPods: Promise<PodSample[]> | undefined
+      const pods = () => (pendingPods ??= podsNow().finally(() => queueMicrotask(() => (pendingPods = undefined))))
+      new Gauge({
+        name: 'hangar_pods',
+        help: 'Pods by status (every status listed, 0 when none)',
+        labelNames: ['status'],
+        registers,
+        async collect() {
+          this.reset()
+          const all = await pods()
+          for (const status of POD_STATUSES) this.set({ status }, all.filter((p) => p.status === status).length)
+        },
+      })
+      const perPod = (name: string, help: string, read: (r: NonNullable<PodSample['runtime']>) => number | undefined) =>
+        new Gauge({
+          name,
+          help,
+          labelNames: ['pod', 'name'],
+          registers,
+          async collect() {
+            this.reset()
+            for (const p of await pods()) {
+              const v = p.runtime ? read(p.runtime) : undefined
+              if (v !== undefined) this.set({ pod: p.id, name: p.name }, v)
+            }
+          },
+        })
+      perPod('hangar_pod_cpu_percent', 'CPU use of each RUNNING pod, percent of its vCPUs', (r) => r.cpu.util)
+      perPod('hangar_pod_memory_percent', 'Memory use of each RUNNING pod, percent of its memory', (r) => r.memory.util)
+      perPod('hangar_pod_gpu_percent', 'Average GPU use of each RUNNING pod with real GPUs (none for simulated ones)', (r) => (r.gpus.length ? r.gpus.reduce((a, g) => a + g.util, 0) / r.gpus.length : undefined))
+    }
   }
 
   /**

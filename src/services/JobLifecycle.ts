@@ -85,7 +85,10 @@ export class JobLifecycle {
     const job = await store.jobs.transition(id, sourcesOf(event), full, workerId, outbox)
     if (!job) return undefined
     if (outbox && job.webhook) webhooks.notify()
-    if (isFinal(to)) this.deps.metrics?.jobFinished(job.endpointId, to, job.startedAt !== null && job.completedAt !== null ? job.completedAt - job.startedAt : null)
+    if (isFinal(to)) {
+      const run = job.startedAt !== null && job.completedAt !== null ? job.completedAt - job.startedAt : null
+      this.deps.metrics?.jobFinished(job.endpointId, to, run, job.startedAt !== null ? job.startedAt - job.createdAt : null)
+    }
     // The worker it ran on: given by the caller, or still recorded for moves out of IN_PROGRESS.
     const ranOn = workerId ?? (job.startedAt !== null || event === 'requeue' || event === 'timeout' ? job.workerId : null)
     if (ranOn && event !== 'retry') {

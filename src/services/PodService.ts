@@ -111,6 +111,12 @@ export class PodService {
     return Promise.all(pods.map((pod) => this.view(pod)))
   }
 
+  /** Every pod of every account, as answered (for /metrics: counts by status, live use). */
+  async all(): Promise<Pod[]> {
+    const pods = await this.deps.store.pods.list({ includeClusterPods: true })
+    return Promise.all(pods.map((pod) => this.view(pod)))
+  }
+
   async get(p: Principal, id: string): Promise<Pod> {
     return this.view(await this.owned(p.accountId, id))
   }
@@ -181,6 +187,11 @@ export class PodService {
   }
 
   /** The host address and port of a RUNNING pod's HTTP port, for the proxy; 404/409 otherwise. */
+  /** Why the pod is in ERROR (or was last), null when nothing failed. */
+  async lastError(p: Principal, id: string): Promise<string | null> {
+    return (await this.owned(p.accountId, id)).lastError
+  }
+
   async httpTarget(p: Principal, id: string, port: number): Promise<{ ip: string; port: number }> {
     const pod = await this.owned(p.accountId, id)
     if (!pod.ports.includes(`${port}/http`)) throw notFound(`HTTP port ${port} of pod`, id)

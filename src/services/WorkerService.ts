@@ -652,7 +652,9 @@ export class WorkerService {
     const lastError = crashed && w.handle ? reason + lastOutput(w.handle.logs.history()) : reason
     // A crash leaves an UNHEALTHY slot behind until the back-off allows a replacement; a parked worker
     // that dies served nobody and is just gone.
-    if (crashed && w.phase !== 'parked' && this.live.get(id) === w) this.markUnhealthy(w, lastError)
+    // One log line per exit: a crash that leaves an UNHEALTHY slot says so (with the exit), others below.
+    const replaced = crashed && w.phase !== 'parked' && this.live.get(id) === w
+    if (replaced) this.markUnhealthy(w, lastError, 'worker failed: replaced after the back-off', { exit: how })
     else if (this.live.get(id) === w) this.live.delete(id)
     this.describe(w)
     await store.workers.update(id, { state: storedStateOf(crashed ? 'failed' : 'exited'), stoppedAt: clock.now(), lastError: crashed ? lastError : null })
@@ -660,7 +662,7 @@ export class WorkerService {
     // until it answers again (see reconcileHost).
     if (w.record?.runtimeRef) await this.deps.runtime.remove(w.record.runtimeRef).catch((err: Error) => log.warn({ workerId: id, err: err.message }, 'cannot remove a stopped worker'))
     for (const job of await store.jobs.listInProgress(id)) await loseJob(this.deps.lifecycle, job, id, reason, crashed)
-    log[crashed ? 'warn' : 'info']({ workerId: id, endpointId: w.endpointId, exit: how }, crashed ? 'worker failed' : 'worker stopped')
+    if (!replaced) log[crashed ? 'warn' : 'info']({ workerId: id, endpointId: w.endpointId, exit: how }, crashed ? 'worker failed' : 'worker stopped')
   }
 
   /** Follows a started or adopted workload until it ends, or until its host is given up on. */
@@ -715,9 +717,11 @@ export class WorkerService {
     const state = storedStateOf('failed')
     if (inserted) await store.workers.update(w.id, { state, stoppedAt, lastError: reason })
     else if (w.record) await store.workers.insert({ ...w.record, state, stoppedAt, lastError: reason })
-    if (w.phase === 'stopping') this.live.delete(w.id)
-    else this.markUnhealthy(w, reason)
-    log.warn({ workerId: w.id, endpointId: w.endpointId, reason }, 'worker failed to start')
+    // Logged once: as a failed start that will be retried, or (stopping anyway) as a failed start.
+    if (w.phase === 'stopping') {
+      this.live.delete(w.id)
+      log.warn({ workerId: w.id, endpointId: w.endpointId, reason }, 'worker failed to start')
+    } else this.markUnhealthy(w, reason, 'worker failed to start: replaced after the back-off')
     return { ok: false, capacity: false, reason }
   }
 
@@ -732,12 +736,12 @@ export class WorkerService {
     return true
   }
 
-  private markUnhealthy(w: LiveWorker, reason: string): void {
+  private markUnhealthy(w: LiveWorker, reason: string, message = 'worker unhealthy: replaced after the back-off', fields: object = {}): void {
     const backoffMs = this.backoff.failed(w.endpointId, reason)
     this.move(w, 'crash')
     Object.assign(w, { handle: null, lastError: reason, retiring: false })
     w.jobs.clear()
-    this.deps.log.warn({ workerId: w.id, endpointId: w.endpointId, reason, failures: this.backoff.consecutive(w.endpointId), backoffMs }, 'worker unhealthy: replaced after the back-off')
+    this.deps.log.warn({ workerId: w.id, endpointId: w.endpointId, reason, failures: this.backoff.consecutive(w.endpointId), backoffMs, ...fields }, message)
   }
 }
 

@@ -19,6 +19,7 @@ import type { AccountStore, ApiKeyStore } from './AccountStore.js'
 import type { DelegationStore, RegistryStore } from './RegistryStore.js'
 import type { EndpointStore, ReleaseStore } from './EndpointStore.js'
 import type { JobStore } from './JobStore.js'
+import type { MetricStore } from './MetricStore.js'
 import type { NetworkVolumeStore } from './NetworkVolumeStore.js'
 import type { PodStore } from './PodStore.js'
 import type { ClusterStore } from './ClusterStore.js'
@@ -67,6 +68,8 @@ export interface Store extends Collections {
    * SQLite it holds the only writer.
    */
   transaction<T>(fn: (tx: Collections) => Promise<T>): Promise<T>
+  /** Endpoint metrics in time buckets (outside transactions: each replica flushes its own rows). */
+  readonly metrics: MetricStore
   /** Which adapter this is, for logs and `hangar migrate` output. */
   readonly dialect: 'sqlite' | 'postgres'
   close(): Promise<void>

@@ -11,6 +11,7 @@ import type { TemplateRecord } from '../../src/store/TemplateStore.js'
 import type { WebhookDelivery } from '../../src/store/WebhookStore.js'
 import type { WorkerRecord } from '../../src/store/WorkerStore.js'
 import { usageCases } from './usageStore.js'
+import { metricCases } from './metricStore.js'
 import { jsonValue } from '../../src/domain/RawJson.js'
 
 /** A job read back with its JSON fields (input, output, progress: RawJson text) as plain values. */
@@ -566,5 +567,6 @@ export function storeContract(name: string, make: () => Promise<StoreUnderTest>)
       })
     })
     usageCases(() => store)
+    metricCases(() => store)
   })
 }

@@ -1,10 +1,10 @@
-import { useState } from 'preact/hooks'
+import { useEffect, useRef, useState } from 'preact/hooks'
 import type { CpuList, GpuList } from '../../../src/contract/catalog.js'
-import type { CreatePod, Pod, PodAction, PodList } from '../../../src/contract/pod.js'
+import type { CreatePod, Pod, PodAction, PodConnections, PodList } from '../../../src/contract/pod.js'
 import type { TemplateList } from '../../../src/contract/template.js'
 import { LogStream } from '../LogStream.js'
 import { useSession } from '../session.js'
-import { Badge, Field, Loading, Page, Problems, useAction, useLoad, when } from '../ui.js'
+import { Badge, checkedOf, CopyButton, Field, Loading, Page, Problems, useAction, useLoad, valueOf, when } from '../ui.js'
 
 const FIELDS = ['name', 'templateId', 'image', 'gpu', 'cpu', 'disk', 'ports', 'env', 'startSsh']
 
@@ -16,17 +16,83 @@ function computeOf(p: Pod): string {
   return '—'
 }
 
+/** The last samples of each RUNNING pod's CPU and memory use, kept while the page is open. */
+type Usage = Array<{ cpu: number; memory: number }>
+const SAMPLES = 40
+
+/** A small line of recent values (0-100 %), newest on the right. */
+function Spark({ values, label }: { values: number[]; label: string }) {
+  const W = 90
+  const H = 24
+  const last = values[values.length - 1] ?? 0
+  const pts = values.map((v, i) => `${((i + SAMPLES - values.length) / (SAMPLES - 1)) * W},${H - (Math.min(100, v) / 100) * (H - 2) - 1}`).join(' ')
+  return (
+    <span class="spark" title={`${label}: ${last} %`}>
+      <svg viewBox={`0 0 ${W} ${H}`} width={W} height={H} role="img" aria-label={`${label} ${last} %`}>
+        <polyline points={pts} fill="none" stroke="#2f5bea" stroke-width="1.5" />
+      </svg>
+      <span class="small">
+        {label} {last} %
+      </span>
+    </span>
+  )
+}
+
+/** Links to the pod's HTTP ports (through the proxy), its SSH command when an SSH server answers, why it failed. */
+function Connect({ pod }: { pod: Pod }) {
+  const { client } = useSession()
+  const { data } = useLoad((signal) => client.get<PodConnections>(`/v2/pods/${pod.id}/connections`, signal), [pod.id, pod.status, pod.startedAt])
+  if (!data) return null
+  const sshMapped = pod.ports.includes('22/tcp')
+  return (
+    <div class="connect">
+      {data.error && (
+        <div class="pod-error" role="alert">
+          {data.error}
+        </div>
+      )}
+      {data.http.map((h) => (
+        <a key={h.port} class="port-link" href={h.url} target="_blank" rel="noreferrer">
+          HTTP {h.port} ↗
+        </a>
+      ))}
+      {data.ssh ? (
+        <span class="ssh">
+          <code>{data.ssh.command}</code> <CopyButton text={data.ssh.command} />
+        </span>
+      ) : (
+        pod.status === 'RUNNING' && sshMapped && <span class="muted small">22/tcp is mapped but no SSH server answers on it</span>
+      )}
+    </div>
+  )
+}
+
 /** Pods: list with their cost per hour, the actions valid now, logs, and a create form. */
 export function Pods() {
   const { client } = useSession()
   const list = useLoad((signal) => client.get<PodList>('/v2/pods', signal), [], 3000)
+  const usage = useRef(new Map<string, Usage>())
+  const [, setSamples] = useState(0)
+  useEffect(() => {
+    for (const p of list.data?.pods ?? []) {
+      if (!p.runtime) {
+        usage.current.delete(p.id)
+        continue
+      }
+      const u = usage.current.get(p.id) ?? []
+      u.push({ cpu: p.runtime.cpu.util, memory: p.runtime.memory.util })
+      usage.current.set(p.id, u.slice(-SAMPLES))
+    }
+    setSamples((n) => n + 1)
+  }, [list.data])
   const [logsOf, setLogsOf] = useState<Pod | null>(null)
   const act = useAction(async (p: Pod, action: PodAction) => {
     if (action === 'terminate' && !window.confirm(`Terminate pod ${p.name}? Its disk is deleted.`)) return
     await client.post(`/v2/pods/${p.id}/action`, { action })
     list.reload()
   })
-  const running = (list.data?.pods ?? []).reduce((sum, p) => sum + p.cost, 0)
+  // Only RUNNING pods are billed for compute: a pod starting or in ERROR holds capacity but costs nothing yet.
+  const running = (list.data?.pods ?? []).filter((p) => p.status === 'RUNNING').reduce((sum, p) => sum + p.cost, 0)
   return (
     <Page title="Pods">
       <Problems error={act.error} />
@@ -56,14 +122,26 @@ export function Pods() {
                     <td>
                       {p.name}
                       <div class="muted mono">{p.id}</div>
+                      {(p.status === 'RUNNING' || p.status === 'ERROR') && <Connect pod={p} />}
                     </td>
                     <td>
                       <Badge value={p.status} />
-                      {p.runtime && <div class="muted small">up {p.runtime.uptime} s, CPU {p.runtime.cpu.util} %</div>}
+                      {p.runtime && (
+                        <div class="usage">
+                          <div class="muted small">up {p.runtime.uptime} s</div>
+                          <Spark label="CPU" values={(usage.current.get(p.id) ?? []).map((u) => u.cpu)} />
+                          <Spark label="Memory" values={(usage.current.get(p.id) ?? []).map((u) => u.memory)} />
+                          {p.runtime.gpus.map((g, i) => (
+                            <div key={i} class="muted small">
+                              GPU {i}: {g.util} %
+                            </div>
+                          ))}
+                        </div>
+                      )}
                     </td>
                     <td>{computeOf(p)}</td>
                     <td class="mono">{p.image}</td>
-                    <td>{usdPerHour(p.cost)}</td>
+                    <td>{p.status === 'RUNNING' ? usdPerHour(p.cost) : <span class="muted" title="compute is billed only while RUNNING">not billed</span>}</td>
                     <td>{when(p.startedAt)}</td>
                     <td class="actions">
                       {p.actions.map((a) => (
@@ -99,7 +177,7 @@ function NewPod({ onCreated }: { onCreated: () => void }) {
   const cpus = useLoad((signal) => client.get<CpuList>('/v2/catalog/cpus', signal), [])
   const [f, setF] = useState({ name: '', source: 'image' as 'image' | 'template', templateId: '', image: '', compute: 'cpu' as 'cpu' | 'gpu', gpuId: '', gpuCount: '1', cpuId: 'cpu3c', vcpuCount: '2', disk: '', ports: '', env: '', startSsh: false })
   const set = (patch: Partial<typeof f>) => setF({ ...f, ...patch })
-  const text = (k: 'name' | 'image' | 'disk' | 'ports' | 'gpuCount' | 'vcpuCount') => <input type="text" name={k} value={f[k]} onInput={(e) => set({ [k]: (e.target as HTMLInputElement).value })} />
+  const text = (k: 'name' | 'image' | 'disk' | 'ports' | 'gpuCount' | 'vcpuCount') => <input type="text" name={k} value={f[k]} onInput={(e) => set({ [k]: valueOf(e) })} />
   const create = useAction(async () => {
     const num = (s: string) => (s.trim() === '' ? NaN : Number(s))
     const body: CreatePod = { name: f.name, startSsh: f.startSsh }
@@ -151,7 +229,7 @@ function NewPod({ onCreated }: { onCreated: () => void }) {
         </Field>
       ) : (
         <Field label="Template" name="templateId" error={err}>
-          <select name="templateId" value={f.templateId} onChange={(e) => set({ templateId: (e.target as HTMLSelectElement).value })}>
+          <select name="templateId" value={f.templateId} onChange={(e) => set({ templateId: valueOf(e) })}>
             {(templates.data ?? []).map((t) => (
               <option key={t.id} value={t.id}>
                 {t.name}
@@ -172,7 +250,7 @@ function NewPod({ onCreated }: { onCreated: () => void }) {
       {f.compute === 'gpu' ? (
         <Field label="GPU type and count" name="gpu" error={err}>
           <div class="row">
-            <select name="gpuId" value={f.gpuId} onChange={(e) => set({ gpuId: (e.target as HTMLSelectElement).value })}>
+            <select name="gpuId" value={f.gpuId} onChange={(e) => set({ gpuId: valueOf(e) })}>
               {(gpus.data?.gpus ?? []).map((g) => (
                 <option key={g.id} value={g.id}>
                   {g.name} ({g.memory} GB)
@@ -185,7 +263,7 @@ function NewPod({ onCreated }: { onCreated: () => void }) {
       ) : (
         <Field label="CPU flavor and vCPUs" name="cpu" error={err}>
           <div class="row">
-            <select name="cpuId" value={f.cpuId} onChange={(e) => set({ cpuId: (e.target as HTMLSelectElement).value })}>
+            <select name="cpuId" value={f.cpuId} onChange={(e) => set({ cpuId: valueOf(e) })}>
               {(cpus.data?.cpus ?? []).map((c) => (
                 <option key={c.id} value={c.id}>
                   {c.name}
@@ -203,10 +281,10 @@ function NewPod({ onCreated }: { onCreated: () => void }) {
         {text('ports')}
       </Field>
       <Field label="Environment (KEY=value per line)" name="env" error={err}>
-        <textarea name="env" rows={3} value={f.env} onInput={(e) => set({ env: (e.target as HTMLTextAreaElement).value })} />
+        <textarea name="env" rows={3} value={f.env} onInput={(e) => set({ env: valueOf(e) })} />
       </Field>
       <label class="inline">
-        <input type="checkbox" checked={f.startSsh} onChange={(e) => set({ startSsh: (e.target as HTMLInputElement).checked })} /> Start SSH with the account's keys
+        <input type="checkbox" checked={f.startSsh} onChange={(e) => set({ startSsh: checkedOf(e) })} /> Start SSH with the account's keys
       </label>
       <div class="form-actions">
         <button class="primary" type="submit" disabled={create.busy}>

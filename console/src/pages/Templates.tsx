@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks'
 import type { CreateTemplate, Template, TemplateCategory, TemplateList } from '../../../src/contract/template.js'
 import { useSession } from '../session.js'
-import { Field, Loading, Page, Problems, confirmDelete, useAction, useLoad } from '../ui.js'
+import { checkedOf, confirmDelete, Field, Loading, Page, Problems, useAction, useLoad, valueOf } from '../ui.js'
 
 function TemplateTable({ templates, onDelete }: { templates: Template[]; onDelete?: (t: Template) => void }) {
   return (
@@ -74,23 +74,23 @@ export function Templates() {
       >
         <Problems error={create.error} fields={['name', 'image', 'args', 'category', 'serverless']} />
         <Field label="Name" name="name" error={create.error}>
-          <input name="name" value={form.name} onInput={(e) => setForm({ ...form, name: (e.target as HTMLInputElement).value })} />
+          <input name="name" value={form.name} onInput={(e) => setForm({ ...form, name: valueOf(e) })} />
         </Field>
         <Field label="Image" name="image" error={create.error}>
-          <input name="image" value={form.image} onInput={(e) => setForm({ ...form, image: (e.target as HTMLInputElement).value })} />
+          <input name="image" value={form.image} onInput={(e) => setForm({ ...form, image: valueOf(e) })} />
         </Field>
         <Field label="Command (args)" name="args" error={create.error}>
-          <input name="args" value={form.args} onInput={(e) => setForm({ ...form, args: (e.target as HTMLInputElement).value })} />
+          <input name="args" value={form.args} onInput={(e) => setForm({ ...form, args: valueOf(e) })} />
         </Field>
         <Field label="Category" name="category" error={create.error}>
-          <select name="category" value={form.category} onChange={(e) => setForm({ ...form, category: (e.target as HTMLSelectElement).value as TemplateCategory })}>
+          <select name="category" value={form.category} onChange={(e) => setForm({ ...form, category: valueOf<TemplateCategory>(e) })}>
             <option value="CPU">CPU</option>
             <option value="NVIDIA">NVIDIA</option>
             <option value="AMD">AMD</option>
           </select>
         </Field>
         <label class="inline">
-          <input type="checkbox" checked={form.serverless} onChange={(e) => setForm({ ...form, serverless: (e.target as HTMLInputElement).checked })} /> For serverless endpoints (otherwise pods)
+          <input type="checkbox" checked={form.serverless} onChange={(e) => setForm({ ...form, serverless: checkedOf(e) })} /> For serverless endpoints (otherwise pods)
         </label>
         <div class="form-actions">
           <button class="primary" type="submit" disabled={create.busy}>

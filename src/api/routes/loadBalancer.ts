@@ -22,7 +22,7 @@ const SHUTDOWN_GRACE_MS = 5_000
  * a worker silent past the request timeout 504, a worker that fails or dies mid-request 502 (problems).
  */
 export const loadBalancerRoutes =
-  ({ endpoints, balancer, loadBalancer: cfg }: AppDeps): FastifyPluginAsyncTypebox =>
+  ({ endpoints, balancer, loadBalancer: cfg, endpointMetrics }: AppDeps): FastifyPluginAsyncTypebox =>
   async (app) => {
     // retryMethods empty: a request is never replayed to a worker (not even a GET answered 503).
     await app.register(replyFrom, {
@@ -42,6 +42,8 @@ export const loadBalancerRoutes =
 
     const proxy = async (req: FastifyRequest<{ Params: { endpointId: string } }>, reply: FastifyReply) => {
       const ep = await endpoints.loadBalancer(req.principal, req.params.endpointId)
+      // Counted once answered, whoever answered (a worker, or this proxy with a 413/499/502/504).
+      if (endpointMetrics) reply.raw.once('close', () => endpointMetrics.proxied(ep.id, reply.raw.statusCode, reply.elapsedTime))
       const declared = Number(req.headers['content-length'] ?? 0)
       if (declared > cfg.maxBodyBytes) throw tooLarge(cfg.maxBodyBytes)
       const capacity = ep.scaling.type === 'REQUEST_COUNT' ? ep.scaling.requestCount : 1

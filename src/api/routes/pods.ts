@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Deleted, IdParams } from '../../contract/common.js'
 import { LogQuery } from '../../contract/logs.js'
-import { CreatePod, Pod, PodActionBody, PodList, PodListQuery, UpdatePod } from '../../contract/pod.js'
+import { CreatePod, Pod, PodActionBody, PodConnections, PodList, PodListQuery, UpdatePod } from '../../contract/pod.js'
 import { cudaOutsideGpu } from '../../domain/endpointRules.js'
 import { DomainError } from '../../domain/errors.js'
 import { streamLog } from '../logStream.js'
@@ -11,7 +11,7 @@ const tags = ['pods']
 
 /** Pods. Writes need an ALL key; RESTRICTED keys (limited to endpoints) cannot use them at all. */
 export const podRoutes =
-  ({ pods }: AppDeps): FastifyPluginAsyncTypebox =>
+  ({ pods, podLinks, publicUrl }: AppDeps): FastifyPluginAsyncTypebox =>
   async (app) => {
     app.post(
       '/v2/pods',
@@ -30,6 +30,32 @@ export const podRoutes =
       '/v2/pods',
       { schema: { tags, summary: "List the caller's pods", querystring: PodListQuery, response: { 200: PodList } } },
       async (req) => ({ pods: await pods.list(req.principal, req.query.includeClusterPods) }),
+    )
+    app.get(
+      '/v2/pods/:id/connections',
+      {
+        schema: {
+          tags,
+          summary: 'How to reach a pod now (Hangar extension)',
+          description: 'Browser links to its HTTP ports through /proxy (a token for that pod and port in the link, valid 12 hours), the SSH command only when 22/tcp answers as an SSH server, and why an ERROR pod failed.',
+          params: IdParams,
+          response: { 200: PodConnections },
+        },
+      },
+      async (req) => {
+        const pod = await pods.get(req.principal, req.params.id)
+        const error = pod.status === 'ERROR' ? await pods.lastError(req.principal, pod.id) : null
+        if (!podLinks || pod.status !== 'RUNNING') return { error, http: [], ssh: null }
+        const http = pod.ports
+          .filter((p) => p.endsWith('/http'))
+          .map((p) => {
+            const port = Number(p.split('/')[0])
+            const link = podLinks.issue(req.principal, pod.id, port)
+            return { port, url: `${publicUrl()}/proxy/${pod.id}/${port}/?hangar_link=${link.token}`, expiresAt: new Date(link.expiresAt).toISOString() }
+          })
+        const ssh = (await podLinks.servesSsh(pod)) && pod.ssh.direct ? { command: pod.ssh.direct.command } : null
+        return { error, http, ssh }
+      },
     )
     app.get('/v2/pods/:id', { schema: { tags, summary: 'Get a pod', params: IdParams, response: { 200: Pod } } }, async (req) => pods.get(req.principal, req.params.id))
     app.patch(

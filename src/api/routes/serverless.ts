@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Deleted, IdParams } from '../../contract/common.js'
+import { EndpointMetrics, MetricsQuery } from '../../contract/metrics.js'
 import { CreatedEndpoint, CreateEndpoint, Endpoint, EndpointList, ReleaseList, RotatedWebhookSecret, UpdateEndpoint } from '../../contract/endpoint.js'
 import { cudaOutsideGpu } from '../../domain/endpointRules.js'
 import { DomainError } from '../../domain/errors.js'
@@ -9,7 +10,7 @@ const tags = ['serverless']
 
 /** Serverless endpoints and their releases. RESTRICTED keys may read the endpoints they are limited to. */
 export const serverlessRoutes =
-  ({ endpoints }: AppDeps): FastifyPluginAsyncTypebox =>
+  ({ endpoints, endpointMetrics }: AppDeps): FastifyPluginAsyncTypebox =>
   async (app) => {
     app.post(
       '/v2/serverless',
@@ -69,6 +70,26 @@ export const serverlessRoutes =
         },
       },
       async (req) => endpoints.rotateWebhookSecret(req.principal, req.params.id),
+    )
+    app.get(
+      '/v2/serverless/:id/metrics',
+      {
+        config: { restricted: 'endpoint' },
+        schema: {
+          tags,
+          summary: "An endpoint's metrics over a window",
+          description:
+            'Jobs by final status, execution and delay time percentiles, cold starts, workers by state, queue depth and (LOAD_BALANCER) proxied requests, one point per interval: 1 minute over the last `hour` (default), 15 minutes over a `day`, 1 hour over a `week`. Kept in 1-minute buckets for a day and 1-hour buckets for five weeks, summed over every replica.',
+          params: IdParams,
+          querystring: MetricsQuery,
+          response: { 200: EndpointMetrics },
+        },
+      },
+      async (req) => {
+        const ep = await endpoints.get(req.principal, req.params.id)
+        if (!endpointMetrics) throw new DomainError('unavailable', 'endpoint metrics are not kept by this server')
+        return endpointMetrics.read(ep.id, req.query.window ?? 'hour')
+      },
     )
     app.get(
       '/v2/serverless/:id/releases',

@@ -2,6 +2,7 @@ import { InvalidArgumentError, Option, type Command } from 'commander'
 import { errorSummary } from '../../services/lastOutput.js'
 import type { CreateEndpoint, Endpoint, Release, UpdateEndpoint } from '../../contract/endpoint.js'
 import type { Worker } from '../../contract/worker.js'
+import type { EndpointMetrics, MetricsWindow } from '../../contract/metrics.js'
 import { clientCommand, clientFor, collect, collectEnv, intOption, readJsonObject, type ClientOptions } from '../clientCommand.js'
 import { print, renderObject, renderTable, type Column } from '../output.js'
 
@@ -161,6 +162,12 @@ export function registerEndpoints(program: Command): void {
       return parts.join('\n\n')
     })
   })
+  clientCommand(group, 'metrics <id>', "an endpoint's jobs, times, cold starts, workers and queue per interval")
+    .addOption(new Option('--window <window>', 'hour (1-minute rows), day (15-minute rows) or week (hourly rows)').choices(['hour', 'day', 'week']).default('hour'))
+    .action(async (id: string, opts: ClientOptions & { window: MetricsWindow }) => {
+      const m = await clientFor(opts).metrics(id, opts.window)
+      print(opts, m, () => renderMetrics(m))
+    })
   clientCommand(group, 'logs <id> <workerId>', "a worker's log lines; with --follow until the worker ends")
     .option('-f, --follow', 'keep printing new lines until the worker ends (Ctrl-C to stop)')
     .option('--tail <n>', 'history lines to print first (default 100)', intOption)
@@ -178,4 +185,31 @@ export function registerEndpoints(program: Command): void {
         process.off('SIGINT', stop)
       }
     })
+}
+
+/** Totals, then one row per interval that saw anything (an idle window says so in one line). */
+export function renderMetrics(m: EndpointMetrics): string {
+  const ms = (v: number | null) => (v === null ? '-' : v >= 10_000 ? `${(v / 1000).toFixed(0)}s` : v >= 1000 ? `${(v / 1000).toFixed(1)}s` : `${v}ms`)
+  const rows = m.times
+    .map((t, i) => ({ t, i }))
+    .filter(({ i }) => m.jobs.completed[i] + m.jobs.failed[i] + m.jobs.cancelled[i] + m.jobs.timedOut[i] + m.coldStarts.count[i] + m.requests.total[i] > 0 || m.workers.running[i] + m.workers.idle[i] + m.queueDepth[i] > 0)
+  const head = `window: last ${m.window}, one row per ${m.intervalSeconds / 60} min\n${renderObject(m.totals)}`
+  if (rows.length === 0) return `${head}\n\n(nothing ran in this window)`
+  const columns: Column<{ t: number; i: number }>[] = [
+    { header: 'from', value: ({ t }) => new Date(t).toISOString().slice(0, 16).replace('T', ' ') },
+    { header: 'done', value: ({ i }) => m.jobs.completed[i] },
+    { header: 'failed', value: ({ i }) => m.jobs.failed[i] },
+    { header: 'cancel', value: ({ i }) => m.jobs.cancelled[i] },
+    { header: 'timeout', value: ({ i }) => m.jobs.timedOut[i] },
+    { header: 'exec p50/p95/p99', value: ({ i }) => [m.executionMs.p50[i], m.executionMs.p95[i], m.executionMs.p99[i]].map(ms).join('/') },
+    { header: 'delay p50/p95', value: ({ i }) => [m.delayMs.p50[i], m.delayMs.p95[i]].map(ms).join('/') },
+    { header: 'cold', value: ({ i }) => (m.coldStarts.count[i] ? `${m.coldStarts.count[i]} (${ms(m.coldStarts.durationMs.p50[i])})` : 0) },
+    { header: 'workers run/idle/thr', value: ({ i }) => `${m.workers.running[i]}/${m.workers.idle[i]}/${m.workers.throttled[i]}` },
+    { header: 'queue', value: ({ i }) => m.queueDepth[i] },
+  ]
+  if (m.totals.requests > 0) {
+    columns.push({ header: 'requests 2/3/4/5xx', value: ({ i }) => `${m.requests.total[i]} ${m.requests.status2xx[i]}/${m.requests.status3xx[i]}/${m.requests.status4xx[i]}/${m.requests.status5xx[i]}` })
+    columns.push({ header: 'latency p50/p99', value: ({ i }) => [m.requests.latencyMs.p50[i], m.requests.latencyMs.p99[i]].map(ms).join('/') })
+  }
+  return `${head}\n\n${renderTable(rows, columns)}`
 }

@@ -1,3 +1,5 @@
+import type { MetricStore } from '../MetricStore.js'
+import { PgMetricStore } from './PgMetricStore.js'
 import pg from 'pg'
 import type { AccountStore, ApiKeyStore } from '../AccountStore.js'
 import type { ClusterRecord, ClusterStore } from '../ClusterStore.js'
@@ -91,6 +93,7 @@ export class PgStore implements Store {
   readonly clusters: ClusterStore
   readonly webhookSecrets: WebhookSecretStore
   readonly usage: UsageStore
+  readonly metrics: MetricStore
   private readonly commits: PgGroupCommit
   private closed = false
 
@@ -131,6 +134,7 @@ export class PgStore implements Store {
     this.clusters = c.clusters
     this.webhookSecrets = c.webhookSecrets
     this.usage = c.usage
+    this.metrics = new PgMetricStore(pool)
   }
 
   async transaction<T>(fn: (tx: Collections) => Promise<T>): Promise<T> {

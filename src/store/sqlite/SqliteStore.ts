@@ -21,6 +21,8 @@ import { SqliteEndpointStore, SqliteReleaseStore, SqliteSshKeyStore, SqliteTempl
 import { SqliteDocuments } from './SqliteDocuments.js'
 import { SqliteJobStore } from './SqliteJobStore.js'
 import { SqlitePodStore } from './SqlitePodStore.js'
+import { SqliteMetricStore } from './SqliteMetricStore.js'
+import type { MetricStore } from '../MetricStore.js'
 import { SqliteUsageStore } from './SqliteUsageStore.js'
 import type { NetworkVolumeRecord } from '../NetworkVolumeStore.js'
 import { SqliteWebhookStore } from './SqliteWebhookStore.js'
@@ -46,6 +48,7 @@ export class SqliteStore implements Store {
   readonly clusters: ClusterStore
   readonly webhookSecrets: WebhookSecretStore
   readonly usage: UsageStore
+  readonly metrics: MetricStore
   private readonly db: Database.Database
   private readonly checkpointer: Checkpointer | null
   private readonly gate = new TxGate()
@@ -106,6 +109,7 @@ export class SqliteStore implements Store {
     this.clusters = g(this.tx.clusters)
     this.webhookSecrets = g(this.tx.webhookSecrets)
     this.usage = g(this.tx.usage)
+    this.metrics = g(new SqliteMetricStore(db))
   }
 
   transaction<T>(fn: (tx: Collections) => Promise<T>): Promise<T> {

@@ -4,13 +4,20 @@ import type { CreateEndpoint, Endpoint, Flashboot, UpdateEndpoint } from '../../
 import type { NetworkVolumeList } from '../../../../src/contract/networkVolume.js'
 import type { Template, TemplateList } from '../../../../src/contract/template.js'
 import { useSession } from '../../session.js'
-import { Field, Problems, useAction, useLoad } from '../../ui.js'
+import { checkedOf, Field, Problems, useAction, useLoad, valueOf } from '../../ui.js'
 
 /** Every field the form shows; server errors on other paths are listed above it. */
 const FIELDS = ['name', 'type', 'templateId', 'image', 'args', 'cpu', 'gpu', 'workers', 'scaling', 'flashboot', 'env', 'networkVolumes', 'timeout']
 
+/** Env keys a load balancer's form shows as fields of their own. */
+const LB_ENV = { port: 'PORT', portHealth: 'PORT_HEALTH', healthPath: 'HEALTH_CHECK_PATH' } as const
+
 interface FormState {
   name: string
+  type: 'QUEUE' | 'LOAD_BALANCER'
+  port: string
+  portHealth: string
+  healthPath: string
   source: 'template' | 'image'
   templateId: string
   image: string
@@ -32,8 +39,14 @@ interface FormState {
 }
 
 function initial(e?: Endpoint): FormState {
+  const lb = e?.type === 'LOAD_BALANCER'
+  const shown = (k: string) => !lb || !(Object.values(LB_ENV) as string[]).includes(k)
   return {
     name: e?.name ?? '',
+    type: e?.type ?? 'QUEUE',
+    port: (lb && e?.env.PORT) || '',
+    portHealth: (lb && e?.env.PORT_HEALTH) || '',
+    healthPath: (lb && e?.env.HEALTH_CHECK_PATH) || '',
     source: e ? 'image' : 'template',
     templateId: 'hangar-echo',
     image: e?.image ?? '',
@@ -49,7 +62,12 @@ function initial(e?: Endpoint): FormState {
     scalingType: e?.scaling.type ?? 'QUEUE_DELAY',
     scalingValue: e ? String(e.scaling.type === 'QUEUE_DELAY' ? e.scaling.queueDelay : e.scaling.requestCount) : '4',
     flashboot: e?.flashboot ?? 'OFF',
-    env: e ? Object.entries(e.env).map(([k, v]) => `${k}=${v}`).join('\n') : '',
+    env: e
+      ? Object.entries(e.env)
+          .filter(([k]) => shown(k))
+          .map(([k, v]) => `${k}=${v}`)
+          .join('\n')
+      : '',
     networkVolume: e?.networkVolumes[0] ?? '',
     timeout: e ? String(e.timeout) : '',
   }
@@ -70,8 +88,15 @@ function envOf(text: string): Record<string, string> {
   return env
 }
 
+/** The env textarea, plus a load balancer's port and health settings where given. */
+function fullEnv(f: FormState): Record<string, string> {
+  const env = envOf(f.env)
+  if (f.type === 'LOAD_BALANCER') for (const [k, name] of Object.entries(LB_ENV)) if (f[k as keyof typeof LB_ENV].trim()) env[name] = f[k as keyof typeof LB_ENV].trim()
+  return env
+}
+
 function scalingOf(f: FormState): CreateEndpoint['scaling'] {
-  return f.scalingType === 'QUEUE_DELAY' ? { type: 'QUEUE_DELAY', queueDelay: num(f.scalingValue) } : { type: 'REQUEST_COUNT', requestCount: num(f.scalingValue) }
+  return f.scalingType === 'QUEUE_DELAY' && f.type === 'QUEUE' ? { type: 'QUEUE_DELAY', queueDelay: num(f.scalingValue) } : { type: 'REQUEST_COUNT', requestCount: num(f.scalingValue) }
 }
 
 function workersOf(f: FormState): NonNullable<CreateEndpoint['workers']> {
@@ -80,13 +105,13 @@ function workersOf(f: FormState): NonNullable<CreateEndpoint['workers']> {
 }
 
 function createBody(f: FormState): CreateEndpoint {
-  const body: CreateEndpoint = { name: f.name, type: 'QUEUE', workers: workersOf(f), scaling: scalingOf(f), flashboot: f.flashboot }
+  const body: CreateEndpoint = { name: f.name, type: f.type, workers: workersOf(f), scaling: scalingOf(f), flashboot: f.flashboot }
   if (f.source === 'template') body.templateId = f.templateId
   else body.image = f.image
   if (f.args.trim()) body.args = f.args
   if (f.compute === 'cpu') body.cpu = [{ id: f.cpuId, vcpuCount: num(f.vcpuCount) }]
   else body.gpu = { pools: f.gpuPools, count: num(f.gpuCount) }
-  const env = envOf(f.env)
+  const env = fullEnv(f)
   if (Object.keys(env).length) body.env = env
   if (f.networkVolume) body.networkVolumes = [f.networkVolume]
   const timeout = optionalNum(f.timeout)
@@ -101,7 +126,7 @@ function updateBody(f: FormState, e: Endpoint): UpdateEndpoint {
   if (f.name !== was.name) body.name = f.name
   if (f.image !== was.image) body.image = f.image
   if (f.args !== was.args) body.args = f.args
-  if (f.env !== was.env) body.env = envOf(f.env)
+  if (JSON.stringify(fullEnv(f)) !== JSON.stringify(fullEnv(was))) body.env = fullEnv(f)
   if (f.workersMin !== was.workersMin || f.workersMax !== was.workersMax || f.idleTimeout !== was.idleTimeout) body.workers = workersOf(f)
   if (f.scalingType !== was.scalingType || f.scalingValue !== was.scalingValue) body.scaling = scalingOf(f)
   if (f.flashboot !== was.flashboot) body.flashboot = f.flashboot
@@ -133,7 +158,7 @@ export function EndpointForm({ endpoint, onSaved }: { endpoint?: Endpoint; onSav
     onSaved(saved)
   })
   const err = save.error
-  const onInput = (k: keyof FormState) => (e: Event) => set(k, (e.target as HTMLInputElement).value as never)
+  const onInput = (k: keyof FormState) => (e: Event) => set(k, valueOf(e) as never)
   const input = (k: keyof FormState, type: 'text' | 'number' = 'text') =>
     type === 'number' ? <input type="number" name={k} value={f[k] as string} onInput={onInput(k)} /> : <input type="text" name={k} value={f[k] as string} onInput={onInput(k)} />
 
@@ -154,6 +179,23 @@ export function EndpointForm({ endpoint, onSaved }: { endpoint?: Endpoint; onSav
         {input('name')}
       </Field>
       {!endpoint && (
+        <fieldset class="choice" data-field="type">
+          <legend>Type</legend>
+          <label class="inline">
+            <input type="radio" name="type" checked={f.type === 'QUEUE'} onChange={() => setF((s) => ({ ...s, type: 'QUEUE', scalingType: 'QUEUE_DELAY' }))} /> Queue (jobs through /run)
+          </label>
+          <label class="inline">
+            <input
+              type="radio"
+              name="type"
+              checked={f.type === 'LOAD_BALANCER'}
+              onChange={() => setF((s) => ({ ...s, type: 'LOAD_BALANCER', scalingType: 'REQUEST_COUNT', source: 'image', image: s.image || 'hangar/http:latest' }))}
+            />{' '}
+            Load balancer (HTTP to the workers)
+          </label>
+        </fieldset>
+      )}
+      {!endpoint && (
         <fieldset class="choice">
           <legend>Program</legend>
           <label class="inline">
@@ -166,7 +208,7 @@ export function EndpointForm({ endpoint, onSaved }: { endpoint?: Endpoint; onSav
       )}
       {f.source === 'template' ? (
         <Field label="Template" name="templateId" error={err}>
-          <select name="templateId" value={f.templateId} onChange={(e) => set('templateId', (e.target as HTMLSelectElement).value)}>
+          <select name="templateId" value={f.templateId} onChange={(e) => set('templateId', valueOf(e))}>
             {(templates.data ?? []).map((t) => (
               <option key={t.id} value={t.id}>
                 {t.name} ({t.image})
@@ -194,7 +236,7 @@ export function EndpointForm({ endpoint, onSaved }: { endpoint?: Endpoint; onSav
       {f.compute === 'cpu' ? (
         <Field label="CPU flavor and vCPUs" name="cpu" error={err}>
           <div class="row">
-            <select name="cpuId" value={f.cpuId} onChange={(e) => set('cpuId', (e.target as HTMLSelectElement).value)}>
+            <select name="cpuId" value={f.cpuId} onChange={(e) => set('cpuId', valueOf(e))}>
               {(cpus.data?.cpus ?? []).map((c) => (
                 <option key={c.id} value={c.id}>
                   {c.name} ({c.id})
@@ -209,7 +251,7 @@ export function EndpointForm({ endpoint, onSaved }: { endpoint?: Endpoint; onSav
           <div class="checks">
             {pools.map((p) => (
               <label class="inline" key={p}>
-                <input type="checkbox" checked={f.gpuPools.includes(p)} onChange={(e) => set('gpuPools', (e.target as HTMLInputElement).checked ? [...f.gpuPools, p] : f.gpuPools.filter((x) => x !== p))} /> {p}
+                <input type="checkbox" checked={f.gpuPools.includes(p)} onChange={(e) => set('gpuPools', checkedOf(e) ? [...f.gpuPools, p] : f.gpuPools.filter((x) => x !== p))} /> {p}
               </label>
             ))}
           </div>
@@ -223,27 +265,46 @@ export function EndpointForm({ endpoint, onSaved }: { endpoint?: Endpoint; onSav
           {input('idleTimeout', 'number')}
         </div>
       </Field>
+      {f.type === 'LOAD_BALANCER' && (
+        <>
+          <Field label="Port" name="env.PORT" error={err} hint="the port the worker's HTTP server listens on (default 80)">
+            {input('port', 'number')}
+          </Field>
+          <Field label="Health port" name="env.PORT_HEALTH" error={err} hint="where health checks go (default: the port above)">
+            {input('portHealth', 'number')}
+          </Field>
+          <Field label="Health path" name="env.HEALTH_CHECK_PATH" error={err} hint="200 ready, 204 still starting (default /ping)">
+            {input('healthPath')}
+          </Field>
+        </>
+      )}
+      {f.type === 'LOAD_BALANCER' ? (
+        <Field label="Requests per worker" name="scaling" error={err} hint="a worker is added for each this many requests in flight or waiting">
+          {input('scalingValue', 'number')}
+        </Field>
+      ) : (
       <Field label="Scaling" name="scaling" error={err} hint={f.scalingType === 'QUEUE_DELAY' ? 'seconds a job may wait before a worker is added' : 'jobs per worker'}>
         <div class="row">
-          <select name="scalingType" value={f.scalingType} onChange={(e) => set('scalingType', (e.target as HTMLSelectElement).value as FormState['scalingType'])}>
+          <select name="scalingType" value={f.scalingType} onChange={(e) => set('scalingType', valueOf<FormState['scalingType']>(e))}>
             <option value="QUEUE_DELAY">Queue delay</option>
             <option value="REQUEST_COUNT">Request count</option>
           </select>
           {input('scalingValue', 'number')}
         </div>
       </Field>
+      )}
       <Field label="FlashBoot" name="flashboot" error={err}>
-        <select name="flashboot" value={f.flashboot} onChange={(e) => set('flashboot', (e.target as HTMLSelectElement).value as Flashboot)}>
+        <select name="flashboot" value={f.flashboot} onChange={(e) => set('flashboot', valueOf<Flashboot>(e))}>
           <option value="OFF">Off</option>
           <option value="FLASHBOOT">FlashBoot</option>
           <option value="PRIORITY_FLASHBOOT">Priority FlashBoot</option>
         </select>
       </Field>
       <Field label="Environment (KEY=value per line)" name="env" error={err}>
-        <textarea name="env" rows={3} value={f.env} onInput={(e) => set('env', (e.target as HTMLTextAreaElement).value)} />
+        <textarea name="env" rows={3} value={f.env} onInput={(e) => set('env', valueOf(e))} />
       </Field>
       <Field label="Network volume" name="networkVolumes" error={err}>
-        <select name="networkVolume" value={f.networkVolume} onChange={(e) => set('networkVolume', (e.target as HTMLSelectElement).value)}>
+        <select name="networkVolume" value={f.networkVolume} onChange={(e) => set('networkVolume', valueOf(e))}>
           <option value="">None</option>
           {(volumes.data?.networkVolumes ?? []).map((v) => (
             <option key={v.id} value={v.id}>

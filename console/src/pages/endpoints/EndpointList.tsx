@@ -1,4 +1,5 @@
 import type { Endpoint, EndpointList as EndpointListBody } from '../../../../src/contract/endpoint.js'
+import type { AccountOverview } from '../../../../src/contract/metrics.js'
 import { useSession } from '../../session.js'
 import { Loading, Page, useLoad, when } from '../../ui.js'
 
@@ -9,11 +10,35 @@ export function computeOf(e: Endpoint): string {
   return '—'
 }
 
+/** The account at a glance, above the endpoints (refreshed every 15 s). */
+function Overview() {
+  const { client } = useSession()
+  const { data } = useLoad((signal) => client.get<AccountOverview>('/v2/account/overview', signal), [], 15_000)
+  if (!data) return null
+  const items: Array<[string, string]> = [
+    ['Spend today', `$${data.spendToday.toFixed(2)}`],
+    ['Running workers', String(data.runningWorkers)],
+    ['Running pods', String(data.runningPods)],
+    ['Jobs in the last hour', String(data.jobsLastHour)],
+  ]
+  return (
+    <dl class="stats" aria-label="Account overview">
+      {items.map(([k, v]) => (
+        <div key={k}>
+          <dt>{k}</dt>
+          <dd>{v}</dd>
+        </div>
+      ))}
+    </dl>
+  )
+}
+
 export function EndpointList() {
   const { client } = useSession()
   const { data, error } = useLoad((signal) => client.get<EndpointListBody>('/v2/serverless', signal), [])
   return (
     <Page title="Endpoints" actions={<a class="button primary" href="/console/endpoints/new">New endpoint</a>}>
+      <Overview />
       {!data ? (
         <Loading error={error} what="endpoints" />
       ) : data.endpoints.length === 0 ? (

@@ -20,7 +20,14 @@ export function NewEndpoint() {
   }
   return (
     <Page title="New endpoint">
-      <EndpointForm onSaved={(e) => ('webhookSecret' in e && typeof e.webhookSecret === 'string' ? setCreated({ id: e.id, webhookSecret: e.webhookSecret }) : route(`/console/endpoints/${e.id}/jobs`))} />
+      {/* A queue endpoint opens on its job tester; a load balancer (no job queue) on its base URL. */}
+      <EndpointForm
+        onSaved={(e) =>
+          'webhookSecret' in e && typeof e.webhookSecret === 'string'
+            ? setCreated({ id: e.id, webhookSecret: e.webhookSecret })
+            : route(`/console/endpoints/${e.id}/${e.type === 'QUEUE' ? 'jobs' : 'overview'}`)
+        }
+      />
     </Page>
   )
 }

@@ -11,7 +11,8 @@ export function Requests({ endpointId }: { endpointId: string }) {
   if (!data) return <Loading error={error} what="requests" />
   if (data.requests.length === 0) return <p class="empty">No requests yet: run a job from the “Run a job” tab.</p>
   return (
-    <div class="grid">
+    // The table takes the whole width (ids stay on one line); an opened request shows below it.
+    <div class="requests">
       <div class="table-wrap">
         <table>
           <thead>
@@ -26,7 +27,7 @@ export function Requests({ endpointId }: { endpointId: string }) {
           <tbody>
             {data.requests.map((r) => (
               <tr key={r.id} class={open?.id === r.id ? 'selected' : ''} onClick={() => setOpen(r)}>
-                <td class="mono">
+                <td class="mono nowrap">
                   <button class="link" type="button">
                     {r.id}
                   </button>
@@ -44,7 +45,7 @@ export function Requests({ endpointId }: { endpointId: string }) {
         </table>
       </div>
       {open && (
-        <div>
+        <div class="request-detail">
           <h2>{open.id}</h2>
           <p>
             Worker: <span class="mono">{open.workerId ?? '—'}</span> · started {open.startedAt ? when(open.startedAt) : '—'} · finished{' '}

@@ -4,8 +4,11 @@ import { LogStream } from '../../LogStream.js'
 import { useSession } from '../../session.js'
 import { Badge, Loading, useLoad } from '../../ui.js'
 
-/** The endpoint's workers (refreshed every 2 s), why its jobs wait, and the live log of one worker. */
-export function Workers({ endpointId }: { endpointId: string }) {
+/**
+ * The endpoint's workers (refreshed every 2 s), why its jobs wait, and the live log of one worker. A load
+ * balancer's workers show their last health check instead (it has no job queue).
+ */
+export function Workers({ endpointId, loadBalancer = false }: { endpointId: string; loadBalancer?: boolean }) {
   const { client } = useSession()
   const { data, error } = useLoad((signal) => client.get<WorkerList>(`/v2/serverless/${endpointId}/workers`, signal), [endpointId], 2000)
   const [logsOf, setLogsOf] = useState<string | null>(null)
@@ -18,7 +21,7 @@ export function Workers({ endpointId }: { endpointId: string }) {
         {s.running} running · {s.idle} idle · {s.initializing} initializing · {s.throttled} throttled · {s.unhealthy} unhealthy
         {s.parked > 0 && ` · ${s.parked} parked`}
       </p>
-      {(data.waiting.jobs > 0 || data.waiting.lowPriorityJobs > 0) && (
+      {!loadBalancer && (data.waiting.jobs > 0 || data.waiting.lowPriorityJobs > 0) && (
         <div class="waiting" role="status">
           <strong>
             {data.waiting.jobs} job{data.waiting.jobs === 1 ? '' : 's'} waiting
@@ -35,7 +38,7 @@ export function Workers({ endpointId }: { endpointId: string }) {
         </div>
       )}
       {all.length === 0 ? (
-        <p class="empty">No workers now: they start when jobs arrive (or when workers.min is above 0).</p>
+        <p class="empty">No workers now: they start when {loadBalancer ? 'requests' : 'jobs'} arrive (or when workers.min is above 0).</p>
       ) : (
         <div class="table-wrap">
           <table>
@@ -43,8 +46,9 @@ export function Workers({ endpointId }: { endpointId: string }) {
               <tr>
                 <th>Worker</th>
                 <th>Status</th>
+                {loadBalancer && <th>Health</th>}
                 <th>Version</th>
-                <th>Jobs</th>
+                {!loadBalancer && <th>Jobs</th>}
                 <th>Up</th>
                 <th>Detail</th>
                 <th />
@@ -59,10 +63,13 @@ export function Workers({ endpointId }: { endpointId: string }) {
                     {w.isStale && <span class="muted"> stale</span>}
                     {w.startPhase && <span class="muted"> {w.startPhase.toLowerCase()}{w.pull ? ` ${mb(w.pull.bytes)}${w.pull.totalBytes ? ` / ${mb(w.pull.totalBytes)}` : ''} MB` : ''}</span>}
                   </td>
+                  {loadBalancer && <td>{w.health ? <Badge value={w.health} /> : '—'}</td>}
                   <td>{w.version ?? '—'}</td>
-                  <td>
-                    {w.jobsInProgress} running, {w.jobsDone} done
-                  </td>
+                  {!loadBalancer && (
+                    <td>
+                      {w.jobsInProgress} running, {w.jobsDone} done
+                    </td>
+                  )}
                   <td>{w.uptimeSeconds !== null ? `${w.uptimeSeconds} s` : '—'}</td>
                   <td class="small">
                     {w.lastError ?? (w.gpuTypeId ? `${w.gpuCount} × ${w.gpuTypeId}` : w.cpuFlavorId ? `${w.cpuFlavorId} ${w.vcpuCount} vCPU` : '')}
