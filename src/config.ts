@@ -6,6 +6,7 @@ import { CatalogConfig, FleetConfig } from './catalog/config.js'
 import { LimitsConfig } from './api/limitsConfig.js'
 import { EngineSetting } from './runtime/docker/EngineConfig.js'
 import { ImagesConfig } from './runtime/images.js'
+import { RuntimeConfig } from './runtime/kubernetes/KubernetesConfig.js'
 import { BillingConfig } from './services/billingConfig.js'
 import { JobsConfig } from './services/jobsConfig.js'
 import { LoadBalancerConfig } from './services/loadBalancerConfig.js'
@@ -53,6 +54,11 @@ export const Config = Type.Object(
      * containers of their endpoint's image instead of local processes. Hosts listed in `fleet.hosts` name their own.
      */
     engine: Type.Optional(EngineSetting),
+    /**
+     * A Kubernetes cluster (`{"kubernetes": {"kubeconfig": "...", "namespace": "hangar"}}`): its Nodes are the
+     * fleet and every worker and pod runs as a Pod there (see "Kubernetes" in the README).
+     */
+    runtime: Type.Optional(RuntimeConfig),
     /** Base URL workers reach the control plane at; the address it listens on when unset. */
     workerUrl: Type.Optional(Type.String({ pattern: '^https?://' })),
     /**

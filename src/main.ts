@@ -6,7 +6,8 @@ import { buildApp, type App } from './api/app.js'
 import { DataDirLock } from './DataDirLock.js'
 import { createLogger } from './logger.js'
 import { trackConnections } from './api/drain.js'
-import { CatalogService } from './catalog/CatalogService.js'
+import { CatalogService, localHosts } from './catalog/CatalogService.js'
+import { Fleet } from './catalog/Fleet.js'
 import { detectMachine } from './catalog/detect.js'
 import { publicBaseUrl, workerHostEnv, type Config } from './config.js'
 import { systemClock, type Clock } from './domain/clock.js'
@@ -38,6 +39,7 @@ import { WebhookDispatcher } from './services/WebhookDispatcher.js'
 import { WorkerJobService } from './services/WorkerJobService.js'
 import { WorkerService } from './services/WorkerService.js'
 import { buildRuntime, hostEngines } from './runtime/buildRuntime.js'
+import { openKubernetes } from './runtime/kubernetes/openKubernetes.js'
 import { HostMonitor } from './services/HostMonitor.js'
 import { PodEvents } from './services/PodEvents.js'
 import { PodService } from './services/PodService.js'
@@ -127,7 +129,10 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   const accounts = new AccountService({ store, clock, feed })
 
   const machine = await detectMachine(config.fleet.detectGpus)
-  const catalog = new CatalogService(config.catalog, config.fleet, machine)
+  // A Kubernetes cluster replaces this machine in the fleet (configured hosts stay): its Nodes, by GPU label.
+  const kube = config.runtime?.kubernetes ? await openKubernetes(config.runtime.kubernetes, config.dataDir, config.fleet.localDataCenterId) : null
+  const catalog = new CatalogService(config.catalog, config.fleet, machine, kube ? new Fleet([...(config.fleet.hosts ? localHosts(config.fleet, machine) : []), ...kube.hosts]) : undefined)
+  const kubeRefresh = kube ? setInterval(() => void kube.refresh().catch(() => undefined), 30_000).unref() : null
   // Registry credentials and jobs' S3 secrets are sealed with a key kept beside (not inside) the database.
   const secrets = SecretBox.open(join(config.dataDir, 'secret.key'))
   const registries = new RegistryService({ store, clock, secrets })
@@ -150,12 +155,13 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   const lifecycle = new JobLifecycle({ store, clock, events, webhooks, metrics })
   // Workers are local processes, or containers on hosts that name a Docker/Podman engine.
   const engines = hostEngines(config)
-  const runtime = buildRuntime(config, workerHostEnv())
+  const runtime = buildRuntime(config, workerHostEnv(), kube ? { driver: kube.driver, hostIds: kube.hosts.map((h) => h.id) } : undefined)
   // Workers call the control plane at workerUrl, or on its local address (whatever publicUrl says); a
   // host's engine may say how its containers reach it. Known before listen unless the port is 0, so
   // workers of a previous run can be adopted.
   let workerUrl = config.workerUrl ?? (config.port === 0 ? '' : publicBaseUrl({ ...config, publicUrl: undefined }, config.port))
-  const workerUrlOf = (hostId: string) => engines.get(hostId)?.controlPlaneUrl ?? workerUrl
+  const kubeHosts = new Set(kube?.hosts.map((h) => h.id))
+  const workerUrlOf = (hostId: string) => engines.get(hostId)?.controlPlaneUrl ?? (kubeHosts.has(hostId) ? config.runtime?.kubernetes?.controlPlaneUrl : undefined) ?? workerUrl
   const monotonic = opts.monotonic
   const workers = new WorkerService({ store, clock, monotonic, runtime, catalog, lifecycle, events, config: config.jobs, dataDir: config.dataDir, installationId: installationId(config.dataDir), baseUrl: workerUrlOf, runtimeOf: (hostId) => runtime.runtimeOf(hostId), log, pullAuth: (ep) => pullAuth(registries, ep), metrics, lbDrainMs: config.loadBalancer.requestTimeoutMs, meter, feed })
   // LOAD_BALANCER endpoints: health checks make workers ready; the balancer hands requests to ready ones.
@@ -320,6 +326,8 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
         // for another process to take. The feed goes after: stopping workers still wakes waiters elsewhere.
         // The store goes last: everything above writes to it.
         await leadership.stop()
+        if (kubeRefresh) clearInterval(kubeRefresh)
+        await kube?.close()
         await feed.stop()
         await counters.close()
         await store.close()

@@ -89,6 +89,11 @@ export type StartPhase = 'PULLING' | 'CREATING' | 'STARTING'
 /** Callbacks during `start`. */
 export interface StartHooks {
   onPhase?(phase: StartPhase, detail?: { bytes?: number; totalBytes?: number }): void
+  /**
+   * Why the start waits on the runtime (`NO_CAPACITY: <scheduler's message>`: a cluster that cannot place it
+   * yet), or null once it no longer waits.
+   */
+  onWaiting?(why: string | null): void
 }
 
 /** Resource use of a running workload. */

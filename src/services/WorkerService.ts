@@ -293,7 +293,14 @@ export class WorkerService {
         pullAuth: ep.registry ? await this.deps.pullAuth?.(ep) : null,
       })
       if (ep.type === 'LOAD_BALANCER') spec.ports = lbWorkloadPorts(spec.ports, ep.env)
-      handle = await runtime.start(spec, { onPhase: (phase, detail) => this.onStartPhase(w, phase, detail) })
+      handle = await runtime.start(spec, {
+        onPhase: (phase, detail) => this.onStartPhase(w, phase, detail),
+        // A cluster whose scheduler cannot place it yet: the workers view and the jobs' waiting reason say so.
+        onWaiting: (why) => {
+          w.waitingFor = why
+          w.lastError = why
+        },
+      })
     } catch (err) {
       return this.startFailed(w, (err as Error).message, true)
     }
@@ -303,7 +310,7 @@ export class WorkerService {
       else log.warn({ workerId: w.id, endpointId: ep.id }, 'the runtime published no PORT for a load-balancing worker: it gets no traffic')
     }
     const m = this.mono()
-    Object.assign(w, { handle, startedAt: m, lastContact: m, idleSince: m, phaseSince: m, lastError: null, startPhase: 'STARTING', pull: null })
+    Object.assign(w, { handle, startedAt: m, lastContact: m, idleSince: m, phaseSince: m, lastError: null, startPhase: 'STARTING', pull: null, waitingFor: null })
     w.timeline.pulled ??= w.timeline.launch
     w.timeline.started = m
     this.watch(w, handle)
@@ -570,6 +577,11 @@ export class WorkerService {
   /** Why the endpoint's throttled workers cannot be placed (the latest placement failure), or null. */
   noCapacityReason(endpointId: string): string | null {
     return this.of(endpointId).filter((w) => w.phase === 'throttled' && w.lastError).pop()?.lastError ?? null
+  }
+
+  /** Why the endpoint's starting workers wait for their runtime to place them (Kubernetes: unschedulable), or null. */
+  pendingCapacityReason(endpointId: string): string | null {
+    return this.of(endpointId).filter((w) => w.phase === 'starting' && w.waitingFor).pop()?.waitingFor ?? null
   }
 
   /** /health worker counters. */
