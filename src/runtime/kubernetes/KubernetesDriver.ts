@@ -270,7 +270,8 @@ export class KubernetesDriver implements RuntimeDriver {
       // `<RFC 3339 nano> <line>`
       const space = raw.indexOf(' ')
       const ts = Date.parse(raw.slice(0, space))
-      if (Number.isNaN(ts)) return logs.append('container', raw)
+      // Lines without a timestamp are the kubelet's own (`rpc error: ... not found` once the container is gone).
+      if (Number.isNaN(ts)) return logs.append('system', `log endpoint: ${raw}`)
       if (ts <= sinceMs) return
       logs.append('container', raw.slice(space + 1), ts)
     })
