@@ -121,8 +121,9 @@ export class KubernetesDriver implements RuntimeDriver {
     // The kubelet's summary (through the API server's node proxy): no metrics-server needed. Pod totals may be
     // empty where the kubelet reads containers through the CRI: the container's own figures are summed then.
     const sample = async () => {
-      const text = await this.api.connectGetNodeProxyWithPath({ name: pod.spec!.nodeName!, path: 'stats/summary' })
-      const summary = JSON.parse(String(text)) as StatsSummary
+      const answer: unknown = await this.api.connectGetNodeProxyWithPath({ name: pod.spec!.nodeName!, path: 'stats/summary' })
+      // The client parses the JSON answer itself; older ones gave the text.
+      const summary = (typeof answer === 'string' ? JSON.parse(answer) : answer) as StatsSummary
       const p = summary.pods?.find((x) => x.podRef.name === name && x.podRef.namespace === this.ns)
       if (!p) return null
       const sum = (f: (c: StatsUsage) => number | undefined) => (p.containers ?? []).reduce((n, c) => n + (f(c) ?? 0), 0)
