@@ -132,7 +132,7 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   // A Kubernetes cluster replaces this machine in the fleet (configured hosts stay): its Nodes, by GPU label.
   const kube = config.runtime?.kubernetes ? await openKubernetes(config.runtime.kubernetes, config.dataDir, config.fleet.localDataCenterId) : null
   const catalog = new CatalogService(config.catalog, config.fleet, machine, kube ? new Fleet([...(config.fleet.hosts ? localHosts(config.fleet, machine) : []), ...kube.hosts]) : undefined)
-  const kubeRefresh = kube ? setInterval(() => void kube.refresh().catch(() => undefined), 30_000).unref() : null
+  const kubeRefresh = kube ? setInterval(() => void kube.refresh().catch(() => undefined), config.runtime!.kubernetes!.capacityRefreshMs).unref() : null
   // Registry credentials and jobs' S3 secrets are sealed with a key kept beside (not inside) the database.
   const secrets = SecretBox.open(join(config.dataDir, 'secret.key'))
   const registries = new RegistryService({ store, clock, secrets })

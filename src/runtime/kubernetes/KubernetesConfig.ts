@@ -43,6 +43,8 @@ export const KubernetesConfig = Type.Object(
     oversubscription: Type.Number({ minimum: 1, default: 1 }),
     /** How long a Pod may stay unschedulable before its start fails with NO_CAPACITY, ms. */
     scheduleTimeoutMs: Type.Integer({ minimum: 1_000, default: 300_000 }),
+    /** How often the fleet's stock is read again from the Nodes and other Pods, ms. */
+    capacityRefreshMs: Type.Integer({ minimum: 1_000, default: 30_000 }),
     /** Base URL Pods reach the control plane at; the control plane's worker URL when unset. */
     controlPlaneUrl: Type.Optional(Type.String({ pattern: '^https?://' })),
   },

@@ -1,0 +1,163 @@
+import type { ChildProcess } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { CoreV1Api, setHeaderOptions, type V1Pod } from '@kubernetes/client-node'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { freePort } from '../src/runtime/freePort.js'
+import { LABELS } from '../src/runtime/labels.js'
+import { createEndpoint, endpointBody, jobCall, waitFinal } from './helpers/endpoints.js'
+import { kubeEnv, kubernetesSkipReason, testKubeConfig } from './helpers/kubernetes.js'
+import { serveWithConfig } from './helpers/process.js'
+import { startTestServer, type TestServer } from './helpers/server.js'
+import { until } from './helpers/until.js'
+
+const skip = await kubernetesSkipReason()
+if (skip) console.warn(skip)
+
+/**
+ * What this single-node test cluster needs besides the one line that names the cluster: no pod network (host
+ * networking), images imported into containerd (never pulled), a node of 2 CPUs (requests are an eighth of the
+ * flavor's limits), and no capacity refresh during a test (the GPU test changes the cluster under it).
+ */
+const kubernetes = { kubeconfig: kubeEnv.kubeconfig, namespace: kubeEnv.namespace, hostNetwork: true, imagePullPolicy: 'Never', networkVolumes: 'hostPath', oversubscription: 8, capacityRefreshMs: 3_600_000 }
+
+describe.skipIf(skip !== null)('endpoints on a real Kubernetes: every worker is a Pod', () => {
+  const api = () => testKubeConfig().makeApiClient(CoreV1Api)
+  const podsOf = async (ep: string): Promise<V1Pod[]> => (await api().listNamespacedPod({ namespace: kubeEnv.namespace, labelSelector: `${LABELS.endpoint}=${ep}` })).items.filter((p) => !p.metadata?.deletionTimestamp)
+
+  describe('a queue endpoint', () => {
+    let s: TestServer
+    beforeAll(async () => {
+      s = await startTestServer({ runtime: { kubernetes } })
+    }, 60_000)
+    afterAll(async () => {
+      await s?.stop()
+    })
+
+    it('has its jobs completed by a worker in a Pod with the flavor\'s resources, and its Pod deleted with it', async () => {
+      // The fleet is the cluster: node1 (no GPU label) is the host `k8s`, 2 CPUs x 8.
+      const ep = (await createEndpoint(s, endpointBody(kubeEnv.workerImage, { name: 'k8s-queue', workers: { min: 0, max: 1, idleTimeout: 60 } }))).id
+      const first = (await jobCall(s, 'POST', `/v2/${ep}/runsync`, { input: { hello: 'kubernetes' } })).body
+      expect(first).toMatchObject({ status: 'COMPLETED', output: { echo: { hello: 'kubernetes' }, disk: '/workspace' } })
+      const second = (await jobCall(s, 'POST', `/v2/${ep}/run`, { input: { n: 2 } })).body
+      expect((await waitFinal(s, ep, second.id)).output).toMatchObject({ echo: { n: 2 } })
+
+      const list = (await s.api('GET', `/v2/serverless/${ep}/workers`)).body
+      expect(list.workers).toHaveLength(1)
+      expect(list.workers[0]).toMatchObject({ id: first.workerId, runtime: 'kubernetes', hostId: 'k8s', startPhase: null })
+      const pods = await podsOf(ep)
+      expect(pods).toHaveLength(1)
+      const pod = pods[0]
+      expect(pod.status?.phase).toBe('Running')
+      expect(pod.metadata?.labels).toMatchObject({ [LABELS.kind]: 'worker', [LABELS.id]: first.workerId, [LABELS.release]: '1', [LABELS.host]: 'k8s', 'app.kubernetes.io/managed-by': 'hangar' })
+      const c = pod.spec!.containers[0]
+      expect(c.image).toBe(kubeEnv.workerImage)
+      // cpu3c x 2 vCPUs: 2 CPUs and 4 GB as limits, an eighth of them requested (oversubscription 8).
+      expect(c.resources).toEqual({ limits: { cpu: '2', memory: '4Gi' }, requests: { cpu: '250m', memory: '512Mi' } })
+      expect(pod.spec!.volumes?.find((v) => v.emptyDir)?.emptyDir).toMatchObject({ sizeLimit: expect.stringMatching(/Gi$/) })
+      expect(Object.fromEntries((c.env ?? []).map((e) => [e.name, e.value]))).toMatchObject({ RUNPOD_POD_ID: first.workerId, RUNPOD_ENDPOINT_ID: ep, RUNPOD_WEBHOOK_GET_JOB: expect.stringContaining(`/v2/${ep}/job-take/${first.workerId}`) })
+
+      expect((await s.api('DELETE', `/v2/serverless/${ep}`)).status).toBeLessThan(300)
+      await until(async () => (await podsOf(ep)).length === 0, 30_000, 'the Pod deleted')
+    }, 120_000)
+  })
+
+  describe('a GPU the scheduler cannot place', () => {
+    let s: TestServer
+    const foreign = `gpu-holder-${Date.now()}`
+    const patchNode = (ops: unknown[]) => api().patchNodeStatus({ name: 'node1', body: ops }, setHeaderOptions('Content-Type', 'application/json-patch+json'))
+    const patchLabels = (ops: unknown[]) => api().patchNode({ name: 'node1', body: ops }, setHeaderOptions('Content-Type', 'application/json-patch+json'))
+
+    beforeAll(async () => {
+      // No GPU here: node1 is given 2 `nvidia.com/gpu` of capacity and the GPU label (Kubernetes' documented way
+      // to advertise an extended resource), before Hangar reads the fleet.
+      await patchNode([{ op: 'add', path: '/status/capacity/nvidia.com~1gpu', value: '2' }])
+      await patchLabels([{ op: 'add', path: '/metadata/labels/nvidia.com~1gpu.product', value: 'NVIDIA-L4' }])
+      await until(async () => (await api().readNode({ name: 'node1' })).status?.allocatable?.['nvidia.com/gpu'] === '2', 20_000, 'node1 allocating 2 GPUs')
+      s = await startTestServer({ runtime: { kubernetes: { ...kubernetes, gpuTypes: { 'NVIDIA-L4': 'NVIDIA L4' } } } })
+    }, 60_000)
+    afterAll(async () => {
+      await s?.stop()
+      await api().deleteNamespacedPod({ name: foreign, namespace: kubeEnv.namespace, gracePeriodSeconds: 0 }).catch(() => undefined)
+      await patchLabels([{ op: 'remove', path: '/metadata/labels/nvidia.com~1gpu.product' }]).catch(() => undefined)
+      await patchNode([{ op: 'remove', path: '/status/capacity/nvidia.com~1gpu' }]).catch(() => undefined)
+    }, 60_000)
+
+    it('offers the GPUs of the Nodes in the catalog, shows an unschedulable Pod as NO_CAPACITY, and runs once the GPUs are free', async () => {
+      const gpu = (await s.api('GET', '/v2/catalog/gpus/NVIDIA%20L4?include=AVAILABILITY&product=SERVERLESS')).body
+      expect(gpu).toMatchObject({ availability: 'LOW', stock: { total: 2, free: 2 } })
+      // Something else on the cluster takes both GPUs after Hangar read the fleet: its ledger still counts 2 free.
+      await api().createNamespacedPod({
+        namespace: kubeEnv.namespace,
+        body: { metadata: { name: foreign }, spec: { hostNetwork: true, restartPolicy: 'Never', containers: [{ name: 'c', image: kubeEnv.bbImage, imagePullPolicy: 'Never', command: ['sleep', '600'], resources: { limits: { 'nvidia.com/gpu': '2' } } }] } },
+      })
+      await until(async () => (await api().readNamespacedPod({ name: foreign, namespace: kubeEnv.namespace })).spec?.nodeName === 'node1', 20_000, 'the GPU holder scheduled')
+
+      const ep = (await createEndpoint(s, endpointBody(kubeEnv.workerImage, { name: 'k8s-gpu', cpu: undefined, gpu: { pools: ['ADA_24'], count: 1 }, workers: { min: 0, max: 1, idleTimeout: 60 } }))).id
+      const job = (await jobCall(s, 'POST', `/v2/${ep}/run`, { input: { on: 'gpu' } })).body
+      const waiting = await until(async () => {
+        const l = (await s.api('GET', `/v2/serverless/${ep}/workers`)).body
+        return l.workers[0]?.lastError && l.waiting.reason?.code === 'NO_CAPACITY' ? l : undefined
+      }, 30_000, 'a worker waiting for the scheduler')
+      expect(waiting.workers[0]).toMatchObject({ status: 'INITIALIZING', hostId: 'k8s-nvidia-l4', gpuTypeId: 'NVIDIA L4', lastError: expect.stringMatching(/^NO_CAPACITY: .*Insufficient nvidia\.com\/gpu/) })
+      expect(waiting.waiting.reason.message).toMatch(/Insufficient nvidia\.com\/gpu/)
+      const status = (await jobCall(s, 'GET', `/v2/${ep}/status/${job.id}`)).body
+      expect(status).toMatchObject({ status: 'IN_QUEUE', waitingReason: expect.stringMatching(/Insufficient nvidia\.com\/gpu/) })
+      const [pending] = await podsOf(ep)
+      expect(pending.spec?.nodeSelector).toEqual({ 'nvidia.com/gpu.product': 'NVIDIA-L4' })
+      expect(pending.spec?.containers[0].resources?.limits).toMatchObject({ 'nvidia.com/gpu': '1' })
+
+      await api().deleteNamespacedPod({ name: foreign, namespace: kubeEnv.namespace, gracePeriodSeconds: 0 })
+      expect((await waitFinal(s, ep, job.id)).status).toBe('COMPLETED')
+      await s.api('DELETE', `/v2/serverless/${ep}`)
+      await until(async () => (await podsOf(ep)).length === 0, 30_000, 'the Pod deleted')
+    }, 120_000)
+  })
+
+  describe('a control plane killed with SIGKILL', () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'hangar-k8s-adopt-'))
+    const configFile = join(dataDir, 'config.json')
+    const procs: ChildProcess[] = []
+    afterAll(() => {
+      for (const p of procs) if (p.exitCode === null) p.kill('SIGKILL')
+      rmSync(dataDir, { recursive: true, force: true })
+    })
+
+    it('re-adopts its worker Pod by label: no duplicate, the same worker serves the next job', async () => {
+      // A fixed port: adopted workers call the URL they were given.
+      writeFileSync(configFile, JSON.stringify({ host: '127.0.0.1', port: await freePort(), logLevel: 'silent', fleet: { detectGpus: false }, runtime: { kubernetes } }))
+      const first = await serveWithConfig(dataDir, configFile)
+      procs.push(first.proc)
+      const key = readFileSync(join(dataDir, 'admin-key'), 'utf8').trim()
+      const call = async (url: string, path: string, method = 'GET', body?: unknown) => {
+        const res = await fetch(url + path, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })
+        return { status: res.status, body: (await res.json()) as any }
+      }
+      const created = await call(first.url, '/v2/serverless', 'POST', endpointBody(kubeEnv.workerImage, { name: 'k8s-adopt', workers: { min: 1, max: 1, idleTimeout: 60 } }))
+      expect(created.status).toBe(201)
+      const ep = created.body.id
+      const before = (await call(first.url, `/v2/${ep}/runsync`, 'POST', { input: { n: 1 } })).body
+      expect(before.status).toBe('COMPLETED')
+      const [pod] = await podsOf(ep)
+
+      first.proc.kill('SIGKILL')
+      await new Promise((r) => first.proc.once('exit', r))
+      const second = await serveWithConfig(dataDir, configFile)
+      procs.push(second.proc)
+      const list = await until(async () => {
+        const l = (await call(second.url, `/v2/serverless/${ep}/workers`)).body
+        return l.workers.some((w: { id: string; status: string }) => w.id === before.workerId && w.status === 'IDLE') ? l : undefined
+      }, 60_000, 'the adopted worker idle')
+      expect(list.workers).toHaveLength(1)
+      const after = (await call(second.url, `/v2/${ep}/runsync`, 'POST', { input: { n: 2 } })).body
+      expect(after).toMatchObject({ status: 'COMPLETED', workerId: before.workerId })
+      expect((await podsOf(ep)).map((p) => p.metadata?.uid)).toEqual([pod.metadata?.uid])
+
+      // A graceful stop deletes the Pod.
+      second.proc.kill('SIGTERM')
+      await new Promise((r) => second.proc.once('exit', r))
+      await until(async () => (await podsOf(ep)).length === 0, 30_000, 'the Pod deleted')
+    }, 180_000)
+  })
+})
