@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { freePort } from '../src/runtime/freePort.js'
 import { LABELS } from '../src/runtime/labels.js'
 import { createEndpoint, endpointBody, jobCall, waitFinal } from './helpers/endpoints.js'
+import { createPod, readPodLogs, terminateAll, waitPod } from './helpers/pods.js'
 import { kubeEnv, kubernetesSkipReason, testKubeConfig } from './helpers/kubernetes.js'
 import { serveWithConfig } from './helpers/process.js'
 import { startTestServer, type TestServer } from './helpers/server.js'
@@ -60,6 +61,60 @@ describe.skipIf(skip !== null)('endpoints on a real Kubernetes: every worker is 
 
       expect((await s.api('DELETE', `/v2/serverless/${ep}`)).status).toBeLessThan(300)
       await until(async () => (await podsOf(ep)).length === 0, 30_000, 'the Pod deleted')
+    }, 120_000)
+  })
+
+  describe('pods', () => {
+    let s: TestServer
+    beforeAll(async () => {
+      // Network volumes as claims of the cluster's default storage class (hostPath here: one node, ReadWriteOnce).
+      s = await startTestServer({ jobs: { stopGraceMs: 2_000 }, runtime: { kubernetes: { ...kubernetes, networkVolumes: 'pvc', networkVolumeAccessMode: 'ReadWriteOnce', networkVolumeSizeGb: 1 } } })
+    }, 60_000)
+    afterAll(async () => {
+      if (s) await terminateAll(s)
+      await s?.stop()
+    })
+    const podsNamed = async (id: string) => (await api().listNamespacedPod({ namespace: kubeEnv.namespace, labelSelector: `${LABELS.pod}=${id}` })).items
+
+    it('serves a pod\'s declared port through the proxy', async () => {
+      const created = await createPod(s, {
+        name: 'k8s-http',
+        image: kubeEnv.bbImage,
+        cpu: { id: 'cpu3c', vcpuCount: 2 },
+        ports: ['8080/http'],
+        entrypoint: ['/bin/sh', '-c', 'mkdir -p /www && echo hello-from-a-pod > /www/index.html && exec httpd -f -p "$HANGAR_PORT_8080" -h /www'],
+      })
+      const pod = await waitPod(s, created.id, 'RUNNING', undefined, 60_000)
+      expect(pod.runtime.ports).toEqual([{ private: 8080, public: expect.any(Number), type: 'http', ip: '127.0.0.1' }])
+      const body = await until(async () => {
+        const r = await fetch(`${s.url}/proxy/${pod.id}/8080/index.html`, { headers: { authorization: `Bearer ${s.adminKey}` } })
+        return r.status === 200 ? r.text() : undefined
+      }, 20_000, 'the port answering through the proxy')
+      expect(body).toBe('hello-from-a-pod\n')
+      expect(await podsNamed(pod.id)).toHaveLength(1)
+      expect((await s.api('DELETE', `/v2/pods/${pod.id}`)).status).toBe(204)
+      await until(async () => (await podsNamed(pod.id)).length === 0, 30_000, 'the Pod deleted')
+    }, 120_000)
+
+    it('shares a network volume, a PersistentVolumeClaim, between two pods', async () => {
+      const created = await s.api('POST', '/v2/network-volumes', { name: 'k8s-shared', size: 10, dataCenter: 'LOCAL-1' })
+      expect(created.status, JSON.stringify(created.body)).toBe(201)
+      const volume = created.body
+      const body = (name: string, script: string) => ({ name, image: kubeEnv.bbImage, cpu: { id: 'cpu3c', vcpuCount: 2 }, mounts: { network: [{ volumeId: volume.id, path: '/data' }] }, entrypoint: ['/bin/sh', '-c', script] })
+      const writer = await createPod(s, body('k8s-writer', 'echo "written by $RUNPOD_POD_ID" > /data/shared.txt; echo wrote; sleep 600'))
+      const reader = await createPod(s, body('k8s-reader', 'until [ -s /data/shared.txt ]; do sleep 0.2; done; echo "read: $(cat /data/shared.txt)"; sleep 600'))
+      await waitPod(s, writer.id, 'RUNNING', undefined, 60_000)
+      await waitPod(s, reader.id, 'RUNNING', undefined, 60_000)
+      const events = await readPodLogs(s, reader.id, { match: /read: written by/, timeoutMs: 30_000 })
+      expect(JSON.stringify(events)).toContain(`read: written by ${writer.id}`)
+      const [w] = await podsNamed(writer.id)
+      const [r] = await podsNamed(reader.id)
+      const claimOf = (p: V1Pod) => p.spec?.volumes?.find((v) => v.persistentVolumeClaim)?.persistentVolumeClaim?.claimName
+      expect(claimOf(w)).toEqual(expect.stringContaining(volume.id.toLowerCase().replace(/_/g, '-')))
+      expect(claimOf(r)).toBe(claimOf(w))
+      await terminateAll(s)
+      // The claim outlives the pods (it is the volume's); deleting the volume does not delete it yet.
+      await api().deleteNamespacedPersistentVolumeClaim({ name: claimOf(w)!, namespace: kubeEnv.namespace })
     }, 120_000)
   })
 

@@ -22,6 +22,11 @@ export const KubernetesConfig = Type.Object(
     gpuTypes: Type.Record(Type.String(), Type.String(), { default: {} }),
     /** Storage class of the PersistentVolumeClaims (network volumes ReadWriteMany, pod volumes ReadWriteOnce); the cluster default when unset. */
     storageClass: Type.Optional(Type.String({ minLength: 1 })),
+    /**
+     * Access mode of a network volume's claim: `ReadWriteMany` (workers on any node share it; the storage class
+     * must support it, e.g. NFS or CephFS) or `ReadWriteOnce` (Pods on one node share it, e.g. hostPath).
+     */
+    networkVolumeAccessMode: Type.Enum(['ReadWriteMany', 'ReadWriteOnce'], { default: 'ReadWriteMany' }),
     /** Size asked for a network volume's claim, GB. */
     networkVolumeSizeGb: Type.Integer({ minimum: 1, default: 10 }),
     /**

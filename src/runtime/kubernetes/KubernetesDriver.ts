@@ -79,7 +79,7 @@ export class KubernetesDriver implements RuntimeDriver {
       if (spec.pullAuth) pullSecret = await this.ensurePullSecret(spec.pullAuth)
       for (const m of spec.mounts) {
         if (m.kind === 'persistent') await this.ensureClaim(persistentClaim(m.name), 'ReadWriteOnce', m.sizeGb, { 'hangar.io/persistent': m.name })
-        else if (m.kind === 'volume' && c.networkVolumes === 'pvc') await this.ensureClaim(volumeClaim(m.source), 'ReadWriteMany', c.networkVolumeSizeGb, { 'hangar.io/volume': m.source })
+        else if (m.kind === 'volume' && c.networkVolumes === 'pvc') await this.ensureClaim(volumeClaim(m.source), c.networkVolumeAccessMode, c.networkVolumeSizeGb, { 'hangar.io/volume': m.source })
       }
       if (c.traffic === 'nodePort' && ports.length > 0 && !c.hostNetwork) await this.createNodePortService(name, ports)
       const pod = podManifest({ spec: { ...spec, labels }, name, config: c, nodeSelector: this.o.hostSelectors?.get(spec.hostId) ?? null, ports, runtimeEnv: this.runtimeEnv(spec, ports), pullSecret })
