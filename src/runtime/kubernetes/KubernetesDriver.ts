@@ -22,6 +22,8 @@ export interface KubernetesDriverOptions {
   kubeConfig?: KubeConfig
 }
 
+/** Label of cluster members: the selector of their headless Service. */
+const CLUSTER_LABEL = 'hangar.io/cluster'
 /** Container waiting reasons that mean the image cannot be had. */
 const PULL_FAILURES = new Set(['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'ErrImageNeverPull', 'RegistryUnavailable'])
 /** Container waiting reasons that mean it cannot be created or started at all. */
@@ -82,7 +84,9 @@ export class KubernetesDriver implements RuntimeDriver {
         else if (m.kind === 'volume' && c.networkVolumes === 'pvc') await this.ensureClaim(volumeClaim(m.source), c.networkVolumeAccessMode, c.networkVolumeSizeGb, { 'hangar.io/volume': m.source })
       }
       if (c.traffic === 'nodePort' && ports.length > 0 && !c.hostNetwork) await this.createNodePortService(name, ports)
-      const pod = podManifest({ spec: { ...spec, labels }, name, config: c, nodeSelector: this.o.hostSelectors?.get(spec.hostId) ?? null, ports, runtimeEnv: this.runtimeEnv(spec, ports), pullSecret })
+      const member = c.hostNetwork ? null : await this.clusterMember(spec)
+      const pod = podManifest({ spec: { ...spec, labels, env: { ...spec.env, ...member?.env } }, name, config: c, nodeSelector: this.o.hostSelectors?.get(spec.hostId) ?? null, ports, runtimeEnv: this.runtimeEnv(spec, ports), pullSecret, dns: member?.dns })
+      if (member) pod.metadata!.labels![CLUSTER_LABEL] = member.dns.subdomain
       await this.api.createNamespacedPod({ namespace: this.ns, body: pod })
     } catch (err) {
       await this.remove(ref).catch(() => undefined)
@@ -399,6 +403,35 @@ export class KubernetesDriver implements RuntimeDriver {
       },
     })
     for (const p of ports) p.publicPort = svc.spec?.ports?.find((x) => x.port === p.privatePort)?.nodePort ?? p.publicPort
+  }
+
+  /**
+   * A cluster member without host networking: a headless Service per cluster (created with its first member)
+   * gives each member the DNS name `rank-<n>.<service>.<namespace>.svc.cluster.local`, and the addresses of the
+   * env wiring (the loopback block a single machine uses) are replaced by those names.
+   */
+  private async clusterMember(spec: WorkloadSpec): Promise<{ dns: { hostname: string; subdomain: string }; env: Record<string, string> } | null> {
+    const clusterId = spec.labels[LABELS.cluster]
+    const rank = spec.labels[LABELS.clusterRank]
+    if (!clusterId || rank === undefined) return null
+    const service = `hangar-cluster-${dnsName(clusterId, 40)}`
+    try {
+      await this.api.createNamespacedService({
+        namespace: this.ns,
+        body: { apiVersion: 'v1', kind: 'Service', metadata: { name: service, labels: { ...MANAGED_BY } }, spec: { clusterIP: 'None', publishNotReadyAddresses: true, selector: { [CLUSTER_LABEL]: service } } },
+      })
+    } catch (err) {
+      if (kubeStatusOf(err) !== 409) throw err
+    }
+    const fqdn = (r: string) => `rank-${r}.${service}.${this.ns}.svc.cluster.local`
+    const env: Record<string, string> = {}
+    const primary = spec.env.PRIMARY_ADDR ?? spec.env.MASTER_ADDR
+    for (const [k, v] of Object.entries(spec.env)) {
+      if (primary && v === primary) env[k] = fqdn('0')
+      else if (primary && v.startsWith(`${primary}:`)) env[k] = `${fqdn('0')}${v.slice(primary.length)}`
+    }
+    if (spec.env.NODE_ADDR) env.NODE_ADDR = fqdn(rank)
+    return { dns: { hostname: `rank-${rank}`, subdomain: service }, env }
   }
 
   /** Mount paths and ports as the program sees them inside the container. */
