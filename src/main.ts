@@ -234,6 +234,8 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   const onLose = async (_reason: string, handover: boolean) => {
     looping = false
     await hostMonitor.stop()
+    // A start still waiting on the runtime (an unschedulable Pod) would hold the scaler's run in flight.
+    workers.cancelStarts()
     await scaler.stop()
     await sweeper.stop()
     if (handover) workers.follow()

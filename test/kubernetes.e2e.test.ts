@@ -137,6 +137,7 @@ describe.skipIf(skip !== null)('endpoints on a real Kubernetes: every worker is 
       await api().deleteNamespacedPod({ name: foreign, namespace: kubeEnv.namespace, gracePeriodSeconds: 0 }).catch(() => undefined)
       await patchLabels([{ op: 'remove', path: '/metadata/labels/nvidia.com~1gpu.product' }]).catch(() => undefined)
       await patchNode([{ op: 'remove', path: '/status/capacity/nvidia.com~1gpu' }]).catch(() => undefined)
+      await patchNode([{ op: 'remove', path: '/status/allocatable/nvidia.com~1gpu' }]).catch(() => undefined)
     }, 60_000)
 
     it('offers the GPUs of the Nodes in the catalog, shows an unschedulable Pod as NO_CAPACITY, and runs once the GPUs are free', async () => {

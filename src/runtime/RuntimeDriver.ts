@@ -94,6 +94,8 @@ export interface StartHooks {
    * yet), or null once it no longer waits.
    */
   onWaiting?(why: string | null): void
+  /** Calls the start off (the workload was stopped before it ran); runtimes whose starts can wait long honour it. */
+  signal?: AbortSignal
 }
 
 /** Resource use of a running workload. */

@@ -293,7 +293,10 @@ export class WorkerService {
         pullAuth: ep.registry ? await this.deps.pullAuth?.(ep) : null,
       })
       if (ep.type === 'LOAD_BALANCER') spec.ports = lbWorkloadPorts(spec.ports, ep.env)
+      const abort = new AbortController()
+      w.abortStart = () => abort.abort()
       handle = await runtime.start(spec, {
+        signal: abort.signal,
         onPhase: (phase, detail) => this.onStartPhase(w, phase, detail),
         // A cluster whose scheduler cannot place it yet: the workers view and the jobs' waiting reason say so.
         onWaiting: (why) => {
@@ -303,6 +306,8 @@ export class WorkerService {
       })
     } catch (err) {
       return this.startFailed(w, (err as Error).message, true)
+    } finally {
+      w.abortStart = null
     }
     if (ep.type === 'LOAD_BALANCER') {
       const address = lbAddress(handle.ports, ep.env)
@@ -340,6 +345,8 @@ export class WorkerService {
       this.deps.log.info({ workerId, endpointId: w.endpointId, reason }, 'stopping worker')
       this.deps.events.workerChanged(workerId)
       void this.deps.store.workers.update(workerId, { state: 'STOPPING' })
+      // Still being started (a Pod the cluster cannot place yet): that start is called off.
+      if (!w.handle) w.abortStart?.()
       void w.handle?.stop(this.deps.config.stopGraceMs)
     }
     await w.finished
@@ -370,6 +377,14 @@ export class WorkerService {
       await this.deps.runtime.remove(l.ref).catch(() => undefined)
       this.deps.log.info({ hostId, runtimeRef: l.ref }, 'removed a worker left on a host that was down')
     }
+  }
+
+  /**
+   * Calls off the starts in progress (the control plane stops leading): a start the runtime keeps waiting on
+   * (a Pod the cluster cannot place) must not hold up the scaler's last run. Those workers then fail to start.
+   */
+  cancelStarts(): void {
+    for (const w of this.live.values()) w.abortStart?.()
   }
 
   /** Stops every worker (shutdown). */

@@ -183,8 +183,10 @@ export class KubernetesDriver implements RuntimeDriver {
     return new Promise<V1Pod>((resolve, reject) => {
       let timer: NodeJS.Timeout | null = null
       let waitingFor: string | null = null
+      const onAbort = () => done(() => reject(new Error(`start called off: stopped before Pod ${this.ns}/${name} ran${waitingFor ? ` (${waitingFor})` : ''}`)))
       const done = (f: () => void) => {
         off()
+        hooks.signal?.removeEventListener('abort', onAbort)
         if (timer) clearTimeout(timer)
         if (waitingFor) hooks.onWaiting?.(null)
         f()
@@ -212,6 +214,8 @@ export class KubernetesDriver implements RuntimeDriver {
         }
         if (waiting?.reason === 'ContainerCreating' && pod.spec?.nodeName) hooks.onPhase?.('STARTING')
       })
+      if (hooks.signal?.aborted) onAbort()
+      else hooks.signal?.addEventListener('abort', onAbort, { once: true })
     })
   }
 
