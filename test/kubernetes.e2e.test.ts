@@ -25,6 +25,14 @@ const kubernetes = { kubeconfig: kubeEnv.kubeconfig, namespace: kubeEnv.namespac
 
 describe.skipIf(skip !== null)('endpoints on a real Kubernetes: every worker is a Pod', () => {
   const api = () => testKubeConfig().makeApiClient(CoreV1Api)
+  /** Pods outlive the control plane by design: whatever a test server of this file left is deleted after it. */
+  const stopAndClean = async (t: TestServer | undefined) => {
+    if (!t) return
+    const installation = readFileSync(join(t.dataDir, 'installation-id'), 'utf8').trim()
+    await t.stop()
+    const left = (await api().listNamespacedPod({ namespace: kubeEnv.namespace, labelSelector: `${LABELS.installation}=${installation}` })).items
+    for (const p of left) await api().deleteNamespacedPod({ name: p.metadata!.name!, namespace: kubeEnv.namespace, gracePeriodSeconds: 0 }).catch(() => undefined)
+  }
   const podsOf = async (ep: string): Promise<V1Pod[]> => (await api().listNamespacedPod({ namespace: kubeEnv.namespace, labelSelector: `${LABELS.endpoint}=${ep}` })).items.filter((p) => !p.metadata?.deletionTimestamp)
 
   describe('a queue endpoint', () => {
@@ -33,7 +41,7 @@ describe.skipIf(skip !== null)('endpoints on a real Kubernetes: every worker is 
       s = await startTestServer({ runtime: { kubernetes } })
     }, 60_000)
     afterAll(async () => {
-      await s?.stop()
+      await stopAndClean(s)
     })
 
     it('has its jobs completed by a worker in a Pod with the flavor\'s resources, and its Pod deleted with it', async () => {
@@ -72,7 +80,7 @@ describe.skipIf(skip !== null)('endpoints on a real Kubernetes: every worker is 
     }, 60_000)
     afterAll(async () => {
       if (s) await terminateAll(s)
-      await s?.stop()
+      await stopAndClean(s)
     })
     const podsNamed = async (id: string) => (await api().listNamespacedPod({ namespace: kubeEnv.namespace, labelSelector: `${LABELS.pod}=${id}` })).items
 
@@ -133,7 +141,8 @@ describe.skipIf(skip !== null)('endpoints on a real Kubernetes: every worker is 
       s = await startTestServer({ runtime: { kubernetes: { ...kubernetes, gpuTypes: { 'NVIDIA-L4': 'NVIDIA L4' } } } })
     }, 60_000)
     afterAll(async () => {
-      await s?.stop()
+      for (const c of (await s?.api('GET', '/v2/clusters'))?.body?.clusters ?? []) await s.api('DELETE', `/v2/clusters/${c.id}`)
+      await stopAndClean(s)
       await api().deleteNamespacedPod({ name: foreign, namespace: kubeEnv.namespace, gracePeriodSeconds: 0 }).catch(() => undefined)
       await patchLabels([{ op: 'remove', path: '/metadata/labels/nvidia.com~1gpu.product' }]).catch(() => undefined)
       await patchNode([{ op: 'remove', path: '/status/capacity/nvidia.com~1gpu' }]).catch(() => undefined)
@@ -168,6 +177,32 @@ describe.skipIf(skip !== null)('endpoints on a real Kubernetes: every worker is 
       expect((await waitFinal(s, ep, job.id)).status).toBe('COMPLETED')
       await s.api('DELETE', `/v2/serverless/${ep}`)
       await until(async () => (await podsOf(ep)).length === 0, 30_000, 'the Pod deleted')
+    }, 120_000)
+
+    it('runs a 2-member GPU cluster as Pods wired by env: rank 1 reaches rank 0 at MASTER_ADDR', async () => {
+      // Host networking (this cluster has no pod network): members listen on their loopback block, as on one machine.
+      const script = [
+        'if [ "$NODE_RANK" = 0 ]; then',
+        '  mkdir -p /www && echo "welcome from rank 0" > /www/index.html && exec httpd -f -p "$MASTER_ADDR:$MASTER_PORT" -h /www',
+        'else',
+        '  until msg=$(wget -qO- "http://$MASTER_ADDR:$MASTER_PORT/") && [ -n "$msg" ]; do sleep 0.2; done',
+        '  echo "rank $NODE_RANK got: $msg"; sleep 600',
+        'fi',
+      ].join('\n')
+      await until(async () => (await s.api('GET', '/v2/catalog/gpus/NVIDIA%20L4?include=AVAILABILITY&product=POD')).body.stock?.free === 2, 30_000, 'both GPUs free')
+      const created = await s.api('POST', '/v2/clusters', { name: 'k8s-train', type: 'TRAINING', compute: { gpuTypeId: 'NVIDIA L4', gpuCountPerPod: 1, podCount: 2 }, image: kubeEnv.bbImage, entrypoint: ['/bin/sh', '-c', script] })
+      expect(created.status, JSON.stringify(created.body)).toBe(201)
+      const c = created.body
+      await until(async () => (await s.api('GET', `/v2/clusters/${c.id}`)).body.pods.byStatus.RUNNING === 2, 60_000, 'both members RUNNING')
+      const [m0, m1] = (await s.api('GET', `/v2/clusters/${c.id}/pods`)).body.pods
+      const got = await readPodLogs(s, m1.id, { query: 'tail=1000&source=container', match: /got: welcome/, timeoutMs: 30_000 })
+      expect(got.at(-1)!.data.line).toBe('rank 1 got: welcome from rank 0')
+      const pods = (await api().listNamespacedPod({ namespace: kubeEnv.namespace, labelSelector: `${LABELS.cluster}=${c.id}` })).items
+      expect(pods.map((p) => p.metadata?.labels?.[LABELS.clusterRank]).sort()).toEqual(['0', '1'])
+      expect(pods.every((p) => p.spec?.containers[0].resources?.limits?.['nvidia.com/gpu'] === '1')).toBe(true)
+      expect(m0.cluster).toMatchObject({ id: c.id, rank: 0 })
+      expect((await s.api('DELETE', `/v2/clusters/${c.id}`)).status).toBeLessThan(300)
+      await until(async () => (await api().listNamespacedPod({ namespace: kubeEnv.namespace, labelSelector: `${LABELS.cluster}=${c.id}` })).items.filter((p) => !p.metadata?.deletionTimestamp).length === 0, 30_000, 'the members deleted')
     }, 120_000)
   })
 
