@@ -10,4 +10,4 @@ source .ci/setup-kubernetes.sh
 _stop() { if [ "$HANGAR_K8S_STARTED" = 1 ] && [ "${HANGAR_K8S_KEEP:-0}" != 1 ]; then W="$HANGAR_K8S_DIR" bash .ci/k8s/setup-k8s.sh stop; fi; }
 trap _stop EXIT
 export HANGAR_REQUIRE_KUBERNETES=1
-npx vitest run test/runtime.kubernetes.test.ts test/kubernetes.e2e.test.ts
+npx vitest run test/runtime.kubernetes.test.ts test/kubernetes.e2e.test.ts test/kubernetes.manifest.test.ts

@@ -54,7 +54,7 @@ describe.skipIf(skip !== null)('endpoints on a real Kubernetes: every worker is 
 
       const list = (await s.api('GET', `/v2/serverless/${ep}/workers`)).body
       expect(list.workers).toHaveLength(1)
-      expect(list.workers[0]).toMatchObject({ id: first.workerId, runtime: 'kubernetes', hostId: 'k8s', startPhase: null })
+      expect(list.workers[0], JSON.stringify(list.workers[0])).toMatchObject({ id: first.workerId, runtime: 'kubernetes', hostId: 'k8s', startPhase: null })
       const pods = await podsOf(ep)
       expect(pods).toHaveLength(1)
       const pod = pods[0]
