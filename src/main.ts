@@ -179,7 +179,8 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   const jobs = new JobService({ store, clock, events, lifecycle, workerHealth: (id) => workers.health(id), waitingReason: (job) => scaler.waitingReason(job.endpointId, job.lowPriority)?.message, streamWaitMs: config.jobs.streamWaitMs, secrets })
   const workerJobs = new WorkerJobService({ store, clock, events, lifecycle, workers, takeWaitMs: config.jobs.takeWaitMs, secrets })
   const sweeper = new JobSweeper({ store, clock, lifecycle, workers, log, intervalMs: config.jobs.sweepIntervalMs })
-  const hostMonitor = new HostMonitor({ hosts: runtime.engineHosts(), runtime, fleet: catalog.fleet, workers, log, intervalMs: config.enginePingIntervalMs })
+  // Cluster hosts are not pinged: a slow or restarting API server does not mean Pods ended (the watch says when they do).
+  const hostMonitor = new HostMonitor({ hosts: runtime.engineHosts().filter((h) => !kubeHosts.has(h)), runtime, fleet: catalog.fleet, workers, log, intervalMs: config.enginePingIntervalMs })
   const podEvents = opts.podEvents ?? new PodEvents()
   const pods = new PodService({ store, clock, catalog, runtime, templates, registries, networkVolumes, sshKeys, events: podEvents, log, dataDir: config.dataDir, stopGraceMs: config.jobs.stopGraceMs, installationId: installationId(config.dataDir) })
   const clusters = new ClusterService({ store, clock, catalog, pods, networkVolumes, sshKeys })
