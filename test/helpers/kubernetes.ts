@@ -6,7 +6,8 @@ import { KubeConfig, VersionApi } from '@kubernetes/client-node'
  * single-node cluster, imports the test images into its containerd and exports HANGAR_TEST_KUBECONFIG.
  */
 export const kubeEnv = {
-  kubeconfig: process.env.HANGAR_TEST_KUBECONFIG ?? process.env.KUBECONFIG,
+  // Only the test variable: the tests patch node1 (fake GPUs) and create Pods; a KUBECONFIG of a real cluster is not for them.
+  kubeconfig: process.env.HANGAR_TEST_KUBECONFIG,
   required: process.env.HANGAR_REQUIRE_KUBERNETES === '1',
   /** busybox (imported by the cluster's setup). */
   bbImage: process.env.HANGAR_TEST_K8S_BB_IMAGE ?? 'localhost/bb:latest',
@@ -28,7 +29,7 @@ export async function kubernetesSkipReason(): Promise<string | null> {
 
 async function probe(): Promise<string | null> {
   const file = kubeEnv.kubeconfig
-  if (!file) return 'neither HANGAR_TEST_KUBECONFIG nor KUBECONFIG is set (run `.ci/kubernetes.sh` or `scripts/k8s-test-images.sh`): Kubernetes tests skipped'
+  if (!file) return 'HANGAR_TEST_KUBECONFIG is not set (run `source .ci/setup-kubernetes.sh` first): Kubernetes tests skipped'
   if (!existsSync(file)) return `kubeconfig ${file} does not exist: Kubernetes tests skipped`
   const kc = new KubeConfig()
   kc.loadFromFile(file)
