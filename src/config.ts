@@ -7,6 +7,7 @@ import { LimitsConfig } from './api/limitsConfig.js'
 import { EngineSetting } from './runtime/docker/EngineConfig.js'
 import { ImagesConfig } from './runtime/images.js'
 import { ProcessRuntimeConfig } from './runtime/process/sandbox.js'
+import { KubernetesConfig } from './runtime/kubernetes/KubernetesConfig.js'
 import { BillingConfig } from './services/billingConfig.js'
 import { JobsConfig } from './services/jobsConfig.js'
 import { LoadBalancerConfig } from './services/loadBalancerConfig.js'
@@ -49,8 +50,12 @@ export const Config = Type.Object(
     loadBalancer: LoadBalancerConfig,
     /** Image reference -> local command, for running endpoints' images as local processes. */
     images: ImagesConfig,
-    /** How local processes are isolated from each other and from the control plane (`process.sandbox`, `process.trustTenants`). */
-    runtime: Type.Object({ process: ProcessRuntimeConfig }, { additionalProperties: false, default: {} }),
+    /**
+     * How workloads run: `process` says how local processes are isolated from each other and from the control
+     * plane (`sandbox`, `trustTenants`); `kubernetes` names a cluster (`{"kubeconfig": "...", "namespace":
+     * "hangar"}`) whose Nodes are then the fleet, every worker and pod a Pod there (see "Kubernetes" in the README).
+     */
+    runtime: Type.Object({ process: ProcessRuntimeConfig, kubernetes: Type.Optional(KubernetesConfig) }, { additionalProperties: false, default: {} }),
     /**
      * This machine's Docker or Podman engine (`"unix:///var/run/docker.sock"`): its workers then run as
      * containers of their endpoint's image instead of local processes. Hosts listed in `fleet.hosts` name their own.

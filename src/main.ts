@@ -6,7 +6,8 @@ import { buildApp, type App } from './api/app.js'
 import { DataDirLock } from './DataDirLock.js'
 import { createLogger } from './logger.js'
 import { trackConnections } from './api/drain.js'
-import { CatalogService } from './catalog/CatalogService.js'
+import { CatalogService, localHosts } from './catalog/CatalogService.js'
+import { Fleet } from './catalog/Fleet.js'
 import { detectMachine } from './catalog/detect.js'
 import { publicBaseUrl, workerHostEnv, type Config } from './config.js'
 import { systemClock, type Clock } from './domain/clock.js'
@@ -41,6 +42,7 @@ import { DroppedTakes } from './services/DroppedTakes.js'
 import { WorkerService } from './services/WorkerService.js'
 import { buildRuntime, hostEngines } from './runtime/buildRuntime.js'
 import { probeSandbox } from './runtime/process/sandbox.js'
+import { openKubernetes } from './runtime/kubernetes/openKubernetes.js'
 import { HostMonitor } from './services/HostMonitor.js'
 import { PodEvents } from './services/PodEvents.js'
 import { PodService } from './services/PodService.js'
@@ -136,7 +138,10 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   const accounts = new AccountService({ store, clock, feed })
 
   const machine = await detectMachine(config.fleet.detectGpus)
-  const catalog = new CatalogService(config.catalog, config.fleet, machine)
+  // A Kubernetes cluster replaces this machine in the fleet (configured hosts stay): its Nodes, by GPU label.
+  const kube = config.runtime?.kubernetes ? await openKubernetes(config.runtime.kubernetes, config.dataDir, config.fleet.localDataCenterId) : null
+  const catalog = new CatalogService(config.catalog, config.fleet, machine, kube ? new Fleet([...(config.fleet.hosts ? localHosts(config.fleet, machine) : []), ...kube.hosts]) : undefined)
+  const kubeRefresh = kube ? setInterval(() => void kube.refresh().catch(() => undefined), config.runtime!.kubernetes!.capacityRefreshMs).unref() : null
   // Registry credentials and jobs' S3 secrets are sealed with a key kept beside (not inside) the database.
   const secrets = SecretBox.open(join(config.dataDir, 'secret.key'))
   const registries = new RegistryService({ store, clock, secrets })
@@ -192,12 +197,13 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
     )
   }
   const trustedAccount = async (accountId: string) => (await store.accounts.get(accountId))?.name === ADMIN_ACCOUNT
-  const runtime = buildRuntime(config, workerHostEnv(), { sandbox, trustedAccount })
+  const runtime = buildRuntime(config, workerHostEnv(), { sandbox, trustedAccount }, kube ? { driver: kube.driver, hostIds: kube.hosts.map((h) => h.id) } : undefined)
   // Workers call the control plane at workerUrl, or on its local address (whatever publicUrl says); a
   // host's engine may say how its containers reach it. Known before listen unless the port is 0, so
   // workers of a previous run can be adopted.
   let workerUrl = config.workerUrl ?? (config.port === 0 ? '' : publicBaseUrl({ ...config, publicUrl: undefined }, config.port))
-  const workerUrlOf = (hostId: string) => engines.get(hostId)?.controlPlaneUrl ?? workerUrl
+  const kubeHosts = new Set(kube?.hosts.map((h) => h.id))
+  const workerUrlOf = (hostId: string) => engines.get(hostId)?.controlPlaneUrl ?? (kubeHosts.has(hostId) ? config.runtime?.kubernetes?.controlPlaneUrl : undefined) ?? workerUrl
   const monotonic = opts.monotonic
   const workers = new WorkerService({ store, clock, monotonic, runtime, catalog, lifecycle, events, config: config.jobs, networkVolumes, installationId: installationId(config.dataDir), baseUrl: workerUrlOf, runtimeOf: (hostId) => runtime.runtimeOf(hostId), log, pullAuth: (ep) => pullAuth(registries, ep), metrics: counted, lbDrainMs: config.loadBalancer.requestTimeoutMs, meter, feed })
   // LOAD_BALANCER endpoints: health checks make workers ready; the balancer hands requests to ready ones.
@@ -216,7 +222,8 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   const jobs = new JobService({ store, clock, events, lifecycle, workerHealth: (id) => workers.health(id), waitingReason: (job) => scaler.waitingReason(job.endpointId, job.lowPriority)?.message, streamWaitMs: config.jobs.streamWaitMs, secrets, idempotencyWindowMs: config.jobs.idempotencyWindowMs })
   const workerJobs = new WorkerJobService({ store, clock, events, lifecycle, workers, takeWaitMs: config.jobs.takeWaitMs, secrets, dropped, log })
   const sweeper = new JobSweeper({ store, clock, lifecycle, workers, log, intervalMs: config.jobs.sweepIntervalMs })
-  const hostMonitor = new HostMonitor({ hosts: runtime.engineHosts(), runtime, fleet: catalog.fleet, workers, log, intervalMs: config.enginePingIntervalMs })
+  // Cluster hosts are not pinged: a slow or restarting API server does not mean Pods ended (the watch says when they do).
+  const hostMonitor = new HostMonitor({ hosts: runtime.engineHosts().filter((h) => !kubeHosts.has(h)), runtime, fleet: catalog.fleet, workers, log, intervalMs: config.enginePingIntervalMs })
   const podEvents = opts.podEvents ?? new PodEvents()
   const pods = new PodService({ store, clock, catalog, runtime, templates, registries, networkVolumes, sshKeys, events: podEvents, log, dataDir: config.dataDir, stopGraceMs: config.jobs.stopGraceMs, installationId: installationId(config.dataDir) })
   const clusters = new ClusterService({ store, clock, catalog, pods, networkVolumes, sshKeys })
@@ -271,6 +278,8 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   const onLose = async (_reason: string, handover: boolean) => {
     looping = false
     await hostMonitor.stop()
+    // A start still waiting on the runtime (an unschedulable Pod) would hold the scaler's run in flight.
+    workers.cancelStarts()
     await scaler.stop()
     await sweeper.stop()
     if (handover) workers.follow()
@@ -365,6 +374,8 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
         // for another process to take. The feed goes after: stopping workers still wakes waiters elsewhere.
         // The store goes last: everything above writes to it.
         await leadership.stop()
+        if (kubeRefresh) clearInterval(kubeRefresh)
+        await kube?.close()
         await feed.stop()
         await counters.close()
         // What was counted since the last flush is written before the store closes.

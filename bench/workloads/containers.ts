@@ -13,7 +13,8 @@ interface Runtime {
  * Workload 9: containers beside processes. For each runtime, in one run: cold starts (a new endpoint's
  * first job; "create -> job taken" runs from the worker's record, made as placement succeeds, to the job
  * taken by the worker, split into pull / create / boot by the workers view) and FlashBoot (a parked
- * worker reused: the /runsync round trip). Podman rows need HANGAR_TEST_DOCKER_HOST and the test images.
+ * worker reused: the /runsync round trip). Podman rows need HANGAR_TEST_DOCKER_HOST and the test images;
+ * Kubernetes rows (a worker Pod, image present in containerd) HANGAR_TEST_KUBECONFIG.
  */
 export async function containers(ctx: BenchContext): Promise<Row[]> {
   const runs = ctx.quick ? 2 : 7
@@ -23,9 +24,16 @@ export async function containers(ctx: BenchContext): Promise<Row[]> {
     const engine = { address: socket, network: 'host', gpus: 'none', cgroupParent: process.env.HANGAR_TEST_CGROUP_PARENT }
     runtimes.push({ name: 'podman', image: 'localhost/hangar-test-worker:latest', config: { engine } })
   }
+  // A worker Pod on the single-node cluster of .ci/setup-kubernetes.sh (host network, image imported into containerd).
+  const kubeconfig = process.env.HANGAR_TEST_KUBECONFIG
+  if (kubeconfig) {
+    const kubernetes = { kubeconfig, hostNetwork: true, imagePullPolicy: 'Never', networkVolumes: 'hostPath', oversubscription: 8 }
+    runtimes.push({ name: 'kubernetes', image: 'localhost/hangar-test-worker:latest', config: { runtime: { kubernetes } } })
+  }
   const rows: Row[] = []
   for (const rt of runtimes) rows.push(...(await measure(rt, runs)))
   if (!socket) rows.push({ workload: '9 containers', metric: 'podman', value: NaN, unit: 'ms', note: 'not measured: HANGAR_TEST_DOCKER_HOST is not set (source .ci/setup-podman.sh)' })
+  if (!kubeconfig) rows.push({ workload: '9 containers', metric: 'kubernetes', value: NaN, unit: 'ms', note: 'not measured: HANGAR_TEST_KUBECONFIG is not set (source .ci/setup-kubernetes.sh)' })
   return rows
 }
 

@@ -152,7 +152,7 @@ export class Autoscaler {
     const { workers } = this.o
     const s: EndpointScaling = { ...last.snapshot, workers: workers.snapshot(endpointId, last.version), backoffMs: workers.backoffMs(endpointId) }
     const f = workers.failures(endpointId)
-    return waitingReason(s, { noCapacity: workers.noCapacityReason(endpointId), failures: f.consecutive, lastFailure: f.last }, lowPriority)
+    return waitingReason(s, { noCapacity: workers.noCapacityReason(endpointId), pendingCapacity: workers.pendingCapacityReason(endpointId), failures: f.consecutive, lastFailure: f.last }, lowPriority)
   }
 
   /**

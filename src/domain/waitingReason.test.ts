@@ -44,4 +44,9 @@ describe('waitingReason', () => {
       if (message) expect(r?.message).toMatch(message)
     })
   }
+
+  it('no capacity for a starting worker the cluster cannot place (Kubernetes: unschedulable)', () => {
+    const r = waitingReason(ep({ workers: [w('starting')] }), { ...ctx, pendingCapacity: 'NO_CAPACITY: 0/1 nodes are available: 1 Insufficient nvidia.com/gpu.' }, false)
+    expect(r).toEqual({ code: 'NO_CAPACITY', message: '1 worker(s) starting wait for the cluster to place them: 0/1 nodes are available: 1 Insufficient nvidia.com/gpu.' })
+  })
 })

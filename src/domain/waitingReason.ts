@@ -5,6 +5,8 @@ import { isCounted, type EndpointScaling } from './planScaling.js'
 export interface WaitingContext {
   /** Why the last placement failed, while workers are throttled. */
   noCapacity: string | null
+  /** Why starting workers wait for their runtime to place them (a Kubernetes scheduler: `NO_CAPACITY: ...`), if they do. */
+  pendingCapacity?: string | null
   /** Consecutive failures of the endpoint's workers, and the last one. */
   failures: number
   lastFailure: string | null
@@ -34,6 +36,7 @@ export function waitingReason(e: EndpointScaling, ctx: WaitingContext, lowPriori
     const next = e.backoffMs > 0 ? `; next start in ${Math.ceil(e.backoffMs / 1000)} s` : ''
     return { code: 'CRASH_LOOP', message: `workers are crash-looping (${ctx.failures} failure(s) in a row; last: ${ctx.lastFailure ?? 'unknown'})${next}` }
   }
+  if (n('starting') > 0 && ctx.pendingCapacity) return { code: 'NO_CAPACITY', message: `${n('starting')} worker(s) starting wait for the cluster to place them: ${ctx.pendingCapacity.replace(/^NO_CAPACITY: /, '')}` }
   if (n('starting') > 0) return { code: 'COLD_START', message: `${n('starting')} worker(s) starting (cold start)` }
   if (counted.length + retiring >= e.max) {
     if (retiring > 0) return { code: 'ROLLOUT', message: `all ${e.max} workers (workers.max) are busy; ${retiring} of them run an older release and are replaced once their jobs end` }

@@ -65,7 +65,8 @@ export class HostRuntimes implements RuntimeDriver {
 
   /** Every runtime's workloads; a runtime that does not answer is left out (its host is down). */
   async list(labels: Record<string, string>): Promise<ListedWorkload[]> {
-    const drivers = [this.local, ...this.byHost.values()]
+    // One driver may serve several hosts (a Kubernetes cluster): each is asked once.
+    const drivers = [...new Set([this.local, ...this.byHost.values()])]
     const lists = await Promise.all(drivers.map((d) => d.list(labels).catch(() => [])))
     return lists.flat()
   }

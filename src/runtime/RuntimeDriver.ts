@@ -89,6 +89,13 @@ export type StartPhase = 'PULLING' | 'CREATING' | 'STARTING'
 /** Callbacks during `start`. */
 export interface StartHooks {
   onPhase?(phase: StartPhase, detail?: { bytes?: number; totalBytes?: number }): void
+  /**
+   * Why the start waits on the runtime (`NO_CAPACITY: <scheduler's message>`: a cluster that cannot place it
+   * yet), or null once it no longer waits.
+   */
+  onWaiting?(why: string | null): void
+  /** Calls the start off (the workload was stopped before it ran); runtimes whose starts can wait long honour it. */
+  signal?: AbortSignal
 }
 
 /** Resource use of a running workload. */

@@ -16,6 +16,9 @@ export const LABELS = {
   endpoint: 'io.hangar.endpoint',
   pod: 'io.hangar.pod',
   account: 'io.hangar.account',
+  /** Cluster a pod is a member of, and its rank (Kubernetes names members by them). */
+  cluster: 'io.hangar.cluster',
+  clusterRank: 'io.hangar.cluster-rank',
   /** Release version of the endpoint the worker runs. */
   release: 'io.hangar.release',
   /** The fleet capacity it holds (JSON of an Allocation), taken again when it is adopted. */

@@ -36,6 +36,10 @@ export interface LiveWorker {
   /** While starting: the runtime's step (pull, create, start) and image bytes pulled. */
   startPhase: StartPhase | null
   pull: { bytes: number; totalBytes: number | null } | null
+  /** While starting: why the runtime cannot place it yet (`NO_CAPACITY: ...`, a cluster's scheduler), else null. */
+  waitingFor: string | null
+  /** While the runtime starts it: cancels that start (stopped before it ran). */
+  abortStart: (() => void) | null
   /** Monotonic ms of the start's steps: launch, pull done, runtime started, first call. */
   timeline: { launch: number; pulled: number | null; started: number | null; called: number | null } | null
   /** Ends its watch without the runtime's word (its host stopped answering). */
@@ -66,6 +70,8 @@ export function newLiveWorker(id: string, endpointId: string, accountId: string,
     finished: Promise.resolve(),
     startPhase: null,
     pull: null,
+    waitingFor: null,
+    abortStart: null,
     timeline: null,
     abandon: null,
   }

@@ -294,9 +294,21 @@ export class WorkerService {
         pullAuth: ep.registry ? await this.deps.pullAuth?.(ep) : null,
       })
       if (ep.type === 'LOAD_BALANCER') spec.ports = lbWorkloadPorts(spec.ports, ep.env)
-      handle = await runtime.start(spec, { onPhase: (phase, detail) => this.onStartPhase(w, phase, detail) })
+      const abort = new AbortController()
+      w.abortStart = () => abort.abort()
+      handle = await runtime.start(spec, {
+        signal: abort.signal,
+        onPhase: (phase, detail) => this.onStartPhase(w, phase, detail),
+        // A cluster whose scheduler cannot place it yet: the workers view and the jobs' waiting reason say so.
+        onWaiting: (why) => {
+          w.waitingFor = why
+          w.lastError = why
+        },
+      })
     } catch (err) {
       return this.startFailed(w, (err as Error).message, true)
+    } finally {
+      w.abortStart = null
     }
     if (ep.type === 'LOAD_BALANCER') {
       const address = lbAddress(handle.ports, ep.env)
@@ -304,7 +316,7 @@ export class WorkerService {
       else log.warn({ workerId: w.id, endpointId: ep.id }, 'the runtime published no PORT for a load-balancing worker: it gets no traffic')
     }
     const m = this.mono()
-    Object.assign(w, { handle, startedAt: m, lastContact: m, idleSince: m, phaseSince: m, lastError: null, startPhase: 'STARTING', pull: null })
+    Object.assign(w, { handle, startedAt: m, lastContact: m, idleSince: m, phaseSince: m, lastError: null, startPhase: 'STARTING', pull: null, waitingFor: null })
     w.timeline.pulled ??= w.timeline.launch
     w.timeline.started = m
     this.watch(w, handle)
@@ -334,6 +346,8 @@ export class WorkerService {
       this.deps.log.info({ workerId, endpointId: w.endpointId, reason }, 'stopping worker')
       this.deps.events.workerChanged(workerId)
       void this.deps.store.workers.update(workerId, { state: storedStateOf(w.phase) })
+      // Still being started (a Pod the cluster cannot place yet): that start is called off.
+      if (!w.handle) w.abortStart?.()
       void w.handle?.stop(this.deps.config.stopGraceMs)
     }
     await w.finished
@@ -364,6 +378,14 @@ export class WorkerService {
       await this.deps.runtime.remove(l.ref).catch(() => undefined)
       this.deps.log.info({ hostId, runtimeRef: l.ref }, 'removed a worker left on a host that was down')
     }
+  }
+
+  /**
+   * Calls off the starts in progress (the control plane stops leading): a start the runtime keeps waiting on
+   * (a Pod the cluster cannot place) must not hold up the scaler's last run. Those workers then fail to start.
+   */
+  cancelStarts(): void {
+    for (const w of this.live.values()) w.abortStart?.()
   }
 
   /** Stops every worker (shutdown). */
@@ -575,6 +597,11 @@ export class WorkerService {
   /** Why the endpoint's throttled workers cannot be placed (the latest placement failure), or null. */
   noCapacityReason(endpointId: string): string | null {
     return this.of(endpointId).filter((w) => w.phase === 'throttled' && w.lastError).pop()?.lastError ?? null
+  }
+
+  /** Why the endpoint's starting workers wait for their runtime to place them (Kubernetes: unschedulable), or null. */
+  pendingCapacityReason(endpointId: string): string | null {
+    return this.of(endpointId).filter((w) => w.phase === 'starting' && w.waitingFor).pop()?.waitingFor ?? null
   }
 
   /** /health worker counters. */

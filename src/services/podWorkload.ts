@@ -18,8 +18,10 @@ export function persistentName(podId: string): string {
  * Labels every pod workload carries, so a restarted control plane finds its own installation's pods (and
  * their orphans) and never another installation's on a shared engine.
  */
-export function podLabels(pod: Pick<PodRecord, 'id' | 'accountId'>, installationId: string): Record<string, string> {
-  return { [LABELS.installation]: installationId, [LABELS.kind]: 'pod', [LABELS.id]: pod.id, [LABELS.pod]: pod.id, [LABELS.account]: pod.accountId }
+export function podLabels(pod: Pick<PodRecord, 'id' | 'accountId'> & Partial<Pick<PodRecord, 'cluster'>>, installationId: string): Record<string, string> {
+  const labels: Record<string, string> = { [LABELS.installation]: installationId, [LABELS.kind]: 'pod', [LABELS.id]: pod.id, [LABELS.pod]: pod.id, [LABELS.account]: pod.accountId }
+  if (pod.cluster) Object.assign(labels, { [LABELS.cluster]: pod.cluster.id, [LABELS.clusterRank]: String(pod.cluster.rank) })
+  return labels
 }
 
 /**
