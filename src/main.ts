@@ -1,7 +1,7 @@
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import pino from 'pino'
+import type pino from 'pino'
 import { buildApp, type App } from './api/app.js'
 import { DataDirLock } from './DataDirLock.js'
 import { createLogger } from './logger.js'

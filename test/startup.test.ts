@@ -130,7 +130,7 @@ describe('hangar serve start-up', { timeout: 180_000 }, () => {
       expect(res.status).toBe(201)
       const until = Date.now() + 20_000
       // Until the replacement starts after the back-off: everything about the first crash is logged by then.
-      while (!/WARN.*worker failed[^]*INFO.*worker started/.test(p.output()) && Date.now() < until) await new Promise((r) => setTimeout(r, 50))
+      while (!/WARN.*worker failed[\s\S]*INFO.*worker started/.test(p.output()) && Date.now() < until) await new Promise((r) => setTimeout(r, 50))
       const out = p.output()
       const first = out.split('\n').find((l) => /WARN.*worker/.test(l))!
       expect(first).toMatch(/WARN.*: worker failed: replaced after the back-off$/)

@@ -76,7 +76,7 @@ export class Client {
       throw new ApiError(0, { title: 'Network error', status: 0, detail: `the server did not answer: ${(err as Error).message}` })
     }
     const text = await res.text()
-    let parsed: unknown = undefined
+    let parsed: unknown 
     try {
       parsed = text ? JSON.parse(text) : undefined
     } catch {

@@ -129,10 +129,10 @@ export function useLatest<T>(value: T) {
 type Control = HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement
 
 /**
- * The value typed or chosen in the form control an event came from (`onInput={(e) => setName(valueOf(e))}`);
+ * The value typed or chosen in the form control an event came from (`onInput={(e) => setName(inputValue(e))}`);
  * `T` narrows it for selects whose options are a known set.
  */
-export function valueOf<T extends string = string>(e: Event): T {
+export function inputValue<T extends string = string>(e: Event): T {
   return (e.currentTarget as Control).value as T
 }
 

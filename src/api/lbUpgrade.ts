@@ -155,7 +155,7 @@ function lbTarget(req: IncomingMessage, domain: string | undefined): { endpointI
   const url = req.url ?? '/'
   const byHost = domain ? lbHostEndpoint(req.headers.host, domain) : null
   if (byHost) return { endpointId: byHost, path: url }
-  const m = /^\/lb\/([a-z0-9][a-z0-9-]*)(\/[^]*|\?[^]*)?$/.exec(url)
+  const m = /^\/lb\/([a-z0-9][a-z0-9-]*)(\/[\s\S]*|\?[\s\S]*)?$/.exec(url)
   if (!m) return null
   const rest = m[2] ?? '/'
   return { endpointId: m[1], path: rest.startsWith('/') ? rest : `/${rest}` }

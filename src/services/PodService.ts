@@ -267,7 +267,7 @@ export class PodService {
   /** PROVISIONING -> STARTING -> RUNNING, or ERROR with the reason in the pod's log. */
   private async launch(podId: string, allocation: Allocation): Promise<void> {
     const pod = await this.deps.store.pods.get(podId)
-    if (!pod || pod.status !== 'PROVISIONING') return
+    if (pod?.status !== 'PROVISIONING') return
     await this.move(pod, 'launch', {})
     try {
       const workload = await this.runner.start(pod, allocation, await this.volumePath(pod))
@@ -303,7 +303,7 @@ export class PodService {
   /** The program ended without being asked: exit 0 -> EXITED (capacity back), else ERROR (capacity kept). */
   private async exitedByItself(podId: string, exit: WorkloadExit): Promise<void> {
     const pod = await this.deps.store.pods.get(podId)
-    if (!pod || pod.status !== 'RUNNING') return
+    if (pod?.status !== 'RUNNING') return
     const how = exit.reason ?? (exit.signal ? `killed by signal ${exit.signal}` : `exit code ${exit.code}`)
     // The program is gone; what remains of it (its container disk) goes too.
     if (pod.runtimeRef) await this.deps.runtime.remove(pod.runtimeRef).catch(() => {})

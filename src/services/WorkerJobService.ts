@@ -146,7 +146,7 @@ export class WorkerJobService {
     workers.contact(workerId)
     if (typeof body !== 'object' || body === null || !('output' in body)) throw new DomainError('bad_request', 'a stream post is {"output": <chunk>}')
     const job = await store.jobs.get(jobId)
-    if (!job || job.status !== 'IN_PROGRESS' || job.workerId !== workerId) return { accepted: false, ...(job ? { status: job.status } : {}) }
+    if (job?.status !== 'IN_PROGRESS' || job.workerId !== workerId) return { accepted: false, ...(job ? { status: job.status } : {}) }
     await store.jobs.appendChunks(jobId, splitChunk((body as { output: unknown }).output))
     events.jobChanged(jobId)
     return { accepted: true, status: job.status }

@@ -3,7 +3,7 @@ import type { CatalogService } from '../catalog/CatalogService.js'
 import type { ChangeFeed } from '../cluster/ChangeFeed.js'
 import type { WorkerList } from '../contract/worker.js'
 import type { Clock } from '../domain/clock.js'
-import { healthCheckPath, type EndpointRecord } from '../domain/endpoint.js'
+import type { EndpointRecord } from '../domain/endpoint.js'
 import { notFound } from '../domain/errors.js'
 import { newId } from '../domain/ids.js'
 import { parkWindowMs, type WorkerSnapshot } from '../domain/planScaling.js'
@@ -653,7 +653,7 @@ export class WorkerService {
 
   private jobLeft(workerId: string, jobId: string): void {
     const w = this.live.get(workerId)
-    if (!w || !w.jobs.delete(jobId)) return
+    if (!w?.jobs.delete(jobId)) return
     w.jobsDone++
     // A worker that saw a job through is healthy, whatever the job's outcome.
     this.backoff.healthy(w.endpointId)

@@ -97,7 +97,6 @@ describe('fuzzing every route of the OpenAPI document', () => {
           return pick(['a', 'echo', 'cpu3c', 'ADA_24', 'hangar-echo', 'EU-RO-1', endpointId, 'x'.repeat(300), ''])
         case 'array':
           return Array.from({ length: Math.floor(rnd() * 3) }, () => sample(schema.items, depth + 1))
-        case 'object':
         default: {
           const out: Record<string, unknown> = {}
           for (const [k, v] of Object.entries<any>(schema.properties ?? {})) if ((schema.required ?? []).includes(k) ? !chance(0.05) : chance(0.4)) out[k] = sample(v, depth + 1)

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks'
 import type { Account, AccountList, ApiKey, ApiKeyList, CreatedApiKey, CreateApiKey, Permission } from '../../../src/contract/admin.js'
 import { useSession } from '../session.js'
-import { Field, Loading, Page, Problems, useAction, useLoad, valueOf, when } from '../ui.js'
+import { Field, Loading, Page, Problems, useAction, useLoad, inputValue, when } from '../ui.js'
 
 /** Admins: accounts and their API keys; a new key is shown once, right after it is created. */
 export function ApiKeys() {
@@ -87,7 +87,7 @@ export function ApiKeys() {
       >
         <Problems error={addKey.error} fields={['account', 'name', 'permission', 'endpointIds']} />
         <Field label="Account" name="account" error={addKey.error}>
-          <select name="account" value={form.account} onChange={(e) => setForm({ ...form, account: valueOf(e) })}>
+          <select name="account" value={form.account} onChange={(e) => setForm({ ...form, account: inputValue(e) })}>
             <option value="">Choose an account</option>
             {(accounts.data?.accounts ?? []).map((a) => (
               <option key={a.id} value={a.name}>
@@ -97,10 +97,10 @@ export function ApiKeys() {
           </select>
         </Field>
         <Field label="Name (optional)" name="name" error={addKey.error}>
-          <input name="name" value={form.name} onInput={(e) => setForm({ ...form, name: valueOf(e) })} />
+          <input name="name" value={form.name} onInput={(e) => setForm({ ...form, name: inputValue(e) })} />
         </Field>
         <Field label="Permission" name="permission" error={addKey.error}>
-          <select name="permission" value={form.permission} onChange={(e) => setForm({ ...form, permission: valueOf<Permission>(e) })}>
+          <select name="permission" value={form.permission} onChange={(e) => setForm({ ...form, permission: inputValue<Permission>(e) })}>
             <option value="ALL">ALL</option>
             <option value="READ_ONLY">READ_ONLY</option>
             <option value="RESTRICTED">RESTRICTED</option>
@@ -108,7 +108,7 @@ export function ApiKeys() {
         </Field>
         {form.permission === 'RESTRICTED' && (
           <Field label="Endpoint ids" name="endpointIds" error={addKey.error}>
-            <input name="endpointIds" value={form.endpointIds} onInput={(e) => setForm({ ...form, endpointIds: valueOf(e) })} />
+            <input name="endpointIds" value={form.endpointIds} onInput={(e) => setForm({ ...form, endpointIds: inputValue(e) })} />
           </Field>
         )}
         <div class="form-actions">
@@ -137,7 +137,7 @@ export function ApiKeys() {
         }}
       >
         <Field label="New account" name="name" error={addAccount.error}>
-          <input name="accountName" value={accountName} onInput={(e) => setAccountName(valueOf(e))} />
+          <input name="accountName" value={accountName} onInput={(e) => setAccountName(inputValue(e))} />
         </Field>
         <button type="submit" disabled={addAccount.busy}>
           Create account

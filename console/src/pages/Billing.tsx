@@ -4,7 +4,7 @@ import type { AccountList } from '../../../src/contract/admin.js'
 import type { AggregateBilling } from '../../../src/contract/billing.js'
 import { useSession } from '../session.js'
 import { StackedBars } from '../StackedBars.js'
-import { Field, Loading, Page, useLoad, valueOf } from '../ui.js'
+import { Field, Loading, Page, useLoad, inputValue } from '../ui.js'
 
 type Aggregate = Static<typeof AggregateBilling>
 /** The amounts of a record or of the totals, by name (the contract builds their names from lists). */
@@ -48,7 +48,7 @@ export function Billing() {
     <Page title="Billing">
       <div class="form row">
         <Field label="Buckets" name="bucketSize">
-          <select name="bucketSize" value={bucket} onChange={(e) => setBucket(valueOf<Bucket>(e))}>
+          <select name="bucketSize" value={bucket} onChange={(e) => setBucket(inputValue<Bucket>(e))}>
             <option value="hour">Hours (last 48)</option>
             <option value="day">Days (last 30)</option>
             <option value="week">Weeks (last 12)</option>
@@ -57,7 +57,7 @@ export function Billing() {
         </Field>
         {admin && (
           <Field label="Account" name="account">
-            <select name="account" value={account} onChange={(e) => setAccount(valueOf(e))}>
+            <select name="account" value={account} onChange={(e) => setAccount(inputValue(e))}>
               <option value="">Yours</option>
               {(accounts.data?.accounts ?? []).map((a) => (
                 <option key={a.id} value={a.name}>

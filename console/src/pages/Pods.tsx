@@ -4,7 +4,7 @@ import type { CreatePod, Pod, PodAction, PodConnections, PodList } from '../../.
 import type { TemplateList } from '../../../src/contract/template.js'
 import { LogStream } from '../LogStream.js'
 import { useSession } from '../session.js'
-import { Badge, checkedOf, CopyButton, Field, Loading, Page, Problems, useAction, useLoad, valueOf, when } from '../ui.js'
+import { Badge, checkedOf, CopyButton, Field, Loading, Page, Problems, useAction, useLoad, inputValue, when } from '../ui.js'
 
 const FIELDS = ['name', 'templateId', 'image', 'gpu', 'cpu', 'disk', 'ports', 'env', 'startSsh']
 
@@ -177,7 +177,7 @@ function NewPod({ onCreated }: { onCreated: () => void }) {
   const cpus = useLoad((signal) => client.get<CpuList>('/v2/catalog/cpus', signal), [])
   const [f, setF] = useState({ name: '', source: 'image' as 'image' | 'template', templateId: '', image: '', compute: 'cpu' as 'cpu' | 'gpu', gpuId: '', gpuCount: '1', cpuId: 'cpu3c', vcpuCount: '2', disk: '', ports: '', env: '', startSsh: false })
   const set = (patch: Partial<typeof f>) => setF({ ...f, ...patch })
-  const text = (k: 'name' | 'image' | 'disk' | 'ports' | 'gpuCount' | 'vcpuCount') => <input type="text" name={k} value={f[k]} onInput={(e) => set({ [k]: valueOf(e) })} />
+  const text = (k: 'name' | 'image' | 'disk' | 'ports' | 'gpuCount' | 'vcpuCount') => <input type="text" name={k} value={f[k]} onInput={(e) => set({ [k]: inputValue(e) })} />
   const create = useAction(async () => {
     const num = (s: string) => (s.trim() === '' ? NaN : Number(s))
     const body: CreatePod = { name: f.name, startSsh: f.startSsh }
@@ -229,7 +229,7 @@ function NewPod({ onCreated }: { onCreated: () => void }) {
         </Field>
       ) : (
         <Field label="Template" name="templateId" error={err}>
-          <select name="templateId" value={f.templateId} onChange={(e) => set({ templateId: valueOf(e) })}>
+          <select name="templateId" value={f.templateId} onChange={(e) => set({ templateId: inputValue(e) })}>
             {(templates.data ?? []).map((t) => (
               <option key={t.id} value={t.id}>
                 {t.name}
@@ -250,7 +250,7 @@ function NewPod({ onCreated }: { onCreated: () => void }) {
       {f.compute === 'gpu' ? (
         <Field label="GPU type and count" name="gpu" error={err}>
           <div class="row">
-            <select name="gpuId" value={f.gpuId} onChange={(e) => set({ gpuId: valueOf(e) })}>
+            <select name="gpuId" value={f.gpuId} onChange={(e) => set({ gpuId: inputValue(e) })}>
               {(gpus.data?.gpus ?? []).map((g) => (
                 <option key={g.id} value={g.id}>
                   {g.name} ({g.memory} GB)
@@ -263,7 +263,7 @@ function NewPod({ onCreated }: { onCreated: () => void }) {
       ) : (
         <Field label="CPU flavor and vCPUs" name="cpu" error={err}>
           <div class="row">
-            <select name="cpuId" value={f.cpuId} onChange={(e) => set({ cpuId: valueOf(e) })}>
+            <select name="cpuId" value={f.cpuId} onChange={(e) => set({ cpuId: inputValue(e) })}>
               {(cpus.data?.cpus ?? []).map((c) => (
                 <option key={c.id} value={c.id}>
                   {c.name}
@@ -281,7 +281,7 @@ function NewPod({ onCreated }: { onCreated: () => void }) {
         {text('ports')}
       </Field>
       <Field label="Environment (KEY=value per line)" name="env" error={err}>
-        <textarea name="env" rows={3} value={f.env} onInput={(e) => set({ env: valueOf(e) })} />
+        <textarea name="env" rows={3} value={f.env} onInput={(e) => set({ env: inputValue(e) })} />
       </Field>
       <label class="inline">
         <input type="checkbox" checked={f.startSsh} onChange={(e) => set({ startSsh: checkedOf(e) })} /> Start SSH with the account's keys

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks'
 import type { CreateRegistry, Registry, RegistryList } from '../../../src/contract/registry.js'
 import { useSession } from '../session.js'
-import { confirmDelete, Field, Loading, Page, Problems, useAction, useLoad, valueOf } from '../ui.js'
+import { confirmDelete, Field, Loading, Page, Problems, useAction, useLoad, inputValue } from '../ui.js'
 
 /** Container registry credentials: the password is write-only, so the list shows names. */
 export function Registries() {
@@ -18,7 +18,7 @@ export function Registries() {
     await client.del(`/v2/registries/${r.id}`)
     list.reload()
   })
-  const onInput = (k: keyof CreateRegistry) => (e: Event) => setForm({ ...form, [k]: valueOf(e) })
+  const onInput = (k: keyof CreateRegistry) => (e: Event) => setForm({ ...form, [k]: inputValue(e) })
   const text = (k: keyof CreateRegistry, secret = false) =>
     secret ? <input name={k} type="password" autoComplete="off" value={form[k]} onInput={onInput(k)} /> : <input name={k} type="text" autoComplete="off" value={form[k]} onInput={onInput(k)} />
   return (

@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks'
 import type { SshKeys as SshKeysBody } from '../../../src/contract/sshKeys.js'
 import { useSession } from '../session.js'
-import { Field, Loading, Page, Problems, useAction, useLoad, valueOf } from '../ui.js'
+import { Field, Loading, Page, Problems, useAction, useLoad, inputValue } from '../ui.js'
 
 /** The account's SSH public keys, edited as one list (PUT replaces it). */
 export function SshKeys() {
@@ -36,7 +36,7 @@ export function SshKeys() {
         >
           <Problems error={save.error} fields={['keys']} />
           <Field label="Public keys, one per line" name="keys" error={save.error} hint="Pods created later with SSH get these keys.">
-            <textarea name="keys" class="mono" rows={8} value={text} onInput={(e) => setText(valueOf(e))} />
+            <textarea name="keys" class="mono" rows={8} value={text} onInput={(e) => setText(inputValue(e))} />
           </Field>
           <div class="form-actions">
             <button class="primary" type="submit" disabled={save.busy}>

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks'
 import type { CreateTemplate, Template, TemplateCategory, TemplateList } from '../../../src/contract/template.js'
 import { useSession } from '../session.js'
-import { checkedOf, confirmDelete, Field, Loading, Page, Problems, useAction, useLoad, valueOf } from '../ui.js'
+import { checkedOf, confirmDelete, Field, Loading, Page, Problems, useAction, useLoad, inputValue } from '../ui.js'
 
 function TemplateTable({ templates, onDelete }: { templates: Template[]; onDelete?: (t: Template) => void }) {
   return (
@@ -74,16 +74,16 @@ export function Templates() {
       >
         <Problems error={create.error} fields={['name', 'image', 'args', 'category', 'serverless']} />
         <Field label="Name" name="name" error={create.error}>
-          <input name="name" value={form.name} onInput={(e) => setForm({ ...form, name: valueOf(e) })} />
+          <input name="name" value={form.name} onInput={(e) => setForm({ ...form, name: inputValue(e) })} />
         </Field>
         <Field label="Image" name="image" error={create.error}>
-          <input name="image" value={form.image} onInput={(e) => setForm({ ...form, image: valueOf(e) })} />
+          <input name="image" value={form.image} onInput={(e) => setForm({ ...form, image: inputValue(e) })} />
         </Field>
         <Field label="Command (args)" name="args" error={create.error}>
-          <input name="args" value={form.args} onInput={(e) => setForm({ ...form, args: valueOf(e) })} />
+          <input name="args" value={form.args} onInput={(e) => setForm({ ...form, args: inputValue(e) })} />
         </Field>
         <Field label="Category" name="category" error={create.error}>
-          <select name="category" value={form.category} onChange={(e) => setForm({ ...form, category: valueOf<TemplateCategory>(e) })}>
+          <select name="category" value={form.category} onChange={(e) => setForm({ ...form, category: inputValue<TemplateCategory>(e) })}>
             <option value="CPU">CPU</option>
             <option value="NVIDIA">NVIDIA</option>
             <option value="AMD">AMD</option>

@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks'
 import type { DataCenterList } from '../../../src/contract/catalog.js'
 import type { CreateNetworkVolume, NetworkVolume, NetworkVolumeList } from '../../../src/contract/networkVolume.js'
 import { useSession } from '../session.js'
-import { confirmDelete, Field, Loading, Page, Problems, useAction, useLoad, valueOf } from '../ui.js'
+import { confirmDelete, Field, Loading, Page, Problems, useAction, useLoad, inputValue } from '../ui.js'
 
 /** Network volumes: list, create, rename or grow, delete. */
 export function Volumes() {
@@ -81,13 +81,13 @@ export function Volumes() {
       >
         <Problems error={create.error} fields={['name', 'size', 'dataCenter']} />
         <Field label="Name" name="name" error={create.error}>
-          <input name="name" value={form.name} onInput={(e) => setForm({ ...form, name: valueOf(e) })} />
+          <input name="name" value={form.name} onInput={(e) => setForm({ ...form, name: inputValue(e) })} />
         </Field>
         <Field label="Size (GB)" name="size" error={create.error}>
-          <input name="size" type="number" value={form.size} onInput={(e) => setForm({ ...form, size: valueOf(e) })} />
+          <input name="size" type="number" value={form.size} onInput={(e) => setForm({ ...form, size: inputValue(e) })} />
         </Field>
         <Field label="Data center" name="dataCenter" error={create.error}>
-          <select name="dataCenter" value={form.dataCenter} onChange={(e) => setForm({ ...form, dataCenter: valueOf(e) })}>
+          <select name="dataCenter" value={form.dataCenter} onChange={(e) => setForm({ ...form, dataCenter: inputValue(e) })}>
             {(dcs.data?.dataCenters ?? []).map((d) => (
               <option key={d.id} value={d.id}>
                 {d.name} ({d.id})

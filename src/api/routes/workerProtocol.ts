@@ -91,7 +91,7 @@ export const workerProtocolRoutes =
         config,
         schema: { tags, security, summary: 'Post a result, an error or a progress update (JSON text, any content type)', params: WorkerJobParams, querystring: WorkerDoneQuery, response: { 200: WorkerPostReply } },
         // A result too large to take fails the job with that reason instead of leaving it to time out.
-        errorHandler: async (err: FastifyError | DomainError, req: FastifyRequest, reply: FastifyReply) => {
+        errorHandler: async (err: FastifyError | DomainError, req: FastifyRequest, _reply: FastifyReply) => {
           const { workerId, jobId } = req.params as { workerId: string; jobId: string }
           if (err instanceof DomainError ? err.kind === 'payload_too_large' : err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') await workerJobs.rejectResult(workerId, jobId, `it is larger than ${MAX_RESULT_BYTES} bytes`)
           throw err

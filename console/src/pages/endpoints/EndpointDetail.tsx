@@ -51,7 +51,7 @@ export function EndpointDetail() {
     <Page
       title={ep.name}
       actions={
-        <button class="danger" onClick={() => void del.run()} disabled={del.busy}>
+        <button type="button" class="danger" onClick={() => void del.run()} disabled={del.busy}>
           Delete
         </button>
       }

@@ -4,7 +4,7 @@ import type { CreateEndpoint, Endpoint, Flashboot, UpdateEndpoint } from '../../
 import type { NetworkVolumeList } from '../../../../src/contract/networkVolume.js'
 import type { Template, TemplateList } from '../../../../src/contract/template.js'
 import { useSession } from '../../session.js'
-import { checkedOf, Field, Problems, useAction, useLoad, valueOf } from '../../ui.js'
+import { checkedOf, Field, Problems, useAction, useLoad, inputValue } from '../../ui.js'
 
 /** Every field the form shows; server errors on other paths are listed above it. */
 const FIELDS = ['name', 'type', 'templateId', 'image', 'args', 'cpu', 'gpu', 'workers', 'scaling', 'flashboot', 'env', 'networkVolumes', 'timeout']
@@ -158,7 +158,7 @@ export function EndpointForm({ endpoint, onSaved }: { endpoint?: Endpoint; onSav
     onSaved(saved)
   })
   const err = save.error
-  const onInput = (k: keyof FormState) => (e: Event) => set(k, valueOf(e) as never)
+  const onInput = (k: keyof FormState) => (e: Event) => set(k, inputValue(e) as never)
   const input = (k: keyof FormState, type: 'text' | 'number' = 'text') =>
     type === 'number' ? <input type="number" name={k} value={f[k] as string} onInput={onInput(k)} /> : <input type="text" name={k} value={f[k] as string} onInput={onInput(k)} />
 
@@ -208,7 +208,7 @@ export function EndpointForm({ endpoint, onSaved }: { endpoint?: Endpoint; onSav
       )}
       {f.source === 'template' ? (
         <Field label="Template" name="templateId" error={err}>
-          <select name="templateId" value={f.templateId} onChange={(e) => set('templateId', valueOf(e))}>
+          <select name="templateId" value={f.templateId} onChange={(e) => set('templateId', inputValue(e))}>
             {(templates.data ?? []).map((t) => (
               <option key={t.id} value={t.id}>
                 {t.name} ({t.image})
@@ -236,7 +236,7 @@ export function EndpointForm({ endpoint, onSaved }: { endpoint?: Endpoint; onSav
       {f.compute === 'cpu' ? (
         <Field label="CPU flavor and vCPUs" name="cpu" error={err}>
           <div class="row">
-            <select name="cpuId" value={f.cpuId} onChange={(e) => set('cpuId', valueOf(e))}>
+            <select name="cpuId" value={f.cpuId} onChange={(e) => set('cpuId', inputValue(e))}>
               {(cpus.data?.cpus ?? []).map((c) => (
                 <option key={c.id} value={c.id}>
                   {c.name} ({c.id})
@@ -285,7 +285,7 @@ export function EndpointForm({ endpoint, onSaved }: { endpoint?: Endpoint; onSav
       ) : (
       <Field label="Scaling" name="scaling" error={err} hint={f.scalingType === 'QUEUE_DELAY' ? 'seconds a job may wait before a worker is added' : 'jobs per worker'}>
         <div class="row">
-          <select name="scalingType" value={f.scalingType} onChange={(e) => set('scalingType', valueOf<FormState['scalingType']>(e))}>
+          <select name="scalingType" value={f.scalingType} onChange={(e) => set('scalingType', inputValue<FormState['scalingType']>(e))}>
             <option value="QUEUE_DELAY">Queue delay</option>
             <option value="REQUEST_COUNT">Request count</option>
           </select>
@@ -294,17 +294,17 @@ export function EndpointForm({ endpoint, onSaved }: { endpoint?: Endpoint; onSav
       </Field>
       )}
       <Field label="FlashBoot" name="flashboot" error={err}>
-        <select name="flashboot" value={f.flashboot} onChange={(e) => set('flashboot', valueOf<Flashboot>(e))}>
+        <select name="flashboot" value={f.flashboot} onChange={(e) => set('flashboot', inputValue<Flashboot>(e))}>
           <option value="OFF">Off</option>
           <option value="FLASHBOOT">FlashBoot</option>
           <option value="PRIORITY_FLASHBOOT">Priority FlashBoot</option>
         </select>
       </Field>
       <Field label="Environment (KEY=value per line)" name="env" error={err}>
-        <textarea name="env" rows={3} value={f.env} onInput={(e) => set('env', valueOf(e))} />
+        <textarea name="env" rows={3} value={f.env} onInput={(e) => set('env', inputValue(e))} />
       </Field>
       <Field label="Network volume" name="networkVolumes" error={err}>
-        <select name="networkVolume" value={f.networkVolume} onChange={(e) => set('networkVolume', valueOf(e))}>
+        <select name="networkVolume" value={f.networkVolume} onChange={(e) => set('networkVolume', inputValue(e))}>
           <option value="">None</option>
           {(volumes.data?.networkVolumes ?? []).map((v) => (
             <option key={v.id} value={v.id}>

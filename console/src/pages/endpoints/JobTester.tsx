@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks'
 import type { JobRef, JobStatus, JobStatusView, StreamView } from '../../../../src/contract/job.js'
 import { useSession } from '../../session.js'
-import { Badge, Field, Json, Problems, useAction, valueOf } from '../../ui.js'
+import { Badge, Field, Json, Problems, useAction, inputValue } from '../../ui.js'
 
 // Type-only imports from the contract keep TypeBox out of the bundle, so the final statuses are listed here.
 const FINAL: readonly JobStatus[] = ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT']
@@ -70,12 +70,12 @@ export function JobTester({ endpointId }: { endpointId: string }) {
         }}
       >
         <Field label="Input (JSON)" name="input">
-          <textarea name="input" class="mono" rows={8} value={input} onInput={(e) => setInput(valueOf(e))} />
+          <textarea name="input" class="mono" rows={8} value={input} onInput={(e) => setInput(inputValue(e))} />
         </Field>
         {parseError && <div class="problem">{parseError}</div>}
         <Problems error={submit.error} />
         <div class="form-actions">
-          <select name="mode" value={mode} onChange={(e) => setMode(valueOf<'run' | 'runsync'>(e))} aria-label="Mode">
+          <select name="mode" value={mode} onChange={(e) => setMode(inputValue<'run' | 'runsync'>(e))} aria-label="Mode">
             <option value="run">/run (asynchronous)</option>
             <option value="runsync">/runsync (wait for the result)</option>
           </select>
