@@ -184,7 +184,11 @@ function toPg(v: unknown, type: string, table: string, column: string): unknown 
     if (v === 0 || v === 1 || v === 0n || v === 1n) return v === 1 || v === 1n
     throw new ImportSourceError(`${table}.${column}: ${JSON.stringify(v)} is not a boolean (0 or 1)`)
   }
-  if (Buffer.isBuffer(v)) throw new ImportSourceError(`${table}.${column}: holds a blob, which no Hangar table stores`)
+  if (Buffer.isBuffer(v)) {
+    // SQLite keeps a JSON column's value as it came (its UTF-8 bytes, see SqliteJobStore); PostgreSQL keeps it as text.
+    if (type === 'text' || type === 'json' || type === 'jsonb') return v.toString('utf8')
+    throw new ImportSourceError(`${table}.${column}: holds a blob, which its PostgreSQL column (${type}) cannot take`)
+  }
   // JSON text goes to json/jsonb as text (PostgreSQL parses it); numbers and text as they are.
   return typeof v === 'bigint' ? v.toString() : v
 }
