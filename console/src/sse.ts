@@ -8,7 +8,8 @@ export interface ServerEvent {
 /**
  * Reads a text/event-stream with fetch, so the API key travels in the Authorization header: EventSource
  * cannot send headers, and a key in the URL would end up in logs and history. Resolves when the server
- * ends the stream; rejects on HTTP errors. `lastEventId` resumes after that event.
+ * ends the stream; rejects on HTTP errors and, with the signal's reason, once it is aborted (no event is
+ * handed on after that). `lastEventId` resumes after that event.
  */
 export async function readEventStream(url: string, headers: Record<string, string>, onEvent: (e: ServerEvent) => void, signal: AbortSignal, lastEventId?: string): Promise<void> {
   const res = await fetch(url, { headers: { ...headers, accept: 'text/event-stream', ...(lastEventId ? { 'last-event-id': lastEventId } : {}) }, signal })
@@ -32,6 +33,8 @@ export async function readEventStream(url: string, headers: Record<string, strin
       const block = buf.slice(0, sep)
       buf = buf.slice(sep).replace(/^\r?\n\r?\n/, '')
       const e = parseBlock(block)
+      // A handler that aborts gets no more events, even those already read in the same chunk.
+      if (signal.aborted) throw signal.reason
       if (e) onEvent(e)
     }
   }
