@@ -15,7 +15,10 @@ async function scrape(s: TestServer, key = TOKEN): Promise<PromMetrics> {
   const res = await fetch(`${s.url}/metrics`, { headers: { authorization: `Bearer ${key}` } })
   expect(res.status).toBe(200)
   expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/)
-  return getMetricsFromStream(Readable.from([await res.text()]))
+  // The format allows NaN (the event-loop lag mean before its first sample); prom2javascript's value pattern
+  // does not, so those samples are left out of what it parses (the text-format test below checks their spelling).
+  const text = (await res.text()).replace(/^.* NaN\n/gm, '')
+  return getMetricsFromStream(Readable.from([text]))
 }
 
 type Sample = { labels: Record<string, string>; value?: number; count?: number; sum?: number }
@@ -136,7 +139,7 @@ describe('/metrics', () => {
     const dashboard = JSON.parse(readFileSync(new URL('../docs/grafana/hangar.json', import.meta.url), 'utf8')) as { panels: Array<{ targets: Array<{ expr: string }> }> }
     const names = new Set(dashboard.panels.flatMap((p) => p.targets.flatMap((t) => t.expr.match(/\b(hangar|process|nodejs)_\w+/g) ?? [])))
     expect(names.size).toBeGreaterThan(10)
-    // The families as declared (`# TYPE name type`); the text is not parsed (prom-client writes NaN as `Nan` early on).
+    // The families as declared (`# TYPE name type`).
     const text = await (await fetch(`${s.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text()
     const families = new Set([...text.matchAll(/^# TYPE (\S+) /gm)].map((x) => x[1]))
     for (const name of names) expect(families.has(name.replace(/_(bucket|count|sum)$/, '')), name).toBe(true)
@@ -158,3 +161,15 @@ describe('/metrics', () => {
   })
 })
 
+
+describe('the text format', () => {
+  it('spells a NaN value NaN, as the format does (prom-client writes Nan)', async () => {
+    const { PromMetrics } = await import('../src/metrics/PromMetrics.js')
+    const { Gauge } = await import('prom-client')
+    const m = new PromMetrics({ jobCounts: async () => [], now: () => 0, processMetrics: false })
+    new Gauge({ name: 'test_not_a_number', help: 'NaN, as the event-loop lag mean before its first sample', registers: [m.registry] }).set(Number.NaN)
+    const { body } = await m.render()
+    expect(body).toMatch(/^test_not_a_number NaN$/m)
+    expect(body).not.toMatch(/ Nan$/m)
+  })
+})

@@ -214,8 +214,11 @@ export class PromMetrics implements Metrics {
     this.refusals.inc({ scope })
   }
 
-  /** The text exposition format and its content type. */
+  /**
+   * The text exposition format and its content type. prom-client writes a NaN value (the event-loop lag
+   * before its first sample) as `Nan`; the format spells it `NaN`, and strict parsers refuse anything else.
+   */
   async render(): Promise<{ contentType: string; body: string }> {
-    return { contentType: this.registry.contentType, body: await this.registry.metrics() }
+    return { contentType: this.registry.contentType, body: (await this.registry.metrics()).replace(/ Nan$/gm, ' NaN') }
   }
 }
