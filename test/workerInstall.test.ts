@@ -40,6 +40,8 @@ describe('the hangar/worker SDK in a worker project of its own', { timeout: 180_
 /** The SDK as its own package (packages/worker, `npm pack`ed): a worker image gets it without the server's dependencies. */
 describe('the @hangar/worker package installed from its tarball', { timeout: 180_000 }, () => {
   const project = mkdtempSync(join(tmpdir(), 'hangar-worker-package-'))
+  // Readable by the sandboxed worker (uid 65534 when the tests run as root), as above.
+  chmodSync(project, 0o755)
   let s: TestServer
   beforeAll(async () => {
     // prepack copies the SDK out of the dist this run built (packages/worker/build.mjs).
