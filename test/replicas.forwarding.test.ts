@@ -11,14 +11,18 @@ import { until } from './helpers/until.js'
 const available = await pgAvailableOrSkip('the replica forwarding test')
 const LB_DOMAIN = 'lb.test'
 
-/** Processes of this user whose environment holds `NAME=value` (worker and pod programs carry their ids). */
+/**
+ * Workloads whose environment holds `NAME=value` (worker and pod programs carry their ids): the leaders of their
+ * process groups (a workload is a group: the supervisor the runtime starts, the sandbox, the program).
+ */
 function pidsWithEnv(entry: string): number[] {
   const pids: number[] = []
   for (const d of readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue
     try {
       const stat = readFileSync(`/proc/${d}/stat`, 'utf8')
-      if (stat.slice(stat.lastIndexOf(')') + 2)[0] === 'Z') continue
+      const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      if (state === 'Z' || Number(pgrp) !== Number(d)) continue
       if (readFileSync(`/proc/${d}/environ`, 'utf8').split('\0').includes(entry)) pids.push(Number(d))
     } catch {
       // gone meanwhile, or not ours
@@ -147,7 +151,7 @@ describe.skipIf(!available)('requests that need the leader, sent to a follower',
     const running = async () => {
       await until(async () => (await call(follower, `/v2/pods/${id}`)).body?.status === 'RUNNING', 20_000, 'pod RUNNING')
       await until(async () => programs().length === 1, 10_000, 'one program')
-      // The leader's PodService started it: the program is the leader's child.
+      // The leader's PodService started it: the workload is the leader's child.
       expect(parentOf(programs()[0])).toBe(leader.proc.pid)
     }
     await running()

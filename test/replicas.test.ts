@@ -62,7 +62,10 @@ function webhookReceiver() {
   return { server, deliveries }
 }
 
-/** Worker processes of this installation: processes whose working directory is under its data dir. */
+/**
+ * Worker processes of this installation: the leaders of the process groups whose working directory is under its
+ * data dir (a worker is a group: its supervisor, which the runtime ref names, the sandbox and the program).
+ */
 function workerPids(dataDir: string): number[] {
   const pids: number[] = []
   for (const d of readdirSync('/proc')) {
@@ -70,7 +73,8 @@ function workerPids(dataDir: string): number[] {
     try {
       if (readlinkSync(`/proc/${d}/cwd`).startsWith(join(dataDir, 'workers'))) {
         const stat = readFileSync(`/proc/${d}/stat`, 'utf8')
-        if (stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z') pids.push(Number(d))
+        const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+        if (state !== 'Z' && Number(pgrp) === Number(d)) pids.push(Number(d))
       }
     } catch {
       // gone meanwhile, or not ours
