@@ -70,7 +70,8 @@ describe.skipIf(skip !== null)('web console in a real browser', () => {
     await page.click('button:has-text("Create endpoint")')
     // The webhook signing secret is shown once, before going on to the endpoint.
     await page.waitForSelector('h1:has-text("Endpoint created")')
-    expect(await page.textContent('p.mono')).toMatch(/^whsec_/)
+    expect(await page.textContent('.mono.secret')).toMatch(/^whsec_/)
+    expect(await page.locator('button.copy').count()).toBe(1)
     await page.click('button:has-text("Continue")')
     await page.waitForURL(/\/console\/endpoints\/[^/]+\/jobs$/)
     endpointId = /\/endpoints\/([^/]+)\/jobs/.exec(page.url())![1]
@@ -147,6 +148,9 @@ describe.skipIf(skip !== null)('web console in a real browser', () => {
     await page.fill('input[name=scalingValue]', '2')
     expect(await page.isVisible('select[name=scalingType]')).toBe(false)
     await page.click('button:has-text("Create endpoint")')
+    // Its signing secret is shown once too; Continue opens the load balancer's overview, not a job tester.
+    await page.waitForSelector('h1:has-text("Endpoint created")')
+    await page.click('button:has-text("Continue")')
     await page.waitForURL(/\/console\/endpoints\/[^/]+\/overview$/)
     const lbId = /\/endpoints\/([^/]+)\/overview/.exec(page.url())![1]
     const created = (await s.api('GET', `/v2/serverless/${lbId}`)).body

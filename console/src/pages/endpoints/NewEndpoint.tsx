@@ -1,18 +1,23 @@
 import { useState } from 'preact/hooks'
 import { useLocation } from 'preact-iso'
-import { Page } from '../../ui.js'
+import { CopyButton, Page } from '../../ui.js'
 import { EndpointForm } from './EndpointForm.js'
+
+/** Where a new endpoint opens: a queue endpoint on its job tester, a load balancer (no job queue) on its base URL. */
+const landing = (e: { id: string; type?: string }) => `/console/endpoints/${e.id}/${e.type === 'LOAD_BALANCER' ? 'overview' : 'jobs'}`
 
 export function NewEndpoint() {
   const { route } = useLocation()
   // The create answer is the only place the webhook signing secret is ever shown: keep it on screen until read.
-  const [created, setCreated] = useState<{ id: string; webhookSecret: string } | null>(null)
+  const [created, setCreated] = useState<{ id: string; type?: string; webhookSecret: string } | null>(null)
   if (created) {
     return (
       <Page title="Endpoint created">
         <p>Webhook signing secret, shown this once (rotate it with POST /v2/serverless/{'{id}'}/webhook-secret/rotate):</p>
-        <p class="mono">{created.webhookSecret}</p>
-        <button type="button" onClick={() => route(`/console/endpoints/${created.id}/jobs`)}>
+        <p>
+          <span class="mono secret">{created.webhookSecret}</span> <CopyButton text={created.webhookSecret} />
+        </p>
+        <button type="button" onClick={() => route(landing(created))}>
           Continue
         </button>
       </Page>
@@ -20,12 +25,11 @@ export function NewEndpoint() {
   }
   return (
     <Page title="New endpoint">
-      {/* A queue endpoint opens on its job tester; a load balancer (no job queue) on its base URL. */}
       <EndpointForm
         onSaved={(e) =>
           'webhookSecret' in e && typeof e.webhookSecret === 'string'
-            ? setCreated({ id: e.id, webhookSecret: e.webhookSecret })
-            : route(`/console/endpoints/${e.id}/${e.type === 'QUEUE' ? 'jobs' : 'overview'}`)
+            ? setCreated({ id: e.id, type: e.type, webhookSecret: e.webhookSecret })
+            : route(landing(e))
         }
       />
     </Page>
