@@ -32,9 +32,10 @@ describe('runpod-sdk against Hangar', () => {
   })
 
   it('runSync follows a job past its first wait through status-sync', async () => {
-    // runsync?wait=1000 answers IN_PROGRESS; the client then waits on /status-sync for the rest.
-    const r = await sdk.endpoint(sleep)!.runSync({ input: { ms: 1_200 } }, 1_000)
-    expect(r).toMatchObject({ status: 'COMPLETED', output: { slept: 1_200 }, completed: true })
+    // runsync?wait=3000 answers IN_PROGRESS (the job sleeps 4 s); the client then waits on /status-sync for the
+    // rest, for as long again as its timeout (room for the worker's cold start on a loaded machine).
+    const r = await sdk.endpoint(sleep)!.runSync({ input: { ms: 4_000 } }, 3_000)
+    expect(r).toMatchObject({ status: 'COMPLETED', output: { slept: 4_000 }, completed: true })
   })
 
   it('run then status', async () => {
