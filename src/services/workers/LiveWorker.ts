@@ -9,7 +9,7 @@ export interface LiveWorker {
   id: string
   endpointId: string
   accountId: string
-  /** Moved only through WorkerService's `move` (the table in domain/workers/workerState.ts). */
+  /** Moved only through WorkerLifecycle's `move` (the table in domain/workers/workerState.ts). */
   phase: WorkerPhase
   /** Its stored record: null while throttled (never placed). */
   record: WorkerRecord | null

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import type { Allocation } from '../../catalog/Fleet.js'
 import type { EndpointRecord } from '../../domain/endpoints/endpoint.js'
 import { storedStateOf } from '../../domain/workers/workerState.js'
@@ -24,4 +25,9 @@ export function newWorkerRecord(id: string, ep: EndpointRecord, allocation: Allo
     stoppedAt: null,
     lastError: null,
   }
+}
+
+/** How a worker's protocol key is stored (and compared): its SHA-256, in hex. */
+export function tokenHash(token: string): string {
+  return createHash('sha256').update(token).digest('hex')
 }
