@@ -8,9 +8,9 @@ import { EngineSetting } from './runtime/docker/EngineConfig.js'
 import { ImagesConfig } from './runtime/images.js'
 import { ProcessRuntimeConfig } from './runtime/process/sandbox.js'
 import { KubernetesConfig } from './runtime/kubernetes/KubernetesConfig.js'
-import { BillingConfig } from './services/billingConfig.js'
-import { JobsConfig } from './services/jobsConfig.js'
-import { LoadBalancerConfig } from './services/loadBalancerConfig.js'
+import { BillingConfig } from './services/billing/billingConfig.js'
+import { JobsConfig } from './services/jobs/jobsConfig.js'
+import { LoadBalancerConfig } from './services/loadBalancer/loadBalancerConfig.js'
 
 /**
  * Everything Hangar can be configured with. Sources, later wins: defaults, the JSON config file,

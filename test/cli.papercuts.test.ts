@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { main } from '../src/cli/main.js'
-import { errorSummary } from '../src/services/lastOutput.js'
+import { errorSummary } from '../src/services/workers/lastOutput.js'
 import { terminateAll, waitPod } from './helpers/pods.js'
 import { startTestServer, type TestServer } from './helpers/server.js'
 import { until } from './helpers/until.js'

@@ -73,7 +73,7 @@ describe('pod connections', () => {
       expect(direct).not.toBeNull()
       // The pod's own 22/tcp is the sample program (no SSH); a real server answers at another port.
       expect((await s.api('GET', `/v2/pods/${pod.id}/connections`, undefined, alice)).body.ssh).toBeNull()
-      const { PodLinks } = await import('../src/services/PodLinks.js')
+      const { PodLinks } = await import('../src/services/pods/PodLinks.js')
       const { SecretBox } = await import('../src/services/SecretBox.js')
       const links = new PodLinks({ secrets: SecretBox.open(`${s.dataDir}/secret.key`), clock: { now: () => Date.now() } })
       const port = (sshd.address() as { port: number }).port

@@ -1,13 +1,13 @@
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { PodTransition } from '../src/services/PodEvents.js'
+import type { PodTransition } from '../src/services/pods/PodEvents.js'
 import { alive, createPod, pidOf, podBody, portUrl, readPodLogs, terminateAll, waitPod } from './helpers/pods.js'
 import { rawRequest } from './helpers/raw.js'
 import { startTestServer, type TestServer } from './helpers/server.js'
 import { until } from './helpers/until.js'
 
-/** The sample pod program (src/workers/pod.ts) driven through a real server on the process runtime. */
+/** The sample pod program (src/sampleWorkers/pod.ts) driven through a real server on the process runtime. */
 describe('pod lifecycle', () => {
   let s: TestServer
   const transitions: PodTransition[] = []

@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { RegistryService } from '../src/services/RegistryService.js'
+import { RegistryService } from '../src/services/storage/RegistryService.js'
 import { SecretBox } from '../src/services/SecretBox.js'
 import { SqliteStore } from '../src/store/sqlite/SqliteStore.js'
 import { startTestServer, type TestServer } from './helpers/server.js'

@@ -7,7 +7,7 @@ import { PriceBook } from '../src/domain/billing/PriceBook.js'
 import type { UsageSubject } from '../src/domain/billing/usage.js'
 import { parseConfig } from '../src/config.js'
 import { silentLog } from '../src/services/log.js'
-import { UsageMeter } from '../src/services/UsageMeter.js'
+import { UsageMeter } from '../src/services/billing/UsageMeter.js'
 import { SqliteStore } from '../src/store/sqlite/SqliteStore.js'
 import { ManualClock } from './helpers/clock.js'
 

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { DomainError } from '../domain/errors.js'
-import type { AccountService, Principal } from '../services/AccountService.js'
+import type { AccountService, Principal } from '../services/accounts/AccountService.js'
 
 /**
  * Who may call a route. `read` allows ALL and READ_ONLY keys, `write` only ALL keys, `admin` only admin

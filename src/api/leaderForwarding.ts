@@ -1,6 +1,6 @@
 import replyFrom from '@fastify/reply-from'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { Leadership } from '../cluster/Leadership.js'
+import type { Leadership } from '../replicas/Leadership.js'
 import { DomainError } from '../domain/errors.js'
 import { sendProblem } from './problem.js'
 

@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { DomainError } from '../domain/errors.js'
 import type { PromMetrics } from '../metrics/PromMetrics.js'
-import type { AccountService } from '../services/AccountService.js'
+import type { AccountService } from '../services/accounts/AccountService.js'
 
 /** What /metrics needs; without `metrics` neither the route nor the hook exists. */
 export interface MetricsDeps {

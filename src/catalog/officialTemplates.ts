@@ -34,7 +34,7 @@ export const OFFICIAL_TEMPLATES: readonly Template[] = Object.freeze([
   serverlessWorker('hangar-fail', 'Hangar sample worker: fail', 'CPU'),
   serverlessWorker('hangar-openai', 'Hangar sample worker: OpenAI-compatible echo model', 'CPU'),
   {
-    // The sample pod program (src/workers/pod.ts): HTTP on 8080, files kept on the persistent mount.
+    // The sample pod program (src/sampleWorkers/pod.ts): HTTP on 8080, files kept on the persistent mount.
     id: 'hangar-pod',
     name: 'Hangar sample pod',
     image: 'hangar/pod:latest',

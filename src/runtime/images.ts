@@ -16,15 +16,15 @@ export type ImageMapping = Static<typeof ImageMapping>
 export const ImagesConfig = Type.Record(Type.String(), ImageMapping, { default: {} })
 export type ImagesConfig = Static<typeof ImagesConfig>
 
-/** The sample workers shipped in dist/workers, used by the official templates. */
+/** The sample workers shipped in dist/sampleWorkers, used by the official templates. */
 export const BUILTIN_WORKERS = ['echo', 'sleep', 'stream', 'fail', 'openai', 'http', 'pod', 'cluster'] as const
 
 // src/runtime/ and dist/runtime/ both sit two levels below the package root.
 const PACKAGE_ROOT = fileURLToPath(new URL('../../', import.meta.url))
 
-/** `hangar/<name>:latest` -> `node <package root>/dist/workers/<name>.js` for each sample worker. */
+/** `hangar/<name>:latest` -> `node <package root>/dist/sampleWorkers/<name>.js` for each sample worker. */
 export function builtinImages(): ImagesConfig {
-  return Object.fromEntries(BUILTIN_WORKERS.map((name) => [`hangar/${name}:latest`, { command: [process.execPath, join(PACKAGE_ROOT, 'dist', 'workers', `${name}.js`)] }]))
+  return Object.fromEntries(BUILTIN_WORKERS.map((name) => [`hangar/${name}:latest`, { command: [process.execPath, join(PACKAGE_ROOT, 'dist', 'sampleWorkers', `${name}.js`)] }]))
 }
 
 /** The mapping of an image reference (a missing tag means `:latest`), configured ones first. */

@@ -1,5 +1,5 @@
 import type { Allocation } from '../catalog/Fleet.js'
-import type { EndpointRecord } from '../domain/endpoint.js'
+import type { EndpointRecord } from '../domain/endpoints/endpoint.js'
 import { LABELS } from './labels.js'
 import type { WorkloadMount, WorkloadPort, WorkloadSpec } from './RuntimeDriver.js'
 

@@ -1,7 +1,7 @@
-import type { EndpointRecord, ReleaseRecord } from '../domain/endpoint.js'
+import type { EndpointRecord, ReleaseRecord } from '../domain/endpoints/endpoint.js'
 import type { OwnedCollection } from './OwnedCollection.js'
 
-export type { EndpointRecord, ReleaseRecord } from '../domain/endpoint.js'
+export type { EndpointRecord, ReleaseRecord } from '../domain/endpoints/endpoint.js'
 
 /** Another resource an endpoint may hold, for the "in use, refuse delete" checks (src/services/inUse.ts). */
 export type EndpointReference = { templateId: string } | { registryId: string } | { networkVolumeId: string }

@@ -1,5 +1,5 @@
 import type { JobStatus } from '../contract/job.js'
-import type { IdempotencyClaim, IdempotentInsert } from '../domain/idempotency.js'
+import type { IdempotencyClaim, IdempotentInsert } from '../domain/jobs/idempotency.js'
 import type { WebhookDelivery } from './WebhookStore.js'
 
 /**

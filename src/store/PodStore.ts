@@ -1,6 +1,6 @@
-import type { PodRecord } from '../domain/pod.js'
+import type { PodRecord } from '../domain/pods/pod.js'
 
-export type { PodRecord } from '../domain/pod.js'
+export type { PodRecord } from '../domain/pods/pod.js'
 
 /** Which pods a list returns; filters AND together. */
 export interface PodFilter {

@@ -1,7 +1,7 @@
 /** Lifecycle of a worker as stored; live detail (idle or running) is kept in memory by the service. */
-import type { StoredWorkerState } from '../domain/workerState.js'
+import type { StoredWorkerState } from '../domain/workers/workerState.js'
 
-/** Derived from the worker's phase by `storedStateOf` (domain/workerState.ts). */
+/** Derived from the worker's phase by `storedStateOf` (domain/workers/workerState.ts). */
 export type WorkerState = StoredWorkerState
 
 /** A serverless worker: one process (or container) serving one endpoint. */

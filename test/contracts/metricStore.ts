@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { silentLog } from '../../src/services/log.js'
-import { EndpointMetricsRecorder } from '../../src/services/EndpointMetricsRecorder.js'
+import { EndpointMetricsRecorder } from '../../src/services/endpoints/EndpointMetricsRecorder.js'
 import type { Store } from '../../src/store/Store.js'
 import { ManualClock } from '../helpers/clock.js'
 

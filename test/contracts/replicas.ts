@@ -1,6 +1,6 @@
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
-import type { ChangeFeed } from '../../src/cluster/ChangeFeed.js'
-import type { Leadership } from '../../src/cluster/Leadership.js'
+import type { ChangeFeed } from '../../src/replicas/ChangeFeed.js'
+import type { Leadership } from '../../src/replicas/Leadership.js'
 import { until } from '../helpers/until.js'
 
 /** One installation of Hangar: each call gives a part of one more control-plane process of it. */

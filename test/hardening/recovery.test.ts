@@ -76,7 +76,7 @@ describe('after a crash: at-least-once, with ways to cope', () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'hangar-orphan-'))
     dirs.push(dataDir)
     const configFile = join(dataDir, 'config.json')
-    const echo = join(import.meta.dirname, '..', '..', 'dist', 'workers', 'echo.js')
+    const echo = join(import.meta.dirname, '..', '..', 'dist', 'sampleWorkers', 'echo.js')
     writeFileSync(configFile, JSON.stringify({ fleet: { detectGpus: false }, jobs: { pingIntervalMs: 500 }, images: { 'test/orphan:latest': { command: [process.execPath, echo], env: { HANGAR_ORPHAN_TIMEOUT_MS: '3000' } } } }))
     const server = await spawnServe(join(dataDir, 'data'), { HANGAR_CONFIG: configFile })
     procs.push(server)

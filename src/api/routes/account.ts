@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { PutSshKeys, SshKeys } from '../../contract/sshKeys.js'
 import { AccountOverview } from '../../contract/metrics.js'
 import { DomainError } from '../../domain/errors.js'
-import { accountOverview } from '../../services/accountOverview.js'
+import { accountOverview } from '../../services/accounts/accountOverview.js'
 import type { AppDeps } from '../app.js'
 
 const tags = ['account']

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyContextConfig } from 'fastify'
 import { EndpointJobParams, Health, JobParams, JobRef, JobRequest, JobStatusView, PurgeResult, RequestList, RequestsQuery, StatusQuery, StreamQuery, StreamView, SubmitHeaders, WaitQuery } from '../../contract/job.js'
-import { IDEMPOTENCY_HEADER, parseIdempotencyKey } from '../../domain/idempotency.js'
+import { IDEMPOTENCY_HEADER, parseIdempotencyKey } from '../../domain/jobs/idempotency.js'
 import type { JobOperation } from '../../domain/rateLimits.js'
 import { RawJson } from '../../domain/RawJson.js'
 import { rawJsonReply } from '../rawJsonReply.js'

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Deleted, IdParams } from '../../contract/common.js'
 import { EndpointMetrics, MetricsQuery } from '../../contract/metrics.js'
 import { CreatedEndpoint, CreateEndpoint, Endpoint, EndpointList, ReleaseList, RotatedWebhookSecret, UpdateEndpoint } from '../../contract/endpoint.js'
-import { cudaOutsideGpu } from '../../domain/endpointRules.js'
+import { cudaOutsideGpu } from '../../domain/endpoints/endpointRules.js'
 import { DomainError } from '../../domain/errors.js'
 import type { AppDeps } from '../app.js'
 

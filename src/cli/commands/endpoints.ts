@@ -1,5 +1,5 @@
 import { InvalidArgumentError, Option, type Command } from 'commander'
-import { errorSummary } from '../../services/lastOutput.js'
+import { errorSummary } from '../../services/workers/lastOutput.js'
 import type { CreateEndpoint, Endpoint, Release, UpdateEndpoint } from '../../contract/endpoint.js'
 import type { Worker } from '../../contract/worker.js'
 import type { EndpointMetrics, MetricsWindow } from '../../contract/metrics.js'

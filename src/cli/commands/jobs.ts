@@ -1,6 +1,6 @@
 import type { Command } from 'commander'
 import type { Health, JobRequest, JobStatus, JobStatusView } from '../../contract/job.js'
-import { isFinal } from '../../domain/jobState.js'
+import { isFinal } from '../../domain/jobs/jobState.js'
 import { clientCommand, clientFor, intOption, readJsonObject, type ClientOptions } from '../clientCommand.js'
 import { CliError, ExitCode } from '../exitCodes.js'
 import { print, renderObject } from '../output.js'

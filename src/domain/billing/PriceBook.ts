@@ -13,7 +13,7 @@ export interface CpuPrice {
   serverlessPerVcpu: number
 }
 
-/** USD prices the catalog does not carry (see services/billingConfig.ts). */
+/** USD prices the catalog does not carry (see services/billing/billingConfig.ts). */
 export interface StoragePrices {
   containerDiskPerGbMonth: number
   persistentDiskPerGbMonth: number

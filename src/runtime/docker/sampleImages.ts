@@ -53,9 +53,10 @@ function readSources(): { files: Array<{ from: string; to: string }>; digest: st
     }
   }
   const dist = join(PACKAGE_ROOT, 'dist')
-  if (!existsSync(join(dist, 'workers', 'echo.js'))) throw new Error(`the sample workers are not built (${join(dist, 'workers')} is missing): run \`npm run build\``)
+  if (!existsSync(join(dist, 'sampleWorkers', 'echo.js'))) throw new Error(`the sample workers are not built (${join(dist, 'sampleWorkers')} is missing): run \`npm run build\``)
   walk(join(dist, 'worker'), 'hangar/worker')
-  walk(join(dist, 'workers'), 'hangar/workers')
+  // In the image they keep the path /hangar/workers (the images' CMD and the templates name it).
+  walk(join(dist, 'sampleWorkers'), 'hangar/workers')
   files.push({ from: join(dist, 'contract', 'workerLimits.js'), to: 'hangar/contract/workerLimits.js' })
   // hangar/http's WebSocket server.
   const ws = dirname(createRequire(import.meta.url).resolve('ws/package.json'))

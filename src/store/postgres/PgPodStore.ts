@@ -1,4 +1,4 @@
-import type { PodRecord } from '../../domain/pod.js'
+import type { PodRecord } from '../../domain/pods/pod.js'
 import type { PodFilter, PodStore } from '../PodStore.js'
 import type { PgQueryable } from './PgQueryable.js'
 

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3'
-import type { PodRecord } from '../../domain/pod.js'
+import type { PodRecord } from '../../domain/pods/pod.js'
 import type { PodFilter, PodStore } from '../PodStore.js'
 
 /** Pods in SQLite: the record as JSON beside the columns lists filter on. */

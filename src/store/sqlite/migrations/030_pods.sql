@@ -1,4 +1,4 @@
--- Pods: the record is JSON (its shape is defined by domain/pod.ts and changes with the contract); the
+-- Pods: the record is JSON (its shape is defined by domain/pods/pod.ts and changes with the contract); the
 -- columns beside it are what lists and recovery filter on.
 CREATE TABLE pods (
   id TEXT PRIMARY KEY,

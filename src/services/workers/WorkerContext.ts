@@ -1,0 +1,23 @@
+import type { CrashBackoff } from './CrashBackoff.js'
+import type { LiveWorker } from './LiveWorker.js'
+import type { WorkerLogArchive } from './WorkerLogArchive.js'
+import type { HttpAddress, WorkerServiceDeps } from './WorkerService.js'
+
+/**
+ * What the parts of WorkerService (lifecycle, recovery, directories, read models) share: its deps and the state
+ * of this process's live workers. Only the leader holds live workers; on a follower the maps are empty.
+ */
+export interface WorkerContext {
+  readonly deps: WorkerServiceDeps
+  /** Monotonic ms for heartbeats, idle and parked times, crash back-off (see WorkerServiceDeps.monotonic). */
+  readonly mono: () => number
+  readonly live: Map<string, LiveWorker>
+  /** HTTP addresses of load-balancing workers. */
+  readonly http: Map<string, HttpAddress>
+  /** Workers handed to the next leader (`follow`): their exit, seen here, is not ours to act on. */
+  readonly detached: WeakSet<LiveWorker>
+  readonly endedLogs: WorkerLogArchive
+  readonly backoff: CrashBackoff
+  /** Tells followers how a worker stands now, when this process leads (see WorkerDirectory.describe). */
+  readonly describe: (w: LiveWorker) => void
+}

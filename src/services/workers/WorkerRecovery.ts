@@ -1,0 +1,106 @@
+import { LABELS } from '../../runtime/labels.js'
+import type { ListedWorkload } from '../../runtime/RuntimeDriver.js'
+import type { WorkerRecord } from '../../store/WorkerStore.js'
+import { loseJob } from '../jobs/loseJob.js'
+import { lbAddress } from '../loadBalancer/lbWorker.js'
+import { adoptableAllocation } from './adoptableAllocation.js'
+import type { WorkerContext } from './WorkerContext.js'
+import type { WorkerLifecycle } from './WorkerLifecycle.js'
+
+/**
+ * Workers across restarts, leader changes and hosts that stop answering: adopting the workloads of a previous
+ * run (or of a leader that died), removing those no record wants, giving up on a host's workers, and calling
+ * off starts in progress when this process stops leading.
+ */
+export class WorkerRecovery {
+  constructor(
+    private readonly ctx: WorkerContext,
+    private readonly lifecycle: WorkerLifecycle,
+  ) {}
+
+  /**
+   * After a restart: adopts the workers of the previous run that still run and can still reach the control
+   * plane (same URL), on their own capacity, for endpoints that still exist; removes the others and any
+   * workload of this installation no record knows. Running jobs of every previous worker go back to the
+   * queue (counted as retried): results posted while no control plane listened are lost, so a job runs
+   * again rather than never ends. With `keepRunningJobs` (other processes served the protocol meanwhile, so
+   * results were not lost) an adopted worker keeps its running jobs; only those of workers not adopted go back.
+   */
+  async recover(opts: { keepRunningJobs?: boolean } = {}): Promise<void> {
+    const { deps } = this.ctx
+    const { store, runtime, log } = deps
+    const listed = new Map<string, ListedWorkload>()
+    for (const l of await runtime.list({ [LABELS.installation]: deps.installationId, [LABELS.kind]: 'worker' })) listed.set(l.ref, l)
+    for (const w of await store.workers.listActive()) {
+      const found = w.runtimeRef ? listed.get(w.runtimeRef) : undefined
+      if (w.runtimeRef) listed.delete(w.runtimeRef)
+      if (found && (await this.adopt(w, found))) continue
+      if (w.runtimeRef) await runtime.remove(w.runtimeRef).catch((err: Error) => log.warn({ workerId: w.id, err: err.message }, 'cannot remove a worker of the previous run'))
+      await this.lifecycle.recordEnded(w.id, 'exited', 'the control plane restarted')
+      log.info({ workerId: w.id, endpointId: w.endpointId, runtimeRef: w.runtimeRef }, 'worker of the previous run removed')
+    }
+    // Started by the previous run but never recorded as started (it crashed in between): not wanted.
+    for (const l of listed.values()) await runtime.remove(l.ref).catch(() => undefined)
+    for (const job of await store.jobs.listInProgress()) {
+      const adopted = opts.keepRunningJobs && job.workerId ? this.ctx.live.get(job.workerId) : undefined
+      if (adopted) adopted.jobs.add(job.id)
+      else await loseJob(deps.lifecycle, job, job.workerId ?? '', opts.keepRunningJobs ? 'its worker was lost while the control plane changed leader' : 'the control plane restarted while it ran', true)
+    }
+  }
+
+  /**
+   * A host's runtime stopped answering: its workers are lost (their jobs requeued by the usual rules) without
+   * waiting for a word from that runtime. The fleet places nothing there meanwhile (Fleet.setDown).
+   */
+  hostDown(hostId: string, reason: string): void {
+    for (const w of this.ctx.live.values()) {
+      if (w.allocation?.hostId !== hostId || !w.handle || !w.abandon) continue
+      w.lostReason = `worker ${w.id} lost: host ${hostId} is down (${reason})`
+      this.ctx.deps.log.warn({ workerId: w.id, endpointId: w.endpointId, hostId, reason }, 'worker lost with its host')
+      if (this.lifecycle.move(w, 'lose')) this.ctx.deps.events.workerChanged(w.id)
+      w.abandon({ code: null, signal: null, reason: w.lostReason })
+    }
+  }
+
+  /**
+   * A host answers again: workloads of this installation there that no live worker owns (lost while it was
+   * down) are removed.
+   */
+  async reconcileHost(hostId: string): Promise<void> {
+    const { deps, live } = this.ctx
+    const owned = new Set([...live.values()].map((w) => w.record?.runtimeRef).filter((r): r is string => !!r))
+    for (const l of await deps.runtime.list({ [LABELS.installation]: deps.installationId, [LABELS.kind]: 'worker', [LABELS.host]: hostId })) {
+      if (owned.has(l.ref)) continue
+      await deps.runtime.remove(l.ref).catch(() => undefined)
+      deps.log.info({ hostId, runtimeRef: l.ref }, 'removed a worker left on a host that was down')
+    }
+  }
+
+  /**
+   * Calls off the starts in progress (the control plane stops leading): a start the runtime keeps waiting on
+   * (a Pod the cluster cannot place) must not hold up the scaler's last run. Those workers then fail to start.
+   */
+  cancelStarts(): void {
+    for (const w of this.ctx.live.values()) w.abortStart?.()
+  }
+
+  /**
+   * Takes back a worker of the previous run: it must still run, reach this control plane at the URL it was
+   * given, belong to an existing endpoint, and get its own capacity back.
+   */
+  private async adopt(r: WorkerRecord, found: ListedWorkload): Promise<boolean> {
+    const { deps } = this.ctx
+    const { store, catalog, runtime, log } = deps
+    const allocation = adoptableAllocation(r, found, r.hostId ? deps.baseUrl(r.hostId) : '')
+    const ep = allocation ? await store.endpoints.get(r.endpointId) : undefined
+    if (!allocation || !ep || !catalog.fleet.restore(allocation)) return false
+    const handle = await runtime.adopt(found.ref).catch(() => null)
+    if (!handle) {
+      catalog.fleet.release(r.id)
+      return false
+    }
+    await this.lifecycle.takeBack(r, allocation, handle, ep.type === 'LOAD_BALANCER' ? lbAddress(handle.ports, ep.env) : null)
+    log.info({ workerId: r.id, endpointId: r.endpointId, runtimeRef: r.runtimeRef, hostId: r.hostId }, 'worker of the previous run adopted')
+    return true
+  }
+}

@@ -1,0 +1,307 @@
+import type { CatalogService } from '../../catalog/CatalogService.js'
+import type { ChangeFeed } from '../../replicas/ChangeFeed.js'
+import type { WorkerList } from '../../contract/worker.js'
+import type { Clock } from '../../domain/clock.js'
+import type { EndpointRecord } from '../../domain/endpoints/endpoint.js'
+import type { WorkerSnapshot } from '../../domain/workers/planScaling.js'
+import type { RuntimeDriver, WorkloadSpec } from '../../runtime/RuntimeDriver.js'
+import type { LbHealth } from '../../domain/workers/planLbScaling.js'
+import type { WorkerLog } from '../../runtime/WorkerLog.js'
+import type { Store } from '../../store/Store.js'
+import { CrashBackoff } from './CrashBackoff.js'
+import type { JobEvents } from '../jobs/JobEvents.js'
+import type { JobLifecycle } from '../jobs/JobLifecycle.js'
+import type { JobsConfig } from '../jobs/jobsConfig.js'
+import type { WorkerHealth } from '../jobs/JobService.js'
+import type { WorkerPhase } from '../../domain/workers/workerState.js'
+import type { Log } from '../log.js'
+import type { Metrics } from '../Metrics.js'
+import type { NetworkVolumeService } from '../storage/NetworkVolumeService.js'
+import { WorkerLogArchive } from './WorkerLogArchive.js'
+import type { WorkerMeter } from '../billing/UsageMeter.js'
+import type { WorkerListContext } from './workerList.js'
+import { FleetView } from './FleetView.js'
+import type { WorkerContext } from './WorkerContext.js'
+import { FollowerDirectory, LeaderDirectory, type WorkerDirectory } from './WorkerDirectory.js'
+import { WorkerLifecycle } from './WorkerLifecycle.js'
+import { WorkerReads } from './WorkerReads.js'
+import { WorkerRecovery } from './WorkerRecovery.js'
+
+export interface WorkerServiceDeps {
+  store: Store
+  clock: Clock
+  runtime: RuntimeDriver
+  catalog: CatalogService
+  lifecycle: JobLifecycle
+  events: JobEvents
+  config: JobsConfig
+  /** Where network volumes live on the host. */
+  networkVolumes: Pick<NetworkVolumeService, 'pathOf'>
+  /** Id of this installation: every workload is labelled with it. */
+  installationId: string
+  /**
+   * Base URL of the control plane as workers on `hostId` reach it (read at each start: known only after
+   * listen; '' while unknown).
+   */
+  baseUrl: (hostId: string) => string
+  log: Log
+  /** The runtime name of a host (`process`, `docker`), for the workers view. */
+  runtimeOf?: (hostId: string) => string
+  /** Credentials for an endpoint's private image (its `registry`), or null when it has none. */
+  pullAuth?: (ep: EndpointRecord) => Promise<WorkloadSpec['pullAuth']>
+  /** Monotonic ms for heartbeats, idle and parked times, crash back-off: process liveness is real time, whatever the business clock says. */
+  monotonic?: () => number
+  /** Billing: told when a worker starts serving (its first call, or unparked) and stops (parked, exited). */
+  meter?: WorkerMeter
+  /** Observes cold starts. */
+  metrics?: Metrics
+  /** How long a retiring load-balancing worker may keep requests and WebSockets before it is stopped anyway. */
+  lbDrainMs?: number
+  /**
+   * Several control-plane processes: the leader owns the live workers and describes them to the others
+   * (`worker.state`); a follower serves their protocol calls and sends what it sees to the leader.
+   */
+  feed?: ChangeFeed
+}
+
+/** Why an endpoint's waiting jobs wait, as the autoscaler sees it (see Autoscaler.waiting). */
+export interface ScalingSignals {
+  waiting(endpointId: string): Promise<WorkerListContext['waiting']>
+}
+
+/** The last health check of a load-balancing worker (see HealthPoller). */
+export interface HealthReadings {
+  health(workerId: string): LbHealth | undefined
+}
+
+/** Where a load-balancing worker serves HTTP (PORT) and answers health checks (PORT_HEALTH), as published by the runtime. */
+export interface HttpAddress {
+  host: string
+  port: number
+  healthPort: number
+  /** HEALTH_CHECK_PATH, starting with `/`. */
+  healthPath: string
+}
+
+/** A load-balancing worker as the balancer and the health checks see it. */
+export interface HttpWorker {
+  id: string
+  endpointId: string
+  /** 'ready' once a health check answered 200 (only those get traffic, unless parked or retiring). */
+  phase: WorkerPhase
+  retiring: boolean
+  /** Requests in flight on it. */
+  inFlight: number
+  address: HttpAddress
+}
+
+/** What a worker's job-take may do now; see `WorkerService.takeTurn`. */
+export type TakeTurn = 'take' | 'hold' | 'drain'
+
+/** Outcome of adding a worker; `capacity` tells "no room in the fleet" (it stays THROTTLED) from a broken worker. */
+export type StartResult = { ok: true; workerId: string } | { ok: false; capacity: boolean; reason: string }
+
+/**
+ * Serverless workers: placing them in the fleet, starting and stopping them through the RuntimeDriver,
+ * parking them (FlashBoot), their protocol keys, heartbeats, crash back-off, and what happens to their
+ * jobs when they die. Live state is in memory (see LiveWorker); the store keeps what a restart must know.
+ *
+ * Workers belong to the fleet, not to a process. With several control-plane processes only the leader holds
+ * live workers (it starts, watches, parks, stops them; `lead()` then `recover()` adopts those of a leader
+ * that died). The others (`follow()`) serve the worker protocol for any worker: keys and endpoints from the
+ * store, phases (draining, parked, retiring) from the leader's `worker.state` broadcasts, jobs taken straight
+ * from the store; signs of life, jobs taken and stopPod go to the leader through the change feed, so its
+ * heartbeat checks and scaling decisions count calls made anywhere. A single process leads from the start.
+ */
+export class WorkerService {
+  private readonly lifecycle: WorkerLifecycle
+  private readonly recovery: WorkerRecovery
+  private readonly reads: WorkerReads
+  private readonly leader: LeaderDirectory
+  /** Null without a change feed: a process that follows then answers from its (empty) live workers. */
+  private readonly follower: FollowerDirectory | null
+  private readonly view: FleetView | null
+  /** The leader's directory, or the follower's after `follow()`: the protocol calls that differ between the two. */
+  private directory: WorkerDirectory
+
+  constructor(deps: WorkerServiceDeps) {
+    const mono = deps.monotonic ?? (() => performance.now())
+    const ctx: WorkerContext = {
+      deps,
+      mono,
+      live: new Map(),
+      http: new Map(),
+      detached: new WeakSet(),
+      endedLogs: new WorkerLogArchive((id) => deps.runtime.logPath('worker', id)),
+      backoff: new CrashBackoff({ baseMs: deps.config.crashBackoffMs, maxMs: deps.config.crashBackoffMaxMs, now: mono }),
+      describe: (w) => this.directory.describe(w),
+    }
+    this.lifecycle = new WorkerLifecycle(ctx)
+    this.recovery = new WorkerRecovery(ctx, this.lifecycle)
+    this.reads = new WorkerReads(ctx, (endpointId) => this.directory.workers(endpointId))
+    this.leader = new LeaderDirectory(ctx, this.lifecycle)
+    this.directory = this.leader
+    deps.events.onJobLeftWorker((workerId, jobId) => this.lifecycle.jobLeft(workerId, jobId))
+    const feed = deps.feed
+    this.view = feed ? new FleetView({ store: deps.store, feed, mono }) : null
+    this.follower = this.view ? new FollowerDirectory(this.view) : null
+    if (feed) {
+      // What followers saw of the leader's workers (acted on only while this process leads).
+      feed.on('worker.contact', (id) => this.directory.relayed?.contact(id))
+      feed.on('worker.taken', (p) => {
+        const [id, ...jobIds] = p.split(' ')
+        this.directory.relayed?.jobsTaken(id, jobIds)
+      })
+      feed.on('worker.recycle', (id) => this.directory.relayed?.recycle(id))
+    }
+  }
+
+  /**
+   * Attaches the parts whose view the workers list shows: the autoscaler (why jobs wait) and the health checks
+   * of load-balancing workers. Both are built on this service (they watch and drive its workers), so they
+   * exist only after it: this is the one step that closes that loop, before the server listens.
+   */
+  attach(watchers: { scaler: ScalingSignals; health: HealthReadings }): void {
+    this.reads.attach(watchers)
+  }
+
+  /** This process became the leader: its workers are the live ones (call `recover()` next to adopt the fleet's). */
+  lead(): void {
+    this.directory = this.leader
+    this.view?.clear()
+    this.leader.start()
+  }
+
+  /**
+   * This process is no longer the leader (or not yet): its live workers are forgotten, not stopped; they keep
+   * running and the next leader adopts them. Their capacity is released here (the next leader restores it).
+   */
+  follow(): void {
+    this.directory = this.follower ?? this.leader
+    this.leader.stop()
+    this.lifecycle.handOver()
+  }
+
+  // Recovery (see WorkerRecovery).
+  recover(opts: { keepRunningJobs?: boolean } = {}): Promise<void> {
+    return this.recovery.recover(opts)
+  }
+  hostDown(hostId: string, reason: string): void {
+    this.recovery.hostDown(hostId, reason)
+  }
+  reconcileHost(hostId: string): Promise<void> {
+    return this.recovery.reconcileHost(hostId)
+  }
+  cancelStarts(): void {
+    this.recovery.cancelStarts()
+  }
+
+  // Lifecycle (see WorkerLifecycle).
+  start(ep: EndpointRecord): Promise<StartResult> {
+    return this.lifecycle.start(ep)
+  }
+  place(workerId: string, ep: EndpointRecord): Promise<StartResult> {
+    return this.lifecycle.place(workerId, ep)
+  }
+  replace(workerId: string, ep: EndpointRecord): Promise<StartResult> {
+    return this.lifecycle.replace(workerId, ep)
+  }
+  stop(workerId: string, reason: string): Promise<void> {
+    return this.lifecycle.stop(workerId, reason)
+  }
+  stopAll(reason: string): Promise<void> {
+    return this.lifecycle.stopAll(reason)
+  }
+  park(workerId: string, reason: string, priority: boolean): boolean {
+    return this.lifecycle.park(workerId, reason, priority)
+  }
+  unpark(workerId: string): boolean {
+    return this.lifecycle.unpark(workerId)
+  }
+  retire(workerId: string, reason: string): void {
+    this.lifecycle.retire(workerId, reason)
+  }
+  checkLiveness(): void {
+    this.lifecycle.checkLiveness()
+  }
+  lose(workerId: string, reason: string): void {
+    this.lifecycle.lose(workerId, reason)
+  }
+
+  // The worker protocol, answered by the leader's or the follower's directory (see WorkerDirectory).
+  recycle(workerId: string): void {
+    this.directory.recycle(workerId)
+  }
+  authenticate(endpointId: string, workerId: string, token: string | undefined): boolean | Promise<boolean> {
+    return this.directory.authenticate(endpointId, workerId, token)
+  }
+  contact(workerId: string): void {
+    this.directory.contact(workerId)
+  }
+  isDraining(workerId: string): boolean {
+    return this.directory.isDraining(workerId)
+  }
+
+  /**
+   * One pass of a worker's job-take, answered in one look-up: it counts as contact (see `contact`), then
+   * says whether the worker may take jobs now (`take`), must have its poll held without one (`hold`:
+   * parked, or retiring after its jobs) or should stop asking (`drain`: being stopped, or unknown).
+   */
+  takeTurn(workerId: string): TakeTurn {
+    return this.directory.takeTurn(workerId)
+  }
+  jobsTaken(workerId: string, jobIds: string[]): void {
+    this.directory.jobsTaken(workerId, jobIds)
+  }
+
+  /**
+   * A proxied request began on a load-balancing worker. Requests count like jobs: the worker is RUNNING
+   * while it has any, idle time starts when the last ends, and a retiring worker stops after it (draining).
+   */
+  requestStarted(workerId: string, requestId: string): void {
+    this.directory.jobsTaken(workerId, [requestId])
+  }
+
+  /** A proxied request ended (however it ended). */
+  requestEnded(workerId: string, requestId: string): void {
+    this.lifecycle.jobLeft(workerId, requestId)
+  }
+
+  // Read models (see WorkerReads).
+  httpWorkers(endpointId?: string): HttpWorker[] {
+    return this.reads.httpWorkers(endpointId)
+  }
+  snapshot(endpointId: string, version: number | null = null): WorkerSnapshot[] {
+    return this.reads.snapshot(endpointId, version)
+  }
+  endpointsWithWorkers(): string[] {
+    return this.reads.endpointsWithWorkers()
+  }
+  runningCount(endpointId: string): number {
+    return this.reads.runningCount(endpointId)
+  }
+  backoffMs(endpointId: string): number {
+    return this.reads.backoffMs(endpointId)
+  }
+  failures(endpointId: string): { consecutive: number; last: string | null } {
+    return this.reads.failures(endpointId)
+  }
+  noCapacityReason(endpointId: string): string | null {
+    return this.reads.noCapacityReason(endpointId)
+  }
+  pendingCapacityReason(endpointId: string): string | null {
+    return this.reads.pendingCapacityReason(endpointId)
+  }
+  health(endpointId: string): WorkerHealth {
+    return this.reads.health(endpointId)
+  }
+  list(accountId: string, endpointId: string): Promise<WorkerList> {
+    return this.reads.list(accountId, endpointId)
+  }
+  versions(endpointId: string): number[] {
+    return this.reads.versions(endpointId)
+  }
+  logs(accountId: string, endpointId: string, workerId: string): Promise<WorkerLog> {
+    return this.reads.logs(accountId, endpointId, workerId)
+  }
+}

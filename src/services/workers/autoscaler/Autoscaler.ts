@@ -1,0 +1,290 @@
+import type { WaitingReason } from '../../../contract/worker.js'
+import type { Clock } from '../../../domain/clock.js'
+import type { EndpointRecord } from '../../../domain/endpoints/endpoint.js'
+import { parkWindowMs, planScaling, type EndpointScaling, type ScaleAction, type ScalingDecision, type ScalingPolicy } from '../../../domain/workers/planScaling.js'
+import { lbEndpointScaling, type LbDemand } from '../../../domain/workers/planLbScaling.js'
+import { BURST_WINDOW_MS, recordSample, relativeHistory, type TimedSample } from '../../../domain/workers/scalingHistory.js'
+import { dropsReason, waitingReason } from '../../../domain/jobs/waitingReason.js'
+import { DROP_WINDOW_MS, type DroppedTakes } from '../../jobs/DroppedTakes.js'
+import type { JobEvents } from '../../jobs/JobEvents.js'
+import type { JobsConfig } from '../../jobs/jobsConfig.js'
+import type { Log } from '../../log.js'
+import type { WorkerService } from '../WorkerService.js'
+import type { Store } from '../../../store/Store.js'
+
+export interface AutoscalerOptions {
+  store: Store
+  workers: WorkerService
+  events: JobEvents
+  log: Log
+  /** Business time: how long jobs have waited is measured against their submission time. */
+  clock: Clock
+  /** scaleIntervalMs (how often decisions run, also on every submission), the REQUEST_COUNT cool-down, FlashBoot windows. */
+  config: Pick<JobsConfig, 'scaleIntervalMs' | 'requestCountIdleTimeoutMs' | 'flashbootWindowMs' | 'priorityFlashbootWindowMs'>
+  /** Monotonic ms for the demand history. */
+  monotonic?: () => number
+  /** Requests of LOAD_BALANCER endpoints (waiting and in flight): their demand, scaled by planLbScaling's rule. */
+  loadBalancer?: BalancerDemand
+  /** Jobs requeued because their worker never acknowledged them: reported first by why-waiting once it repeats. */
+  dropped?: DroppedTakes
+}
+
+/** What the scaler reads from the load balancer (see LoadBalancer). */
+export interface BalancerDemand {
+  /** Waiting and in-flight requests of an endpoint. */
+  demand(endpointId: string): LbDemand
+  /** Endpoints with requests waiting or in flight. */
+  busyEndpoints(): string[]
+  /** Calls `listener` when a request starts waiting for a worker (a cold start); returns the unsubscribe. */
+  onWaiting(listener: (endpointId: string) => void): () => void
+}
+
+/** Waiting jobs of an endpoint and why they wait, for the workers list. */
+export interface WaitingView {
+  jobs: number
+  lowPriorityJobs: number
+  reason: WaitingReason | null
+}
+
+/** The least time from the start of one run to the start of a rerun requested during it. */
+const RERUN_GAP_MS = 50
+
+/**
+ * The loop around planScaling: snapshot -> plan -> apply through the WorkerService, per queue endpoint.
+ * Runs every `scaleIntervalMs` and right after a job is queued; runs never overlap (a request during a
+ * run triggers one more run after it, RERUN_GAP_MS after its start at the soonest). Keeps each endpoint's recent demand (the policy's history) and
+ * its last snapshot, from which it explains why waiting jobs wait.
+ */
+export class Autoscaler {
+  private timer: NodeJS.Timeout | undefined
+  private unsubscribe: Array<() => void> = []
+  private running: Promise<void> | undefined
+  private again = false
+  private stopped = false
+  private readonly history = new Map<string, TimedSample[]>()
+  private readonly last = new Map<string, { snapshot: EndpointScaling; version: number | null }>()
+  /** The worker count each endpoint's last logged decision aimed at. */
+  private readonly loggedDesired = new Map<string, number>()
+  private readonly mono: () => number
+
+  constructor(private readonly o: AutoscalerOptions) {
+    this.mono = o.monotonic ?? (() => performance.now())
+  }
+
+  start(): void {
+    this.stopped = false
+    this.timer = setInterval(() => void this.poke(), this.o.config.scaleIntervalMs)
+    this.timer.unref()
+    // A queued job or a request waiting for a load-balancing worker: decide now, not at the next interval.
+    this.unsubscribe = [this.o.events.onQueued(() => void this.poke())]
+    if (this.o.loadBalancer) this.unsubscribe.push(this.o.loadBalancer.onWaiting(() => void this.poke()))
+    void this.poke()
+  }
+
+  /** Stops deciding; waits for a run in progress to finish. */
+  async stop(): Promise<void> {
+    this.stopped = true
+    clearInterval(this.timer)
+    for (const off of this.unsubscribe.splice(0)) off()
+    await this.running
+  }
+
+  /**
+   * Asks for a run soon (coalesced). The promise settles once a run that started after this call has
+   * ended (sooner when the scaler stops or a run fails): tests move their monotonic clock, then await a decision.
+   */
+  poke(): Promise<void> {
+    if (this.stopped) return Promise.resolve()
+    if (this.running) {
+      this.again = true
+      return this.running
+    }
+    this.running = (async () => {
+      try {
+        for (;;) {
+          this.again = false
+          const started = this.mono()
+          await this.tick()
+          if (!this.again || this.stopped) break
+          // Back-to-back reruns (a steady stream of submissions) are spaced out: on PostgreSQL every run
+          // counts the endpoints' jobs in the database, and unspaced runs kept one backend busy counting.
+          const wait = started + RERUN_GAP_MS - this.mono()
+          if (wait > 0) await new Promise((r) => setTimeout(r, wait))
+          if (this.stopped) break
+        }
+      } catch (err) {
+        this.o.log.error({ err }, 'scaling run failed')
+      } finally {
+        this.running = undefined
+      }
+    })()
+    return this.running
+  }
+
+  /** One decision for every endpoint that has demand, workers or a minimum: public so tests can run it. */
+  async tick(): Promise<void> {
+    const { endpoints, snapshots } = await this.snapshot()
+    const now = this.mono()
+    for (const s of snapshots) {
+      const decision = planScaling(s)
+      const keepMs = Math.max(s.idleTimeoutMs, BURST_WINDOW_MS)
+      this.history.set(s.endpointId, recordSample(this.history.get(s.endpointId) ?? [], { at: now, queued: s.queued, desired: decision.desired }, keepMs))
+      this.last.set(s.endpointId, { snapshot: s, version: endpoints.get(s.endpointId)?.version ?? null })
+      // Throttled workers retry placement every tick: only decisions that change something are logged.
+      if (decision.actions.some((a) => a.type !== 'place')) this.logDecision(s, decision)
+      for (const action of decision.actions) await this.apply(action, endpoints.get(s.endpointId))
+    }
+    const seen = new Set(snapshots.map((s) => s.endpointId))
+    for (const id of [...this.last.keys()]) if (!seen.has(id)) this.last.delete(id)
+    for (const id of [...this.loggedDesired.keys()]) if (!seen.has(id)) this.loggedDesired.delete(id)
+    for (const [id, h] of [...this.history]) if (!seen.has(id) && now - h[h.length - 1].at > 3_600_000) this.history.delete(id)
+  }
+
+  /**
+   * Why a waiting job of the endpoint does not run (null: a worker is about to take it, or nothing is
+   * known yet). Demand is from the last decision, workers as they are now.
+   */
+  waitingReason(endpointId: string, lowPriority = false): WaitingReason | null {
+    const drops = this.o.dropped?.report(endpointId)
+    if (drops) return dropsReason({ ...drops, windowMs: DROP_WINDOW_MS })
+    const last = this.last.get(endpointId)
+    if (!last) return null
+    const { workers } = this.o
+    const s: EndpointScaling = { ...last.snapshot, workers: workers.snapshot(endpointId, last.version), backoffMs: workers.backoffMs(endpointId) }
+    const f = workers.failures(endpointId)
+    return waitingReason(s, { noCapacity: workers.noCapacityReason(endpointId), pendingCapacity: workers.pendingCapacityReason(endpointId), failures: f.consecutive, lastFailure: f.last }, lowPriority)
+  }
+
+  /**
+   * Waiting jobs of an endpoint now, and why they wait. The counts are the store's, the very numbers /health
+   * reports, not those of the last decision (up to a tick old); only the reason comes from the decision.
+   */
+  async waiting(endpointId: string): Promise<WaitingView> {
+    const c = await this.o.store.jobs.counts(endpointId)
+    const jobs = c.inQueue - c.inQueueLow
+    // Dropped takes are reported with nothing waiting too: the dropped jobs sit IN_PROGRESS in between.
+    if (c.inQueue === 0) return { jobs: 0, lowPriorityJobs: 0, reason: this.o.dropped?.report(endpointId) ? this.waitingReason(endpointId) : null }
+    return { jobs, lowPriorityJobs: c.inQueueLow, reason: this.waitingReason(endpointId, jobs === 0) }
+  }
+
+  private async snapshot(): Promise<{ endpoints: Map<string, EndpointRecord>; snapshots: EndpointScaling[] }> {
+    const { store, workers, clock, config } = this.o
+    const endpoints = new Map<string, EndpointRecord>()
+    const lb = this.o.loadBalancer
+    for (const ep of await store.endpoints.listAll()) if (ep.type === 'QUEUE' || (lb && ep.type === 'LOAD_BALANCER')) endpoints.set(ep.id, ep)
+    const demand = new Map((await store.jobs.activeEndpoints()).map((d) => [d.endpointId, d]))
+    const ids = new Set([...endpoints.values()].filter((e) => e.workers.min > 0).map((e) => e.id))
+    for (const id of demand.keys()) ids.add(id)
+    for (const id of workers.endpointsWithWorkers()) ids.add(id)
+    for (const id of lb?.busyEndpoints() ?? []) ids.add(id)
+    const now = clock.now()
+    const mono = this.mono()
+    const snapshots: EndpointScaling[] = []
+    for (const id of ids) {
+      const ep = endpoints.get(id)
+      const d = demand.get(id)
+      if (lb && ep?.type === 'LOAD_BALANCER') {
+        snapshots.push(
+          lbEndpointScaling({
+            endpointId: id,
+            exists: true,
+            requestCount: ep.scaling.type === 'REQUEST_COUNT' ? ep.scaling.requestCount : 1,
+            demand: lb.demand(id),
+            min: ep.workers.min,
+            max: ep.workers.max,
+            idleTimeoutMs: (ep.workers.idleTimeout ?? 10) * 1000,
+            flashboot: ep.flashboot,
+            parkWindowMs: parkWindowMs(ep.flashboot, config),
+            workers: workers.snapshot(id, ep.version),
+            backoffMs: workers.backoffMs(id),
+            history: relativeHistory(this.history.get(id) ?? [], mono),
+          }),
+        )
+        continue
+      }
+      snapshots.push({
+        endpointId: id,
+        exists: ep !== undefined,
+        policy: policyOf(ep),
+        min: ep?.workers.min ?? 0,
+        max: ep?.workers.max ?? 0,
+        // QUEUE endpoints on REQUEST_COUNT have no idleTimeout: the configured cool-down stands in for it.
+        idleTimeoutMs: ep?.workers.idleTimeout !== undefined ? ep.workers.idleTimeout * 1000 : config.requestCountIdleTimeoutMs,
+        flashboot: ep?.flashboot ?? 'OFF',
+        parkWindowMs: ep ? parkWindowMs(ep.flashboot, config) : 0,
+        queued: d ? d.inQueue - d.inQueueLow : 0,
+        queuedLow: d?.inQueueLow ?? 0,
+        inProgress: d?.inProgress ?? 0,
+        oldestWaitMs: d?.oldestQueuedAt != null ? Math.max(0, now - d.oldestQueuedAt) : 0,
+        workers: workers.snapshot(id, ep?.version ?? null),
+        backoffMs: workers.backoffMs(id),
+        history: relativeHistory(this.history.get(id) ?? [], mono),
+      })
+    }
+    return { endpoints, snapshots }
+  }
+
+  private async apply(action: ScaleAction, ep: EndpointRecord | undefined): Promise<void> {
+    const { workers } = this.o
+    switch (action.type) {
+      case 'stop':
+        // Not awaited: a stopping worker must not hold up decisions for other endpoints.
+        void workers.stop(action.workerId, action.reason)
+        return
+      case 'retire':
+        workers.retire(action.workerId, action.reason)
+        return
+      case 'unpark':
+        workers.unpark(action.workerId)
+        return
+      case 'park':
+        workers.park(action.workerId, action.reason, ep?.flashboot === 'PRIORITY_FLASHBOOT')
+        return
+    }
+    if (!ep) return
+    if (action.type === 'place') await workers.place(action.workerId, ep)
+    else if (action.type === 'replace') await workers.replace(action.workerId, ep)
+    else {
+      for (let i = 0; i < action.count; i++) {
+        const r = await workers.start(ep)
+        // A broken worker would fail the same way again: one failure per decision is enough.
+        if (!r.ok && !r.capacity) break
+      }
+    }
+  }
+
+  private logDecision(s: EndpointScaling, d: ScalingDecision): void {
+    const workers: Record<string, number> = {}
+    for (const w of s.workers) workers[w.state] = (workers[w.state] ?? 0) + 1
+    const actions = d.actions.map((a) => (a.type === 'start' ? `start x${a.count}` : `${a.type} ${a.workerId}`))
+    // A new target worker count is what an operator wants to see; the churn around one target (retiring,
+    // parking, replacing workers) is for debugging.
+    const notable = this.loggedDesired.get(s.endpointId) !== d.desired
+    this.loggedDesired.set(s.endpointId, d.desired)
+    this.o.log[notable ? 'info' : 'debug'](
+      {
+        endpointId: s.endpointId,
+        policy: s.policy,
+        min: s.min,
+        max: s.max,
+        queued: s.queued,
+        queuedLow: s.queuedLow,
+        inProgress: s.inProgress,
+        oldestWaitMs: Math.round(s.oldestWaitMs),
+        workers,
+        backoffMs: Math.round(s.backoffMs),
+        current: d.current,
+        desired: d.desired,
+        keep: d.keep,
+        burst: d.burst,
+        actions,
+      },
+      'scaling decision',
+    )
+  }
+}
+
+function policyOf(ep: EndpointRecord | undefined): ScalingPolicy {
+  if (ep?.scaling.type === 'REQUEST_COUNT') return { type: 'REQUEST_COUNT', requestCount: ep.scaling.requestCount }
+  return { type: 'QUEUE_DELAY', queueDelayMs: ep?.scaling.type === 'QUEUE_DELAY' ? ep.scaling.queueDelay * 1000 : 0 }
+}
