@@ -70,6 +70,21 @@ describe.skipIf(skip !== null)('endpoints on a real Kubernetes: every worker is 
       expect((await s.api('DELETE', `/v2/serverless/${ep}`)).status).toBeLessThan(300)
       await until(async () => (await podsOf(ep)).length === 0, 30_000, 'the Pod deleted')
     }, 120_000)
+
+    it('has its jobs done by a Python worker on the unmodified runpod SDK in a Pod', async () => {
+      const env = { HANDLER: 'plain', RUNPOD_SKIP_GPU_CHECK: 'true' }
+      const ep = (await createEndpoint(s, endpointBody(kubeEnv.pythonImage, { name: 'k8s-python', env, workers: { min: 0, max: 1, idleTimeout: 60 } }))).id
+      const first = (await jobCall(s, 'POST', `/v2/${ep}/runsync?wait=90000`, { input: { hello: 'python in a pod' } })).body
+      expect(first, JSON.stringify(first)).toMatchObject({ status: 'COMPLETED', output: { echo: { hello: 'python in a pod' }, worker: first.workerId } })
+      const failed = (await jobCall(s, 'POST', `/v2/${ep}/run`, { input: { action: 'raise', message: 'no good' } })).body
+      const done = await waitFinal(s, ep, failed.id, 60_000)
+      expect(done.status).toBe('FAILED')
+      expect(JSON.parse(done.error as string)).toMatchObject({ error_type: "<class 'ValueError'>", error_message: 'no good', worker_id: first.workerId })
+      const pods = await podsOf(ep)
+      expect(pods.map((p) => p.spec!.containers[0].image)).toEqual([kubeEnv.pythonImage])
+      expect((await s.api('DELETE', `/v2/serverless/${ep}`)).status).toBeLessThan(300)
+      await until(async () => (await podsOf(ep)).length === 0, 30_000, 'the Pod deleted')
+    }, 150_000)
   })
 
   describe('pods', () => {

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs'
 import { KubeConfig, VersionApi } from '@kubernetes/client-node'
 
 /**
- * Where Kubernetes tests find their cluster: `.ci/kubernetes.sh` (or `scripts/k8s-test-images.sh`) starts the
+ * Where Kubernetes tests find their cluster: `.ci/kubernetes.sh` (or `source .ci/setup-kubernetes.sh`) starts the
  * single-node cluster, imports the test images into its containerd and exports HANGAR_TEST_KUBECONFIG.
  */
 export const kubeEnv = {
@@ -13,6 +13,8 @@ export const kubeEnv = {
   bbImage: process.env.HANGAR_TEST_K8S_BB_IMAGE ?? 'localhost/bb:latest',
   /** busybox + node + the worker SDK (localhost/hangar-test-worker of .ci/setup-podman.sh), imported into containerd. */
   workerImage: 'localhost/hangar-test-worker:latest',
+  /** busybox + Debian's python3 + the unmodified runpod SDK running test/python/worker.py (HANDLER picks the handler). */
+  pythonImage: 'localhost/hangar-test-python:latest',
   /** The namespace tests make their Pods in. */
   namespace: process.env.HANGAR_TEST_K8S_NAMESPACE ?? 'default',
 }
