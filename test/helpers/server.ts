@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseConfig } from '../../src/config.js'
@@ -79,8 +79,28 @@ export async function startTestServer(overrides: Record<string, unknown> = {}, o
     },
     async stop() {
       await hangar.stop()
-      if (!opts.dataDir) rmSync(dataDir, { recursive: true, force: true })
+      if (!opts.dataDir) {
+        // Pods outlive their control plane by design (a restart adopts them); this data dir goes with the test,
+        // so what still runs in it goes too.
+        killWorkloadsIn(dataDir)
+        rmSync(dataDir, { recursive: true, force: true })
+      }
       if (schema && !opts.dataDir) await dropSchema(schema, pgUrl)
     },
+  }
+}
+
+/** SIGKILLs the process groups of the workloads (supervisors, sandboxes, programs) whose working directory is in `dir`. */
+function killWorkloadsIn(dir: string): void {
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue
+    try {
+      if (!readlinkSync(`/proc/${d}/cwd`).startsWith(`${dir}/`)) continue
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8')
+      const pgrp = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2])
+      if (pgrp === Number(d)) process.kill(-pgrp, 'SIGKILL')
+    } catch {
+      // gone meanwhile, not ours, or not on Linux
+    }
   }
 }
