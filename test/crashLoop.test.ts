@@ -54,9 +54,10 @@ describe('crash-looping and never-ready workers', () => {
   it('replaces a worker that never calls in within the start-up timeout', async () => {
     const ep = (await createEndpoint(s, command('silent', 'setInterval(() => {}, 1000)'))).id
     const job = (await jobCall(s, 'POST', `/v2/${ep}/run`, { input: {} })).body.id
+    // A replacement, and the first worker's record written FAILED (the two writes may land in either order).
     const records = await until(async () => {
-      const recent = await s.hangar.store.workers.listRecent(ep, 10)
-      return recent.length >= 2 ? recent.reverse() : undefined
+      const recent = (await s.hangar.store.workers.listRecent(ep, 10)).reverse()
+      return recent.length >= 2 && recent[0].state !== 'STARTING' ? recent : undefined
     }, 15_000, 'a replacement worker')
     expect(records[0]).toMatchObject({ state: 'FAILED', lastError: `worker ${records[0].id} did not call in within 1000 ms of starting: it cannot reach ${s.url}, or is not a worker (see its log)` })
     expect(() => process.kill(pidOf(records[0].runtimeRef), 0)).toThrow()
