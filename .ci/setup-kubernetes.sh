@@ -34,12 +34,25 @@ _hk_bb_base() {
   tar -C "$_hk_tmp/bb" -cf "$_hk_tmp/bb.tar" .
   _hk_pm import -q "$_hk_tmp/bb.tar" localhost/hangar-test-bb:latest >/dev/null
 }
-_hk_ctr() { ctr --address "$HANGAR_K8S_DIR/run/containerd.sock" -n k8s.io "$@"; }
-if ! _hk_ctr images ls -q | grep -qx 'localhost/hangar-test-worker:latest'; then
-  (cd "$_hk_root" && [ -f dist/worker/index.js ] || npm run build >/dev/null)
+# A scratch Podman storage in $_hk_tmp (`_hk_pm`) holding the busybox base; `_hk_image_import NAME DIR` then builds
+# DIR/Containerfile as NAME, imports it into the cluster's containerd and removes the scratch storage.
+_hk_image_begin() {
   _hk_tmp=$(mktemp -d /tmp/hangar-k8s-img.XXXXXX)
   _hk_pm() { podman --root "$_hk_tmp/storage" --runroot "$_hk_tmp/run" "$@"; }
   _hk_bb_base
+}
+_hk_image_import() {
+  _hk_pm build -q --pull=never -t "$1" -f "$2/Containerfile" "$2" >/dev/null
+  _hk_pm save -q -o "$_hk_tmp/image.tar" "$1"
+  _hk_ctr images import "$_hk_tmp/image.tar" >/dev/null
+  _hk_pm rm -af >/dev/null 2>&1 || true
+  _hk_pm rmi -af >/dev/null 2>&1 || true
+  rm -rf "$_hk_tmp" 2>/dev/null || true
+}
+_hk_ctr() { ctr --address "$HANGAR_K8S_DIR/run/containerd.sock" -n k8s.io "$@"; }
+if ! _hk_ctr images ls -q | grep -qx 'localhost/hangar-test-worker:latest'; then
+  (cd "$_hk_root" && [ -f dist/worker/index.js ] || npm run build >/dev/null)
+  _hk_image_begin
   mkdir -p "$_hk_tmp/worker/rootfs/usr/bin" "$_hk_tmp/worker/rootfs/app"
   cp "$(command -v node)" "$_hk_tmp/worker/rootfs/usr/bin/node"
   for _l in $(ldd "$(command -v node)" | grep -o '/[^ ]*'); do mkdir -p "$_hk_tmp/worker/rootfs$(dirname "$_l")"; cp -L "$_l" "$_hk_tmp/worker/rootfs$_l"; done
@@ -47,25 +60,18 @@ if ! _hk_ctr images ls -q | grep -qx 'localhost/hangar-test-worker:latest'; then
   cp "$_hk_root/test/fixtures/container-worker.mjs" "$_hk_tmp/worker/rootfs/app/worker.mjs"
   echo '{"type":"module"}' >"$_hk_tmp/worker/rootfs/app/package.json"
   printf 'FROM localhost/hangar-test-bb:latest\nCOPY rootfs/ /\nWORKDIR /app\nCMD ["node", "/app/worker.mjs"]\n' >"$_hk_tmp/worker/Containerfile"
-  _hk_pm build -q --pull=never -t localhost/hangar-test-worker:latest -f "$_hk_tmp/worker/Containerfile" "$_hk_tmp/worker" >/dev/null
-  _hk_pm save -q -o "$_hk_tmp/worker.tar" localhost/hangar-test-worker:latest
-  _hk_ctr images import "$_hk_tmp/worker.tar" >/dev/null
-  _hk_pm rm -af >/dev/null 2>&1 || true
-  _hk_pm rmi -af >/dev/null 2>&1 || true
-  rm -rf "$_hk_tmp" 2>/dev/null || true
+  _hk_image_import localhost/hangar-test-worker:latest "$_hk_tmp/worker"
 fi
 # localhost/hangar-test-python:latest: Debian's python3 with its standard library and packages (the runpod SDK's
 # dependencies, .ci/setup-python.sh), the unmodified runpod SDK of ../shared/clients/runpod-python in /sdk, and
 # test/python/worker.py in /app (HANDLER picks the handler), on the busybox base; built and imported as above.
 if ! _hk_ctr images ls -q | grep -qx 'localhost/hangar-test-python:latest'; then
   "$_hk_ci_dir/setup-python.sh"
-  _hk_tmp=$(mktemp -d /tmp/hangar-k8s-img.XXXXXX)
-  _hk_pm() { podman --root "$_hk_tmp/storage" --runroot "$_hk_tmp/run" "$@"; }
+  _hk_image_begin
   _hk_py=$(readlink -f /usr/bin/python3)
   _hk_pyver=$(/usr/bin/python3 -c 'import sys; print(f"python{sys.version_info[0]}.{sys.version_info[1]}")')
   _hk_rf="$_hk_tmp/py/rootfs"
   mkdir -p "$_hk_rf/usr/bin" "$_hk_rf/usr/lib/python3" "$_hk_rf/app" "$_hk_rf/sdk"
-  _hk_bb_base
   cp "$_hk_py" "$_hk_rf/usr/bin/python3"
   tar -C / --exclude='__pycache__' --exclude="usr/lib/$_hk_pyver/test" -cf - "usr/lib/$_hk_pyver" usr/lib/python3/dist-packages | tar -C "$_hk_rf" -xf -
   # OpenSSL's configuration and the modules it loads at run time (cryptography, which paramiko imports, loads them).
@@ -80,11 +86,6 @@ if ! _hk_ctr images ls -q | grep -qx 'localhost/hangar-test-python:latest'; then
   cp -r "$_hk_root/../shared/clients/runpod-python/sdk" "$_hk_root/../shared/clients/runpod-python/shims" "$_hk_rf/sdk/"
   cp "$_hk_root/test/python/worker.py" "$_hk_rf/app/worker.py"
   printf 'FROM localhost/hangar-test-bb:latest\nCOPY rootfs/ /\nENV PYTHONPATH=/sdk/sdk:/sdk/shims PYTHONDONTWRITEBYTECODE=1\nWORKDIR /app\nCMD ["python3", "-u", "/app/worker.py"]\n' >"$_hk_tmp/py/Containerfile"
-  _hk_pm build -q --pull=never -t localhost/hangar-test-python:latest -f "$_hk_tmp/py/Containerfile" "$_hk_tmp/py" >/dev/null
-  _hk_pm save -q -o "$_hk_tmp/python.tar" localhost/hangar-test-python:latest
-  _hk_ctr images import "$_hk_tmp/python.tar" >/dev/null
-  _hk_pm rm -af >/dev/null 2>&1 || true
-  _hk_pm rmi -af >/dev/null 2>&1 || true
-  rm -rf "$_hk_tmp" 2>/dev/null || true
+  _hk_image_import localhost/hangar-test-python:latest "$_hk_tmp/py"
 fi
 echo "kubernetes: images in containerd: $(_hk_ctr images ls -q | grep -c '^localhost/')"
