@@ -6,17 +6,9 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { serveWithConfig } from './helpers/process.js'
 import { pidOf } from './helpers/runtime.js'
+import { alive } from './helpers/pods.js'
 
 
-/** True while the process runs (a zombie, dead but not yet reaped by its new parent, counts as gone). */
-const alive = (pid: number) => {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z'
-  } catch {
-    return false
-  }
-}
 
 /** Waits (briefly) for processes sent SIGKILL to be gone. */
 async function gone(pids: number[]): Promise<number[]> {

@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { groupMembers } from '../src/runtime/process/procfs.js'
 import { spawnServe, type ServeProcess } from './helpers/process.js'
 import { until } from './helpers/until.js'
+import { alive } from './helpers/pods.js'
 
 /**
  * Issue 27, item 8: a worker on the unmodified Python `runpod` SDK (which has no orphan rule of its own) ends
@@ -18,15 +19,6 @@ const PYTHON = ['/usr/bin/python3', 'python3'].find((p) => spawnSync(p, ['-c', '
 const missing = !existsSync(join(CLIENT, 'sdk', 'runpod')) ? `no runpod SDK at ${CLIENT}` : !PYTHON ? 'no python3 with aiohttp (Debian: python3-aiohttp)' : null
 if (missing) console.log(`orphaned Python worker test skipped: ${missing}`)
 
-/** True while the process runs (a zombie counts as gone). */
-const alive = (pid: number) => {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z'
-  } catch {
-    return false
-  }
-}
 
 describe.skipIf(missing !== null)('orphaned workers', { timeout: 90_000 }, () => {
   const parent = mkdtempSync(join(tmpdir(), 'hangar-orphan-'))

@@ -6,16 +6,8 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { createEndpoint, endpointBody, jobCall } from '../helpers/endpoints.js'
 import { spawnServe, type ServeProcess } from '../helpers/process.js'
 import { startTestServer } from '../helpers/server.js'
+import { alive } from '../helpers/pods.js'
 
-/** True while the process runs (a zombie counts as gone). */
-const alive = (pid: number) => {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z'
-  } catch {
-    return false
-  }
-}
 
 const until = async (what: string, check: () => boolean | Promise<boolean>, timeoutMs: number) => {
   const deadline = Date.now() + timeoutMs
