@@ -31,5 +31,7 @@ if (skip) {
         rmSync(dataDir, { recursive: true, force: true })
       },
     }
-  })
+    // Each Pod's start and deletion go through the scheduler, the kubelet and a watch: about 10 s for the stop
+    // test on a quiet machine, past 30 s once in CI right after the other stages.
+  }, { timeoutMs: 90_000 })
 }

@@ -17,9 +17,12 @@ export interface RuntimeHarness {
   cleanup?(): Promise<void>
 }
 
-/** The behaviour every RuntimeDriver adapter must have; run once per adapter. */
-export function runtimeContract(name: string, setup: () => Promise<RuntimeHarness>) {
-  describe(`RuntimeDriver contract: ${name}`, () => {
+/**
+ * The behaviour every RuntimeDriver adapter must have; run once per adapter. `timeoutMs` is each test's budget
+ * where the adapter's starts and stops take longer than a process's (the suite's default otherwise).
+ */
+export function runtimeContract(name: string, setup: () => Promise<RuntimeHarness>, opts: { timeoutMs?: number } = {}) {
+  describe(`RuntimeDriver contract: ${name}`, { timeout: opts.timeoutMs }, () => {
     let h: RuntimeHarness
     let driver: RuntimeDriver
     const started: Workload[] = []
