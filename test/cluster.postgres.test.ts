@@ -99,8 +99,9 @@ describe.skipIf(!reachable)('PgLeadership', () => {
       },
       async () => void order.push('lose'),
     )
+    // Stop while onLead runs (a fixed delay could come before the lock is even taken on a loaded machine).
     const stopping = (async () => {
-      await new Promise((r) => setTimeout(r, 50))
+      await until(async () => order.includes('lead begins'), 5000, 'onLead to begin')
       await l.stop()
     })()
     await Promise.all([slowLead, stopping])

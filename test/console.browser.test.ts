@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url'
 import { chromium, type Browser, type Page } from 'playwright-core'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { findChromium } from './helpers/chromium.js'
+import { waitPortAnswers } from './helpers/pods.js'
 import { startTestServer, type TestServer } from './helpers/server.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
@@ -213,6 +214,8 @@ describe.skipIf(skip !== null)('web console in a real browser', () => {
     const pod = ((await s.api('GET', '/v2/pods')).body.pods as Array<{ id: string; name: string; cost: number }>).find((p) => p.name === 'browser-pod')!
     expect(pod.cost).toBeGreaterThan(0)
     expect(await row.textContent()).toContain(`$${pod.cost.toFixed(3)}/h`)
+    // RUNNING comes as the program starts: the link is followed once its port answers.
+    await waitPortAnswers((await s.api('GET', `/v2/pods/${pod.id}`)).body, 8080)
     // The HTTP port opens in a new tab through the proxy, with no key typed: the pod's program answers.
     const [tab] = await Promise.all([page.waitForEvent('popup'), row.locator('a.port-link:has-text("HTTP 8080")').click()])
     await tab.waitForLoadState()

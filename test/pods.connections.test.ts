@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createPod, podBody, terminateAll, waitPod } from './helpers/pods.js'
+import { createPod, podBody, terminateAll, waitPod, waitPortAnswers } from './helpers/pods.js'
 import { startTestServer, type TestServer } from './helpers/server.js'
 import { until } from './helpers/until.js'
 
@@ -21,7 +21,7 @@ describe('pod connections', () => {
 
   it('links each HTTP port through the proxy with a token for that port, kept in a cookie after the first visit', async () => {
     const pod = await createPod(s, podBody({ ports: ['8080/http', '9090/http', '22/tcp'] }), alice)
-    await waitPod(s, pod.id, 'RUNNING', alice)
+    await waitPortAnswers(await waitPod(s, pod.id, 'RUNNING', alice), 8080)
     const c = (await s.api('GET', `/v2/pods/${pod.id}/connections`, undefined, alice)).body
     expect(c.error).toBeNull()
     expect(c.http.map((h: { port: number }) => h.port)).toEqual([8080, 9090])

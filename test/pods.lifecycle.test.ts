@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { PodTransition } from '../src/services/pods/PodEvents.js'
-import { alive, createPod, pidOf, podBody, portUrl, readPodLogs, terminateAll, waitPod } from './helpers/pods.js'
+import { alive, createPod, pidOf, podBody, portUrl, readPodLogs, terminateAll, waitPod, waitPortAnswers } from './helpers/pods.js'
 import { rawRequest } from './helpers/raw.js'
 import { startTestServer, type TestServer } from './helpers/server.js'
 import { until } from './helpers/until.js'
@@ -40,7 +40,7 @@ describe('pod lifecycle', () => {
       { private: 22, public: expect.any(Number), type: 'tcp', ip: '127.0.0.1' },
     ])
     expect(pod.ssh.direct).toEqual({ host: '127.0.0.1', port: pod.runtime.ports[1].public, username: 'root', command: `ssh root@127.0.0.1 -p ${pod.runtime.ports[1].public}` })
-    const direct = await until(async () => fetch(portUrl(pod, 8080)).then((r) => r.json()).catch(() => undefined), 10_000, 'port answering')
+    const direct = await waitPortAnswers(pod, 8080)
     expect(direct).toMatchObject({ podId: pod.id, port: 8080, ssh: true, jupyter: false })
 
     const viaProxy = await fetch(`${s.url}/proxy/${pod.id}/8080/env/GREETING`, { headers: { authorization: `Bearer ${s.adminKey}` } })
@@ -94,7 +94,7 @@ describe('pod lifecycle', () => {
     const started = await s.api('POST', `/v2/pods/${pod.id}/action`, { action: 'start' })
     expect(started.status).toBe(200)
     pod = await waitPod(s, pod.id, 'RUNNING')
-    const info = await until(() => fetch(portUrl(pod, 8080)).then((r) => r.json()).catch(() => undefined), 10_000, 'port')
+    const info = await waitPortAnswers(pod, 8080)
     expect(info).toMatchObject({ boots: 2, scratch: false })
     expect(await (await fetch(`${portUrl(pod, 8080)}/files/a.txt`)).text()).toBe('persisted')
 
@@ -102,7 +102,7 @@ describe('pod lifecycle', () => {
     const restarted = await s.api('POST', `/v2/pods/${pod.id}/action`, { action: 'restart' })
     expect(restarted.status).toBe(200)
     pod = await waitPod(s, pod.id, 'RUNNING')
-    expect(await until(() => fetch(portUrl(pod, 8080)).then((r) => r.json()).catch(() => undefined), 10_000, 'port')).toMatchObject({ boots: 3, scratch: false })
+    expect(await waitPortAnswers(pod, 8080)).toMatchObject({ boots: 3, scratch: false })
 
     const lastPid = pidOf((await record(pod.id)).runtimeRef)!
     const persistentDir = join(s.dataDir, 'persistent', 'local', `pod-${pod.id}`)
@@ -171,7 +171,7 @@ describe('pod lifecycle', () => {
     const pod = await waitPod(s, created.id, 'RUNNING')
     expect(created.env.JUPYTER_PASSWORD).toMatch(/^[\w-]{16}$/)
     const url = portUrl(pod, 8080)
-    expect(await until(() => fetch(url).then((r) => r.json()).catch(() => undefined), 10_000, 'port')).toMatchObject({ jupyter: true })
+    expect(await waitPortAnswers(pod, 8080)).toMatchObject({ jupyter: true })
     expect(await (await fetch(`${url}/env/JUPYTER_PASSWORD`)).json()).toEqual({ value: created.env.JUPYTER_PASSWORD })
     const all = await readPodLogs(s, pod.id, { query: 'tail=1000', match: /GET \/env\/JUPYTER_PASSWORD/ })
     expect(all.some((e) => e.data.source === 'container' && /start #1/.test(e.data.line))).toBe(true)

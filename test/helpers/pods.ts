@@ -37,6 +37,11 @@ export function portUrl(pod: any, port: number): string {
   return `http://${p.ip}:${p.public}`
 }
 
+/** Waits until a RUNNING pod's program answers HTTP on its private `port` (RUNNING comes as the program starts; its port opens a moment later) and returns the parsed answer. */
+export async function waitPortAnswers(pod: any, port: number, timeoutMs = 10_000): Promise<any> {
+  return until(async () => fetch(portUrl(pod, port)).then((r) => r.json()).catch(() => undefined), timeoutMs, `port ${port} of pod ${pod.id} answering`)
+}
+
 export interface SseEvent {
   id: string
   data: { ts: string; source: string; line: string }
