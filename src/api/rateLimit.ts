@@ -17,17 +17,23 @@ declare module 'fastify' {
  * against the account's quota and carry RateLimit / RateLimit-Policy on every response.
  */
 export function registerRateLimits(app: FastifyInstance, limiter: RateLimiter): void {
-  app.addHook('onRequest', async (req, reply) => {
+  // A callback hook: requests with nothing to count (exempt accounts, unlimited routes) cost no promise.
+  app.addHook('onRequest', (req, reply, done) => {
     const config = req.routeOptions.config
-    if (!req.principal || !req.routeOptions.url) return
+    if (!req.principal || !req.routeOptions.url) return done()
     if (config.jobOperation) {
       const params = req.params as { endpointId?: string }
-      const release = await limiter.enterJobOperation(params.endpointId ?? '', config.jobOperation)
-      // 'close' fires on success, error, timeout and client disconnect alike.
-      reply.raw.once('close', release)
+      limiter.enterJobOperation(params.endpointId ?? '', config.jobOperation).then((release) => {
+        // 'close' fires on success, error, timeout and client disconnect alike.
+        reply.raw.once('close', release)
+        done()
+      }, done)
       return
     }
-    if (config.quota === false || req.principal.rateLimitExempt) return
-    reply.headers(await limiter.quota(req.principal.accountId))
+    if (config.quota === false || req.principal.rateLimitExempt) return done()
+    limiter.quota(req.principal.accountId).then((headers) => {
+      reply.headers(headers)
+      done()
+    }, done)
   })
 }

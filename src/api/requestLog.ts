@@ -13,6 +13,8 @@ export function registerRequestLog(app: FastifyInstance): void {
   app.addHook('onResponse', (req, reply, done) => {
     const route = req.routeOptions.url ?? ''
     const level = WORKER_PROTOCOL.test(route) ? 'debug' : 'info'
+    // Nothing to build when the line would be dropped (pino's level check; Fastify's no-op logger has none).
+    if ((req.log as { isLevelEnabled?: (l: string) => boolean }).isLevelEnabled?.(level) === false) return done()
     req.log[level]({ method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime), [REQUEST_LINE]: true }, `${req.method} ${req.url.split('?')[0]} ${reply.statusCode}`)
     done()
   })

@@ -9,18 +9,29 @@ const HOP_BY_HOP = new Set(['connection', 'proxy-connection', 'keep-alive', 'te'
  * (RFC 9110 §7.6.1). `drop` removes more (e.g. the caller's API key). Names are lower case in and out.
  */
 export function endToEnd(headers: Headers, drop: readonly string[] = []): Headers {
-  const named = new Set<string>(drop)
-  for (const v of [headers.connection ?? []].flat()) for (const token of v.split(',')) if (token.trim()) named.add(token.trim().toLowerCase())
+  // On every proxied request and response: one pass, and a set of named fields only when Connection names some.
+  const connection = headers.connection
+  let named: Set<string> | undefined
+  if (connection !== undefined) {
+    named = new Set()
+    for (const v of typeof connection === 'string' ? [connection] : connection) for (const token of v.split(',')) if (token.trim()) named.add(token.trim().toLowerCase())
+  }
   const out: Headers = {}
-  for (const [k, v] of Object.entries(headers)) if (v !== undefined && !HOP_BY_HOP.has(k) && !named.has(k)) out[k] = v
+  for (const k in headers) {
+    const v = headers[k]
+    if (v !== undefined && !HOP_BY_HOP.has(k) && !drop.includes(k) && !named?.has(k)) out[k] = v
+  }
   return out
 }
 
 /** Appends the client's address to X-Forwarded-For and names host, scheme and (path form) the prefix the app is served under. */
 export function forwardedHeaders(headers: Headers, client: { ip: string; host: string | undefined; proto: string; prefix: string | null }): Headers {
-  const prior = [headers['x-forwarded-for'] ?? []].flat().join(', ')
-  const out: Headers = { ...headers, 'x-forwarded-for': prior ? `${prior}, ${client.ip}` : client.ip, 'x-forwarded-proto': client.proto }
-  if (client.host) out['x-forwarded-host'] = client.host
-  if (client.prefix) out['x-forwarded-prefix'] = client.prefix
-  return out
+  // Adds to `headers` itself (a copy endToEnd just made, on the proxy's hot path).
+  const xff = headers['x-forwarded-for']
+  const prior = xff === undefined ? '' : typeof xff === 'string' ? xff : xff.join(', ')
+  headers['x-forwarded-for'] = prior ? `${prior}, ${client.ip}` : client.ip
+  headers['x-forwarded-proto'] = client.proto
+  if (client.host) headers['x-forwarded-host'] = client.host
+  if (client.prefix) headers['x-forwarded-prefix'] = client.prefix
+  return headers
 }

@@ -115,6 +115,17 @@ export class AccountService {
    * Resolves a presented key to a principal, or throws 401 saying why (missing, malformed, unknown,
    * revoked or expired). Successful lookups are cached briefly; revocation clears the cache.
    */
+  /**
+   * The principal of a key authenticated less than CACHE_MS ago, with no promise (every request asks this
+   * first); undefined when only `authenticate` can say (not seen lately, refused, or expired).
+   */
+  cachedPrincipal(presented: string): Principal | undefined {
+    const hit = this.cache.get(presented)
+    if (!hit?.principal) return undefined
+    const now = this.deps.clock.now()
+    return now - hit.at < CACHE_MS && !this.expired(hit.principal, now) ? hit.principal : undefined
+  }
+
   async authenticate(presented: string | undefined): Promise<Principal> {
     if (!presented) throw unauthorized('missing API key: send Authorization: Bearer <key>')
     if (presented.length < 16 || !/^[\x21-\x7e]+$/.test(presented)) throw unauthorized('malformed API key')
