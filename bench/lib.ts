@@ -40,6 +40,8 @@ export interface ServerOptions {
   port?: number
   /** Another server's dataDir, to run a replica of it (PostgreSQL): its admin key is read there, and the dir is left to that server. */
   dataDir?: string
+  /** CPUs the server may run on (`taskset -c` list, e.g. "0"): a core budget of its own. */
+  cpus?: string
 }
 
 /** A `hangar serve` child process on a fresh data dir, as a user would run it. */
@@ -59,7 +61,8 @@ export async function startServer(config: Record<string, unknown> = {}, env: Rec
   const configFile = join(dataDir, 'config.json')
   writeFileSync(configFile, JSON.stringify(config))
   const args = [...(opts.nodeArgs ?? []), join(SERVER_ROOT, 'bin/hangar.js'), 'serve', '--port', String(opts.port ?? 0), '--data-dir', join(dataDir, 'data'), '--config', configFile]
-  const child = spawn(process.execPath, args, {
+  // taskset execs node in its own process: the pid is the server's.
+  const child = spawn(opts.cpus === undefined ? process.execPath : 'taskset', opts.cpus === undefined ? args : ['-c', opts.cpus, process.execPath, ...args], {
     env: { ...process.env, HANGAR_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   })
@@ -246,12 +249,22 @@ export function cpuMs(pid: number): number {
 }
 
 /** Direct children of a process (Linux /proc). */
-export function childPids(pid: number): number[] {
+function directChildren(pid: number): number[] {
   try {
     return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
   } catch {
     return []
   }
+}
+
+/**
+ * Every process below `pid` (Linux /proc): a sandboxed worker is the grandchild of the control plane or further
+ * down (supervisor, bwrap, program), so its CPU is only counted when all of them are.
+ */
+export function childPids(pid: number): number[] {
+  const all: number[] = []
+  for (let next = directChildren(pid); next.length > 0; next = next.flatMap(directChildren)) all.push(...next)
+  return all
 }
 
 /**

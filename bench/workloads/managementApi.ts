@@ -20,6 +20,7 @@ export async function managementApi(ctx: BenchContext): Promise<Row[]> {
     return [
       { workload: w, metric: 'GET /v2/serverless/{id}', value: Math.round(get.rps), unit: 'req/s', goal: '>= 30000', met: get.rps >= 30_000, note: `p99 ${get.p99} ms, ${get.non2xx} non-2xx; ${round(get.rps / bare.rps, 2)}x bare Fastify in the same run` },
       { workload: w, metric: 'GET server CPU per request', value: round(getCpu), unit: 'µs', note: `bare Fastify ${round(bare.cpuUs)} µs` },
+      { workload: w, metric: 'GET server CPU per request / bare Fastify', value: round(getCpu / bare.cpuUs, 2), unit: 'x', goal: '<= 1.6 x', met: getCpu / bare.cpuUs <= 1.6, note: 'the same document, connections and load generator' },
       { workload: w, metric: 'bare Fastify, same document', value: Math.round(bare.rps), unit: 'req/s', note: 'the ceiling on this machine: one route returning the endpoint JSON, no auth, store or schema; same load generator and connections' },
       { workload: w, metric: 'GET p99', value: get.p99, unit: 'ms' },
       { workload: '6 management API', metric: 'POST /v2/serverless', value: Math.round(post.rps), unit: 'req/s', note: `p99 ${post.p99} ms, ${post.non2xx} non-2xx` },
