@@ -1,6 +1,18 @@
+import Database from 'better-sqlite3'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { AnyBillingQuery, BillingHistory } from '../src/contract/billing.js'
+import { BUCKET_SIZES } from '../src/domain/billing/buckets.js'
+import { resolveQuery } from '../src/domain/billing/query.js'
+import { buildRecords } from '../src/domain/billing/records.js'
+import { ROUTES, type BillingRoute } from '../src/domain/billing/routes.js'
+import { intervalPieces, type UsageInterval, type UsageSubject } from '../src/domain/billing/usage.js'
 import { ManualClock } from './helpers/clock.js'
 import { createEndpoint, endpointBody, jobCall } from './helpers/endpoints.js'
+import { dropSchema, freshSchemaName } from './helpers/postgres.js'
 import { startTestServer, type TestServer } from './helpers/server.js'
 import { until } from './helpers/until.js'
 
@@ -188,3 +200,228 @@ describe('billing on the injected clock', () => {
     expect(r.body.errors?.[0] ?? r.body.detail).toContain(line)
   })
 })
+
+describe('billing roll-ups against the raw ledger', () => {
+  // A ledger of about 85 days (from December into March), written straight into the store, with intervals across
+  // hour, day, month and year bounds, exact bounds, a 1 ms sliver, empty and free ones, running ones and another
+  // account's. Every history is asked of the API (read from the roll-ups) and computed here from the intervals.
+  const NOW = Date.parse('2026-03-14T10:27:13.123Z')
+  const FIRST = Date.parse('2025-12-20T00:00:00Z')
+  const MONTH = 730 * H
+  const clock = new ManualClock()
+  const dataDir = mkdtempSync(join(tmpdir(), 'hangar-billing-rollups-'))
+  const pgUrl = process.env.HANGAR_TEST_DATABASE_URL
+  const database = pgUrl ? { databaseUrl: pgUrl, databaseSchema: freshSchemaName() } : {}
+  let s: TestServer
+  let key: string
+  let accountId: string
+  /** The ledger as written: each interval's subject, start and end (null: running). */
+  const ledger: Array<UsageSubject & { id: number; startedAt: number; endedAt: number | null }> = []
+  const start = () => startTestServer(database, { clock, dataDir })
+
+  beforeAll(async () => {
+    clock.set(NOW)
+    s = await start()
+    key = await s.accountKey('bill-rollups')
+    accountId = (await s.hangar.store.accounts.getByName('bill-rollups'))!.id
+    const usage = s.hangar.store.usage
+    const rand = prng(20260314)
+    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]
+    const subject = (over: Partial<UsageSubject> & Pick<UsageSubject, 'product' | 'component' | 'resourceId'>): UsageSubject => ({
+      accountId,
+      partId: null,
+      gpuTypeId: null,
+      quantity: 1,
+      priceMicros: 1_116_001,
+      periodMs: H,
+      ...over,
+    })
+    const t = (iso: string) => Date.parse(iso)
+    // Each pod and worker has one GPU type (null: CPU), as records grouped by them name it. p5 (below) costs nothing.
+    const pods = { p1: 'NVIDIA L4', p2: null, p3: 'NVIDIA X', p4: 'NVIDIA A40' } as const
+    const workerGpu = ['NVIDIA L4', 'NVIDIA A40', null] as const
+    const closed: Array<[UsageSubject, number, number]> = [
+      [subject({ product: 'pod', component: 'gpu', resourceId: 'p1', partId: 'compute', gpuTypeId: 'NVIDIA L4', quantity: 2, priceMicros: 1_380_000 }), t('2026-01-31T23:10:00Z'), t('2026-02-01T02:20:00.500Z')],
+      [subject({ product: 'pod', component: 'disk', resourceId: 'p1', partId: 'disk', gpuTypeId: 'NVIDIA L4', quantity: 50, priceMicros: 5_000_001, periodMs: MONTH }), t('2025-12-30T12:00:00Z'), t('2026-02-02T00:00:00Z')],
+      [subject({ product: 'pod', component: 'cpu', resourceId: 'p2', partId: 'compute', quantity: 4, priceMicros: 96_000 }), t('2026-02-10T10:00:00Z'), t('2026-02-10T12:00:00Z')],
+      [subject({ product: 'pod', component: 'gpu', resourceId: 'p5', partId: 'compute', gpuTypeId: 'NVIDIA X', priceMicros: 0 }), t('2026-02-11T00:30:00Z'), t('2026-02-11T05:00:00Z')],
+      [subject({ product: 'pod', component: 'gpu', resourceId: 'p4', partId: 'compute', gpuTypeId: 'NVIDIA A40', priceMicros: 3_600_000 }), t('2026-02-20T23:00:00Z'), t('2026-02-21T00:00:00.001Z')],
+      [subject({ product: 'serverless', component: 'gpu', resourceId: 'e1', partId: 'e1-w0', gpuTypeId: 'NVIDIA L4' }), t('2026-02-12T08:00:00Z'), t('2026-02-12T08:00:00Z')],
+      [subject({ product: 'serverless', component: 'fee', resourceId: 'e1', partId: 'e1-w0', gpuTypeId: 'NVIDIA L4', priceMicros: 7 }), t('2025-12-31T23:59:59.999Z'), t('2026-01-01T00:00:00.001Z')],
+    ]
+    const random = (): Omit<UsageSubject, 'accountId' | 'quantity' | 'priceMicros' | 'periodMs'> => {
+      const product = pick(['pod', 'pod', 'serverless', 'serverless', 'volume', 'cluster'] as const)
+      if (product === 'pod') {
+        const [resourceId, gpuTypeId] = pick(Object.entries(pods))
+        return rand() < 0.5 ? { product, resourceId, gpuTypeId, partId: 'compute', component: gpuTypeId ? 'gpu' : 'cpu' } : { product, resourceId, gpuTypeId, partId: 'disk', component: 'disk' }
+      }
+      if (product === 'serverless') {
+        const resourceId = pick(['e1', 'e2', 'e3'])
+        const n = Math.floor(rand() * 6)
+        const gpuTypeId = workerGpu[n % 3]
+        return { product, resourceId, gpuTypeId, partId: `${resourceId}-w${n}`, component: pick([gpuTypeId ? 'gpu' : 'cpu', 'disk', 'fee'] as const) }
+      }
+      if (product === 'volume') return { product, resourceId: pick(['v1', 'v2']), gpuTypeId: null, partId: null, component: pick(['standard', 'highPerformance'] as const) }
+      return { product, resourceId: pick(['c1', 'c2']), gpuTypeId: 'NVIDIA A40', partId: `m${Math.floor(rand() * 3)}:compute`, component: pick(['gpu', 'disk', 'networking'] as const) }
+    }
+    for (let n = 0; n < 140; n++) {
+      const kind = random()
+      const monthly = kind.component === 'standard' || kind.component === 'highPerformance' || kind.component === 'disk'
+      const from = FIRST + Math.floor(rand() * (NOW - FIRST))
+      const to = Math.min(NOW, from + Math.floor(rand() * (rand() < 0.15 ? 20 * 24 * H : 30 * H)))
+      closed.push([subject({ ...kind, quantity: 1 + Math.floor(rand() * 8), priceMicros: Math.floor(rand() * (monthly ? 400_000_000 : 40_000_000)), periodMs: monthly ? MONTH : H }), from, to])
+    }
+    // Another account's use of the same names is never in these histories.
+    closed.push([{ ...subject({ product: 'pod', component: 'gpu', resourceId: 'p1', gpuTypeId: 'NVIDIA L4' }), accountId: 'acc_other' }, FIRST, NOW - H])
+    // Most go in at once; some close one by one, as the meter closes them.
+    const batch = closed.filter((_, n) => n % 5 !== 0)
+    await usage.insertClosed(batch.map(([subj, startedAt, endedAt]) => ({ ...subj, startedAt, endedAt })))
+    for (const [subj, startedAt, endedAt] of batch) ledger.push({ ...subj, id: 0, startedAt, endedAt })
+    for (const [subj, startedAt, endedAt] of closed.filter((_, n) => n % 5 === 0)) {
+      const i = await usage.open(subj, startedAt)
+      await usage.close([i.id], endedAt)
+      ledger.push({ ...i, endedAt })
+    }
+    const running: Array<[UsageSubject, number]> = [
+      [subject({ product: 'volume', component: 'standard', resourceId: 'v1', quantity: 100, priceMicros: 7_000_000, periodMs: MONTH }), t('2026-01-15T07:07:07Z')],
+      [subject({ product: 'serverless', component: 'gpu', resourceId: 'e1', partId: 'e1-w3', gpuTypeId: 'NVIDIA L4' }), NOW - 90 * 60_000],
+      [subject({ product: 'pod', component: 'gpu', resourceId: 'p4', partId: 'compute', gpuTypeId: 'NVIDIA A40', priceMicros: 1_290_000 }), t('2026-03-13T22:00:00Z')],
+      [subject({ product: 'pod', component: 'gpu', resourceId: 'p5', partId: 'compute', gpuTypeId: 'NVIDIA X', priceMicros: 0 }), t('2026-03-01T00:00:00Z')],
+    ]
+    for (const [subj, at] of running) ledger.push(await usage.open(subj, at))
+  })
+  afterAll(async () => {
+    await s.stop()
+    rmSync(dataDir, { recursive: true, force: true })
+    if (database.databaseSchema) await dropSchema(database.databaseSchema)
+  })
+
+  /** Every history asked: each route and grouping, some filters, every bucket size, a whole and a cut range. */
+  const cases = (): Array<{ route: BillingRoute; path: string; q: AnyBillingQuery }> => {
+    const shapes: Array<[BillingRoute, string, AnyBillingQuery]> = [
+      ['aggregate', '/v2/billing', {}],
+      ['pods', '/v2/billing/pods', {}],
+      ['pods', '/v2/billing/pods', { grouping: 'podId' }],
+      ['pods', '/v2/billing/pods', { grouping: 'podId', podId: 'p1' }],
+      ['pods', '/v2/billing/pods', { gpuId: 'NVIDIA L4' }],
+      ['serverless', '/v2/billing/serverless', {}],
+      ['serverless', '/v2/billing/serverless', { grouping: 'gpuId' }],
+      ['serverless', '/v2/billing/serverless', { grouping: 'podId' }],
+      ['serverless', '/v2/billing/serverless', { endpointId: 'e1', gpuId: 'NVIDIA L4' }],
+      ['serverless', '/v2/billing/serverless', { podId: 'e1-w3' }],
+      ['networkVolumes', '/v2/billing/network-volumes', {}],
+      ['networkVolumes', '/v2/billing/network-volumes', { networkVolumeId: 'v1' }],
+      ['clusters', '/v2/billing/clusters', {}],
+    ]
+    const ranges = [
+      { startTime: '2025-12-19T00:00:00Z', endTime: new Date(NOW + H).toISOString() },
+      { startTime: '2026-01-31T13:30:00Z', endTime: '2026-03-02T07:45:00Z' },
+    ]
+    return shapes.flatMap(([route, path, q]) => BUCKET_SIZES.flatMap((bucketSize) => ranges.map((r) => ({ route, path, q: { ...q, ...r, bucketSize } }))))
+  }
+
+  /** The answer computed from the intervals, the way hour histories always were (see BillingService). */
+  const fromIntervals = (route: BillingRoute, q: AnyBillingQuery) => {
+    const rq = resolveQuery(route, q, NOW)
+    const f = rq.filters
+    const mine = ledger.filter((i) => i.accountId === accountId && ROUTES[route].products.includes(i.product) && (f.resourceId ?? i.resourceId) === i.resourceId && (f.partId ?? i.partId) === i.partId && (f.gpuTypeId ?? i.gpuTypeId) === i.gpuTypeId)
+    const pieces = (i: UsageInterval) => intervalPieces(i, rq.start, rq.end, rq.bucketSize, NOW).filter((p) => p.amount !== 0)
+    const built = buildRecords(route, rq.grouping, rq.bucketSize, rq.start, rq.end, mine.flatMap((i) => pieces(i).map((p) => ({ ...i, bucket: p.bucket, amounts: { [i.component]: p.amount } }))))
+    // Histories by day and longer count every resource with closed use in the range, costly or not.
+    const rolled = rq.bucketSize !== 'hour' && rq.filters.partId === undefined && !(route === 'serverless' && rq.grouping === 'podId')
+    const used = mine.filter((i) => (rolled && i.endedAt !== null ? Math.max(rq.start, i.startedAt) < Math.min(rq.end, i.endedAt) : pieces(i).length > 0))
+    const unique = ROUTES[route].uniqueCount
+    return { records: built.records, totals: Object.fromEntries(Object.entries(built.totals).map(([k, v]) => [k, v / 1e6])), ...(unique ? { [unique]: new Set(used.map((i) => i.resourceId)).size } : {}) }
+  }
+
+  const answers = async () => {
+    const out: Record<string, unknown> = {}
+    for (const { route, path, q } of cases()) {
+      const label = `${path}?${new URLSearchParams(q as Record<string, string>)}`
+      const r = await s.api('GET', label, undefined, key)
+      expect(r.status, `${label}: ${JSON.stringify(r.body)}`).toBe(200)
+      expect(r.headers.get('content-type')).toBe('application/json; charset=utf-8')
+      out[label] = r.body
+    }
+    return out
+  }
+
+  it('answers every grouping and bucket size from the roll-ups exactly as from the raw intervals, running ones included', async () => {
+    const got = await answers()
+    let records = 0
+    for (const { route, path, q } of cases()) {
+      const label = `${path}?${new URLSearchParams(q as Record<string, string>)}`
+      const body = got[label] as BillingHistory
+      const want = fromIntervals(route, q)
+      expect(body.records, label).toEqual(want.records)
+      const { query: _, recordCount, ...metadata } = body.metadata
+      expect(metadata, label).toEqual({ totals: want.totals, ...(ROUTES[route].uniqueCount ? { [ROUTES[route].uniqueCount!]: (want as Record<string, unknown>)[ROUTES[route].uniqueCount!] } : {}) })
+      expect(recordCount).toBe(want.records.length)
+      records += want.records.length
+    }
+    // The ledger reaches every kind of history (not a comparison of empty answers).
+    expect(records).toBeGreaterThan(10_000)
+  })
+
+  it('rebuilds the roll-ups from the ledger in its migration exactly as closing intervals built them', async () => {
+    await s.hangar.store.usage.close(
+      ledger.filter((i) => i.endedAt === null).map((i) => i.id),
+      NOW,
+    )
+    const before = await answers()
+    await s.stop()
+    const db = await tables()
+    const built = await db.rollups()
+    expect(built.rollup.length).toBeGreaterThan(1_000)
+    await db.exec('DROP TABLE usage_rollup; DROP TABLE usage_rollup_gpu; DELETE FROM schema_migrations WHERE version = 150')
+    await db.close()
+    s = await start()
+    const rebuilt = await tables()
+    try {
+      expect(await rebuilt.rollups()).toEqual(built)
+    } finally {
+      await rebuilt.close()
+    }
+    expect(await answers()).toEqual(before)
+  })
+
+  /** The store's own tables, beside the server: its SQLite file, or its PostgreSQL schema. Values as text. */
+  async function tables() {
+    const text = (rows: Array<Record<string, unknown>>) => rows.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, String(v)])))
+    let rows: (sql: string) => Promise<Array<Record<string, unknown>>>
+    let exec: (sql: string) => Promise<unknown>
+    let close: () => Promise<void>
+    if (database.databaseSchema) {
+      const client = new pg.Client({ connectionString: pgUrl })
+      await client.connect()
+      await client.query(`SET search_path TO "${database.databaseSchema}"`)
+      rows = async (sql) => (await client.query(sql)).rows
+      exec = (sql) => client.query(sql)
+      close = () => client.end()
+    } else {
+      const db = new Database(join(dataDir, 'hangar.db'))
+      rows = async (sql) => db.prepare(sql).all() as Array<Record<string, unknown>>
+      exec = async (sql) => db.exec(sql)
+      close = async () => void db.close()
+    }
+    return {
+      exec,
+      close,
+      rollups: async () => ({
+        rollup: text(await rows('SELECT * FROM usage_rollup ORDER BY account_id, product, grain, bucket, resource_id, gpu_type_id')),
+        gpu: text(await rows('SELECT * FROM usage_rollup_gpu ORDER BY account_id, product, grain, bucket, gpu_type_id')),
+      }),
+    }
+  }
+})
+
+/** mulberry32: a small seeded PRNG, so the ledger is the same on every run. */
+function prng(seed: number): () => number {
+  let a = seed
+  return () => {
+    a = (a + 0x6d2b79f5) | 0
+    let t = Math.imul(a ^ (a >>> 15), 1 | a)
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}

@@ -43,7 +43,7 @@ describe('the usage ledger (SQLite) and its recovery after a restart', () => {
     const i = await store.usage.open(subject('ep', 'w1'), T0)
     await store.usage.close([i.id], T0 + 5 * HOUR_MS)
     await store.usage.close([i.id], T0 + 9 * HOUR_MS)
-    const days = await store.usage.sumDaily({ products: ['serverless'] }, T0 - 24 * HOUR_MS, T0 + 48 * HOUR_MS, { size: 'day', by: ['resourceId'] })
+    const days = (await store.usage.sumRollup({ products: ['serverless'] }, T0 - 24 * HOUR_MS, T0 + 48 * HOUR_MS, { size: 'day', by: ['resourceId'] })).sort((a, b) => a.bucket - b.bucket)
     expect(days.map((d) => [new Date(d.bucket).toISOString(), d.amounts.cpu])).toEqual([
       ['2026-03-14T00:00:00.000Z', 2 * 3_600_000],
       ['2026-03-15T00:00:00.000Z', 3 * 3_600_000],

@@ -9,7 +9,7 @@ const GPUS = ['NVIDIA GeForce RTX 4090', 'NVIDIA L4', 'NVIDIA A40', 'NVIDIA H100
 /**
  * Workload 9: billing histories over a year of usage of 100 pods and 20 serverless endpoints (about a million
  * intervals in the full run), written straight into the ledger of a running server (the server's own SQLite
- * file, through the store adapter, so the daily roll-up is built as closing intervals build it). Latency is
+ * file, through the store adapter, so the roll-ups are built as closing intervals build them). Latency is
  * measured one request at a time (no queueing in the figure), after a warm-up.
  */
 export async function billing(ctx: BenchContext): Promise<Row[]> {
@@ -25,16 +25,25 @@ export async function billing(ctx: BenchContext): Promise<Row[]> {
     const seedS = (performance.now() - t0) / 1000
 
     const year = new Date(now - 365 * DAY).toISOString()
-    // [path, what, goal, requests]: the per-pod year is 36,500 records a response, measured fewer times.
-    const queries: Array<[string, string, string?, number?]> = [
-      ['/v2/billing/pods?bucketSize=day', 'pods by day, last 30 days (default range)', '<= 200 ms p99'],
-      [`/v2/billing/pods?bucketSize=day&startTime=${year}`, 'pods by day, whole year', '<= 200 ms p99'],
-      [`/v2/billing/pods?bucketSize=day&grouping=podId&startTime=${year}`, 'pods by day and pod, whole year', undefined, 10],
+    // [path, what, requests]: every history a user would ask of a year, each with the same goal; the per-pod
+    // year is 36,500 records a response, measured fewer times.
+    const queries: Array<[string, string, number?]> = [
+      ['/v2/billing/pods?bucketSize=day', 'pods by day, last 30 days (default range)'],
+      [`/v2/billing/pods?bucketSize=day&startTime=${year}`, 'pods by day, whole year'],
+      [`/v2/billing/pods?bucketSize=day&grouping=podId&startTime=${year}`, 'pods by day and pod, whole year', 20],
+      [`/v2/billing/pods?bucketSize=month&grouping=podId&startTime=${year}`, 'pods by month and pod, whole year'],
+      [`/v2/billing/serverless?bucketSize=day&startTime=${year}`, 'serverless by day and endpoint, whole year'],
+      [`/v2/billing/serverless?bucketSize=day&grouping=gpuTypeId&startTime=${year}`, 'serverless by day and GPU type, whole year'],
+      [`/v2/billing/serverless?bucketSize=week&startTime=${year}`, 'serverless by week and endpoint, whole year'],
+      [`/v2/billing?bucketSize=day&startTime=${year}`, 'aggregate by day, whole year'],
       ['/v2/billing?bucketSize=month&lastN=12', 'aggregate by month, last 12'],
-      ['/v2/billing/serverless?bucketSize=hour&lastN=168', 'serverless by hour, last 7 days (raw intervals)'],
+      [`/v2/billing?bucketSize=hour&startTime=${year}`, 'aggregate by hour, whole year', 20],
+      ['/v2/billing/serverless?bucketSize=hour&lastN=168', 'serverless by hour and endpoint, last 7 days'],
+      ['/v2/billing/pods?bucketSize=hour&lastN=168', 'pods by hour, last 7 days'],
     ]
+    const goal = '<= 200 ms p99'
     const rows: Row[] = [{ workload: w, metric: 'ledger', value: intervals, unit: 'intervals', note: `seeded in ${round(seedS, 1)} s` }]
-    for (const [path, what, goal, requests] of queries) {
+    for (const [path, what, requests] of queries) {
       const n = Math.min(requests ?? 100, ctx.quick ? 20 : 100)
       const times: number[] = []
       let records = 0
@@ -48,7 +57,7 @@ export async function billing(ctx: BenchContext): Promise<Row[]> {
       }
       times.sort((a, b) => a - b)
       const p99 = round(percentile(times, 99), 1)
-      rows.push({ workload: w, metric: `${what} p99`, value: p99, unit: 'ms', goal, met: goal ? p99 <= 200 : undefined, note: `p50 ${round(percentile(times, 50), 1)} ms, ${records} records` })
+      rows.push({ workload: w, metric: `${what} p99`, value: p99, unit: 'ms', goal, met: p99 <= 200, note: `p50 ${round(percentile(times, 50), 1)} ms, ${records} records` })
     }
     return rows
   } finally {

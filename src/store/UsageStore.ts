@@ -1,3 +1,4 @@
+import type { BucketSize } from '../domain/billing/buckets.js'
 import type { Micros } from '../domain/billing/money.js'
 import type { UsageComponent, UsageInterval, UsageProduct, UsageSubject } from '../domain/billing/usage.js'
 
@@ -11,18 +12,18 @@ export interface UsageFilter {
   gpuTypeId?: string
 }
 
-/** Filters of the daily roll-up: parts (workers) are summed into their resource there. */
-export type DailyFilter = Omit<UsageFilter, 'partId'>
+/** Filters of the roll-ups: parts (workers) are summed into their resource there. */
+export type RollupFilter = Omit<UsageFilter, 'partId'>
 
-/** How `sumDaily` groups: always by bucket and product, then by these columns (the others come back null). */
-export interface DailyGrouping {
-  /** `day`, or a size made of whole UTC days (weeks start on Monday). */
-  size: 'day' | 'week' | 'month' | 'year'
+/** How `sumRollup` groups: always by bucket and product, then by these columns (the others come back null). */
+export interface RollupGrouping {
+  /** Buckets of this size, summed from the roll-up grain it is made of (see domain/billing/rollup.ts grainOf). */
+  size: BucketSize
   by: ReadonlyArray<'accountId' | 'resourceId' | 'gpuTypeId'>
 }
 
 /** The cost of closed intervals in one bucket and group, every component apart. */
-export interface DailySum {
+export interface RollupSum {
   bucket: number
   product: UsageProduct
   accountId: string | null
@@ -32,16 +33,17 @@ export interface DailySum {
 }
 
 /**
- * The usage ledger: intervals of billed use, written as things start and stop, and a daily roll-up of the
- * closed ones (kept in the same transaction) so that long histories answer without reading every interval.
+ * The usage ledger: intervals of billed use, written as things start and stop, and roll-ups of the closed ones
+ * per UTC hour, day and month, by resource and by GPU type (kept in the closing transaction, see
+ * domain/billing/rollup.ts), so that histories read about one row per record instead of every interval.
  * Plain records, async, no driver types, like every store port.
  */
 export interface UsageStore {
   /** Opens an interval at `at`; returns it with its id. */
   open(subject: UsageSubject, at: number): Promise<UsageInterval>
   /**
-   * Closes open intervals at `at` (at their start if `at` is earlier) and adds their cost to the daily
-   * roll-up, atomically. Ids already closed are skipped.
+   * Closes open intervals at `at` (at their start if `at` is earlier) and adds their cost to the roll-ups,
+   * atomically. Ids already closed are skipped.
    */
   close(ids: readonly number[], at: number): Promise<void>
   /** Writes finished intervals at once (imports, benchmarks), roll-up included. */
@@ -50,10 +52,13 @@ export interface UsageStore {
   listOpen(): Promise<UsageInterval[]>
   /** Intervals overlapping [from, to), open ones included, in start order. */
   listOverlapping(filter: UsageFilter, from: number, to: number): Promise<UsageInterval[]>
-  /** Sums of the daily roll-up (closed intervals) for the days in [from, to) (UTC day bounds), grouped. */
-  sumDaily(filter: DailyFilter, from: number, to: number, grouping: DailyGrouping): Promise<DailySum[]>
-  /** The resources with closed use in the days in [from, to). */
-  resourcesWithUse(filter: DailyFilter, from: number, to: number): Promise<string[]>
+  /** Sums of the roll-ups (closed intervals) for [from, to) (bounds of `grouping.size` buckets), grouped, in no particular order. */
+  sumRollup(filter: RollupFilter, from: number, to: number, grouping: RollupGrouping): Promise<RollupSum[]>
+  /**
+   * The resources with closed use in [from, to) (hour bounds); with `costly`, only those whose use there
+   * cost something.
+   */
+  resourcesWithUse(filter: RollupFilter, from: number, to: number, opts?: { costly?: boolean }): Promise<string[]>
   /** The last time the control plane noted it was alive, or null before the first note. */
   lastAlive(): Promise<number | null>
   noteAlive(at: number): Promise<void>

@@ -2,9 +2,13 @@ import { randomUUID } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import type { UsageSubject } from '../../src/domain/billing/usage.js'
 import type { Store } from '../../src/store/Store.js'
+import type { RollupSum } from '../../src/store/UsageStore.js'
 
 const H = 3_600_000
 const DAY0 = Date.parse('2026-01-05T00:00:00.000Z')
+
+/** Roll-up sums (which come in no particular order) by bucket, resource and GPU type. */
+const ordered = (sums: RollupSum[]) => sums.sort((a, b) => a.bucket - b.bucket || (a.resourceId ?? '').localeCompare(b.resourceId ?? '') || (a.gpuTypeId ?? '').localeCompare(b.gpuTypeId ?? ''))
 
 /** Usage ledger cases of the store contract; each case uses an account of its own on the shared store. */
 export function usageCases(store: () => Store): void {
@@ -34,7 +38,7 @@ export function usageCases(store: () => Store): void {
       await s.usage.close([a.id], DAY0 + 40 * H) // already closed: no change, nothing added twice
       await s.usage.close([c.id], DAY0) // before its start: an empty interval
       expect((await s.usage.listOpen()).filter((i) => i.accountId === acc)).toEqual([])
-      const days = await s.usage.sumDaily({ accountId: acc, products: ['serverless'] }, DAY0, DAY0 + 7 * 24 * H, { size: 'day', by: ['resourceId', 'gpuTypeId'] })
+      const days = ordered(await s.usage.sumRollup({ accountId: acc, products: ['serverless'] }, DAY0, DAY0 + 7 * 24 * H, { size: 'day', by: ['resourceId', 'gpuTypeId'] }))
       // Disk: 1,000,000 per 730 h; 2 h accrue 2739 (2739.7), 5 h 6849 (6849.3): the second day gets the difference.
       expect(days.map((d) => [d.bucket - DAY0, d.resourceId, d.gpuTypeId, d.amounts.gpu, d.amounts.disk])).toEqual([
         [0, 'ep1', 'NVIDIA L4', 2 * 2_232_000, 2739],
@@ -67,7 +71,7 @@ export function usageCases(store: () => Store): void {
       const acc = account()
       const s = store()
       await s.usage.insertClosed([{ ...subject(acc), startedAt: DAY0, endedAt: DAY0 + 48 * H }])
-      const days = await s.usage.sumDaily({ accountId: acc, products: ['serverless'] }, DAY0, DAY0 + 48 * H, { size: 'day', by: [] })
+      const days = ordered(await s.usage.sumRollup({ accountId: acc, products: ['serverless'] }, DAY0, DAY0 + 48 * H, { size: 'day', by: [] }))
       expect(days.map((d) => [d.resourceId, d.gpuTypeId, d.amounts.gpu])).toEqual([
         [null, null, 24 * 2_232_000],
         [null, null, 24 * 2_232_000],
@@ -91,7 +95,7 @@ export function usageCases(store: () => Store): void {
         { ...subject(acc, { resourceId: 'ep2', partId: 'w2', gpuTypeId: 'NVIDIA A40', priceMicros: 1_000 }), startedAt: from, endedAt: from + 48 * H },
       ])
       const sums = async (size: 'week' | 'month' | 'year', by: Array<'resourceId' | 'gpuTypeId'>) =>
-        (await s.usage.sumDaily({ accountId: acc, products: ['serverless'] }, Date.parse('2026-01-01T00:00:00Z'), Date.parse('2026-03-01T00:00:00Z'), { size, by })).map((r) => [new Date(r.bucket).toISOString().slice(0, 10), r.resourceId, r.gpuTypeId, r.amounts.gpu])
+        ordered(await s.usage.sumRollup({ accountId: acc, products: ['serverless'] }, Date.parse('2026-01-01T00:00:00Z'), Date.parse('2026-03-01T00:00:00Z'), { size, by })).map((r) => [new Date(r.bucket).toISOString().slice(0, 10), r.resourceId, r.gpuTypeId, r.amounts.gpu])
       expect(await sums('week', [])).toEqual([
         ['2026-01-26', null, null, 2 * 36_000],
         ['2026-02-02', null, null, 2 * 12_000],
@@ -120,6 +124,20 @@ export function usageCases(store: () => Store): void {
       expect(await names('2026-02-01', '2026-02-20')).toEqual([])
       expect(await names('2026-03-11', '2026-04-21')).toEqual(['a', 'c'])
       expect((await s.usage.resourcesWithUse({ accountId: acc, products: ['pod'], gpuTypeId: 'NVIDIA L4' }, day('2026-01-01'), day('2027-01-01'))).sort()).toEqual(['a', 'b', 'c'])
+    })
+
+    it('names the resources with use in a range of hours, and only those whose use cost something when asked', async () => {
+      const acc = account()
+      const s = store()
+      const at = (iso: string) => Date.parse(iso)
+      const use = (resourceId: string, priceMicros: number, from: string, to: string) => ({ ...subject(acc, { resourceId, product: 'pod' as const, partId: null, priceMicros }), startedAt: at(from), endedAt: at(to) })
+      await s.usage.insertClosed([use('paid', 3_600_000, '2026-01-31T22:30:00Z', '2026-01-31T23:30:00Z'), use('free', 0, '2026-02-01T00:10:00Z', '2026-03-01T01:00:00Z'), use('late', 3_600_000, '2026-03-01T05:00:00Z', '2026-03-01T06:00:00Z')])
+      const names = async (from: string, to: string, costly = false) => (await s.usage.resourcesWithUse({ accountId: acc, products: ['pod'] }, at(from), at(to), { costly })).sort()
+      // Hours at either end, the month of February between.
+      expect(await names('2026-01-31T23:00:00Z', '2026-03-01T05:00:00Z')).toEqual(['free', 'paid'])
+      expect(await names('2026-01-31T23:00:00Z', '2026-03-01T05:00:00Z', true)).toEqual(['paid'])
+      expect(await names('2026-02-01T00:00:00Z', '2026-03-01T05:00:00Z')).toEqual(['free'])
+      expect(await names('2026-03-01T01:00:00Z', '2026-03-01T06:00:00Z')).toEqual(['late'])
     })
 
     it('remembers when the control plane was last alive', async () => {

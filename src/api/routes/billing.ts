@@ -20,6 +20,12 @@ import type { BillingRoute } from '../../domain/billing/routes.js'
 import type { AppDeps } from '../app.js'
 
 const tags = ['billing']
+/**
+ * Histories are written by JSON.stringify rather than the serializer compiled from their schema: a year of 100
+ * pods by day is 36,600 records (7 MB), which fast-json-stringify wrote in about 5 times as long (120-190 ms
+ * against 22-30 ms, measured). The records are built in the schema's shape (domain/billing/records.ts).
+ */
+const nativeJson = () => (data: unknown) => JSON.stringify(data)
 const RANGE = 'startTime is snapped down and endTime (exclusive) up to bucket bounds (UTC; weeks start on Monday); lastN = the last N buckets including the current one. Amounts are USD, exact to 0.000001.'
 
 const ROUTES: Array<{ path: string; route: BillingRoute; query: TSchema; response: TSchema; summary: string; description?: string }> = [
@@ -38,7 +44,7 @@ export const billingRoutes =
     for (const r of ROUTES) {
       app.get(
         r.path,
-        { schema: { tags, summary: r.summary, description: [r.description, RANGE].filter(Boolean).join(' '), querystring: r.query, response: { 200: r.response } } },
+        { schema: { tags, summary: r.summary, description: [r.description, RANGE].filter(Boolean).join(' '), querystring: r.query, response: { 200: r.response } }, serializerCompiler: nativeJson },
         async (req) => billing.history(req.principal, r.route, req.query as AnyBillingQuery),
       )
     }

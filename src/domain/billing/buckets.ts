@@ -8,7 +8,7 @@ const DAY = 24 * HOUR
 
 /**
  * Start (UTC) of the bucket holding `t`. Weeks start on Monday 00:00 UTC (ISO 8601), so every week, month and
- * year is a whole number of UTC days: the daily roll-up answers all of them.
+ * year is a whole number of UTC days, and every year of months: the roll-ups (see rollup.ts) answer all of them.
  */
 export function bucketStart(t: number, size: BucketSize): number {
   switch (size) {

@@ -57,7 +57,7 @@ describe('billing records', () => {
           [bucketStart(YEAR0, size), bucketEndAtOrAfter(now, size), true],
           [bucketStart(cutAt, size), bucketEndAtOrAfter(now - Math.floor(rand() * 40 * 24 * HOUR_MS), size), false],
         ] as const) {
-          const contributions: Contribution[] = intervals.flatMap((i) => intervalPieces(i, from, to, size, now).map((p) => ({ bucket: p.bucket, subject: i, amount: p.amount })))
+          const contributions: Contribution[] = intervals.flatMap((i) => intervalPieces(i, from, to, size, now).map((p) => ({ ...i, bucket: p.bucket, amounts: { [i.component]: p.amount } })))
           for (const route of ['aggregate', 'pods', 'networkVolumes'] as const) {
             const built = buildRecords(route, route === 'pods' ? 'podId' : null, size, from, to, contributions)
             const products = route === 'pods' ? ['pod'] : route === 'networkVolumes' ? ['volume'] : ['pod', 'volume']
@@ -81,7 +81,7 @@ describe('billing records', () => {
 
   it('groups pods by GPU type by default and fills the GPU type of each pod when grouped by pod', () => {
     const day = Date.parse('2026-03-14T00:00:00Z')
-    const c = (resourceId: string, gpuTypeId: string | null, component: 'gpu' | 'cpu' | 'disk', amount: number): Contribution => ({ bucket: day, subject: { product: 'pod', component, resourceId, partId: null, gpuTypeId }, amount })
+    const c = (resourceId: string, gpuTypeId: string | null, component: 'gpu' | 'cpu' | 'disk', amount: number): Contribution => ({ bucket: day, product: 'pod', resourceId, partId: null, gpuTypeId, amounts: { [component]: amount } })
     const input = [c('p1', 'NVIDIA L4', 'gpu', 1_000_000), c('p1', 'NVIDIA L4', 'disk', 5), c('p2', 'NVIDIA L4', 'gpu', 2_000_000), c('p3', null, 'cpu', 30)]
     const end = day + 24 * HOUR_MS
     const byGpu = buildRecords('pods', 'gpuId', 'day', day, end, input)
@@ -101,7 +101,7 @@ describe('billing records', () => {
   it('gives the aggregate a record for every bucket, used or not, and other routes only used ones', () => {
     const from = Date.parse('2026-03-14T00:00:00Z')
     const to = from + 3 * HOUR_MS
-    const input: Contribution[] = [{ bucket: from + HOUR_MS, subject: { product: 'volume', component: 'standard', resourceId: 'v', partId: null, gpuTypeId: null }, amount: 7 }]
+    const input: Contribution[] = [{ bucket: from + HOUR_MS, product: 'volume', resourceId: 'v', partId: null, gpuTypeId: null, amounts: { standard: 7 } }]
     expect(buildRecords('aggregate', null, 'hour', from, to, input).records.map((r) => r.storageStandardAmount)).toEqual([0, 0.000007, 0])
     expect(buildRecords('networkVolumes', null, 'hour', from, to, input).records).toHaveLength(1)
     expect(buildRecords('endpoints', null, 'hour', from, to, input).records).toEqual([])

@@ -7,13 +7,14 @@ import { intervalPieces, USAGE_COMPONENTS, type UsageInterval } from '../../doma
 import type { Clock } from '../../domain/clock.js'
 import { DomainError, notFound } from '../../domain/errors.js'
 import type { Store } from '../../store/Store.js'
-import type { DailyGrouping, UsageFilter } from '../../store/UsageStore.js'
+import type { RollupGrouping, UsageFilter } from '../../store/UsageStore.js'
 import type { Principal } from '../accounts/AccountService.js'
 
 /**
- * The `/v2/billing` histories, read from the usage ledger. Hour buckets are cut from the intervals
- * themselves; larger buckets add up the daily roll-up of closed intervals plus the running ones up to now.
- * Both follow the same rounding rule (see domain/billing/money.ts), so they agree to the micro-dollar.
+ * The `/v2/billing` histories, read from the usage ledger: the roll-ups of closed intervals (per hour, day or
+ * month, see domain/billing/rollup.ts) plus the running intervals up to now; histories by worker are cut from
+ * the intervals themselves. Both follow the same rounding rule (see domain/billing/money.ts), so they agree
+ * to the micro-dollar.
  */
 export class BillingService {
   constructor(private readonly deps: { store: Store; clock: Clock }) {}
@@ -54,7 +55,7 @@ export class BillingService {
       totals.totalAmount += amount
     }
     const filter: UsageFilter = { products: ROUTES.aggregate.products }
-    for (const row of await this.deps.store.usage.sumDaily(filter, rq.start, rq.end, { size: 'day', by: ['accountId'] })) {
+    for (const row of await this.deps.store.usage.sumRollup(filter, rq.start, rq.end, { size: 'day', by: ['accountId'] })) {
       for (const c of USAGE_COMPONENTS) add(row.accountId!, ROUTES.aggregate.fields[`${row.product}.${c}`], row.amounts[c])
     }
     for (const i of await this.openIntervals(filter)) {
@@ -69,34 +70,33 @@ export class BillingService {
 
   /**
    * Each bucket's share of the usage matching `filter`, skipping shares that cost nothing, and (from the
-   * roll-up) how many resources had use. Hour buckets, and histories by worker, are cut from the intervals;
-   * the rest sums the daily roll-up in the store, grouped as the records will be, plus what runs now.
+   * roll-ups) how many resources had use. Histories by worker are cut from the intervals; the rest sums the
+   * roll-ups in the store, grouped as the records will be, plus what runs now.
    */
   private async contributions(filter: UsageFilter, rq: ResolvedQuery, now: number): Promise<{ contributions: Contribution[]; resources: number | null }> {
-    const out: Contribution[] = []
     const { store } = this.deps
-    const cut = (intervals: UsageInterval[]) => {
-      for (const i of intervals) {
-        for (const p of intervalPieces(i, rq.start, rq.end, rq.bucketSize, now)) if (p.amount !== 0) out.push({ bucket: p.bucket, subject: i, amount: p.amount })
-      }
-    }
     const size = rq.bucketSize
-    if (size === 'hour' || filter.partId !== undefined || (rq.route === 'serverless' && rq.grouping === 'podId')) {
-      cut(await store.usage.listOverlapping(filter, rq.start, rq.end))
-      return { contributions: out, resources: null }
-    }
-    const { partId: _, ...daily } = filter
-    for (const row of await store.usage.sumDaily(daily, rq.start, rq.end, { size, by: dailyGrouping(rq) })) {
-      for (const c of USAGE_COMPONENTS) {
-        const amount = row.amounts[c]
-        if (amount !== 0) out.push({ bucket: row.bucket, subject: { product: row.product, component: c, resourceId: row.resourceId, partId: null, gpuTypeId: row.gpuTypeId }, amount })
+    const cut = (intervals: UsageInterval[], out: Contribution[]) => {
+      for (const i of intervals) {
+        for (const p of intervalPieces(i, rq.start, rq.end, size, now)) if (p.amount !== 0) out.push({ ...i, bucket: p.bucket, amounts: { [i.component]: p.amount } })
       }
     }
+    if (filter.partId !== undefined || (rq.route === 'serverless' && rq.grouping === 'podId')) {
+      const contributions: Contribution[] = []
+      cut(await store.usage.listOverlapping(filter, rq.start, rq.end), contributions)
+      return { contributions, resources: null }
+    }
+    const { partId: _, ...rollup } = filter
+    // Roll-up sums are contributions as they are (a year of 100 pods by day is 36,600 of them).
+    const contributions: Contribution[] = await store.usage.sumRollup(rollup, rq.start, rq.end, { size, by: rollupGrouping(rq) })
     const open = await this.openIntervals(filter)
-    cut(open)
-    const resources = new Set(await store.usage.resourcesWithUse(daily, rq.start, rq.end))
+    cut(open, contributions)
+    if (ROUTES[rq.route].uniqueCount === null) return { contributions, resources: null }
+    // Hour histories have always counted only resources whose use in the range cost something (they were cut
+    // from the intervals, and a piece that costs nothing is no contribution); longer ones every resource with use.
+    const resources = new Set(await store.usage.resourcesWithUse(rollup, rq.start, rq.end, { costly: size === 'hour' }))
     for (const i of open) if (intervalPieces(i, rq.start, rq.end, size, now).some((p) => p.amount !== 0)) resources.add(i.resourceId)
-    return { contributions: out, resources: resources.size }
+    return { contributions, resources: resources.size }
   }
 
   private async openIntervals(f: UsageFilter): Promise<UsageInterval[]> {
@@ -120,8 +120,8 @@ export class BillingService {
   }
 }
 
-/** The columns the roll-up is summed by for a history's records (see records.ts groupOf). */
-function dailyGrouping(rq: ResolvedQuery): DailyGrouping['by'] {
+/** The columns the roll-ups are summed by for a history's records (see records.ts grouper). */
+function rollupGrouping(rq: ResolvedQuery): RollupGrouping['by'] {
   switch (rq.route) {
     case 'pods':
       return rq.grouping === 'podId' ? ['resourceId', 'gpuTypeId'] : ['gpuTypeId']

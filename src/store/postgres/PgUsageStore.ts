@@ -1,14 +1,15 @@
-import { bucketEndAtOrAfter, bucketStart, splitSpan } from '../../domain/billing/buckets.js'
-import { intervalPieces, USAGE_COMPONENTS, type UsageComponent, type UsageInterval, type UsageSubject } from '../../domain/billing/usage.js'
-import type { DailyFilter, DailyGrouping, DailySum, UsageFilter, UsageStore } from '../UsageStore.js'
+import type { BucketSize } from '../../domain/billing/buckets.js'
+import { grainOf, grainSpans, rollupRows, type RollupRow } from '../../domain/billing/rollup.js'
+import { USAGE_COMPONENTS, type UsageInterval, type UsageSubject } from '../../domain/billing/usage.js'
+import type { RollupFilter, RollupGrouping, RollupSum, UsageFilter, UsageStore } from '../UsageStore.js'
+import { AMOUNT_COLUMN as COLUMN, AMOUNT_COLUMNS as AMOUNTS, rollupRead } from '../rollupRead.js'
 import { toInterval } from '../rows.js'
 import { atomically, type PgQueryable } from './PgQueryable.js'
 
-const COLUMN: Record<UsageComponent, string> = { gpu: 'gpu', cpu: 'cpu', disk: 'disk', fee: 'fee', standard: 'standard', highPerformance: 'high_performance', networking: 'networking' }
 const INSERT = `INSERT INTO usage_intervals (account_id, product, component, resource_id, part_id, gpu_type_id, quantity, price_micros, period_ms, started_at, ended_at)
   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id`
 
-/** The usage ledger in PostgreSQL (migration 050); the same tables and roll-up as SqliteUsageStore. */
+/** The usage ledger in PostgreSQL (migrations 050 and 150); the same tables and roll-ups as SqliteUsageStore. */
 export class PgUsageStore implements UsageStore {
   constructor(private readonly q: PgQueryable) {}
 
@@ -22,16 +23,15 @@ export class PgUsageStore implements UsageStore {
     await atomically(this.q, async (q) => {
       // One statement closes them all; only the rows it changed (not closed before) are rolled up.
       const { rows } = await q.query('UPDATE usage_intervals SET ended_at = greatest(started_at, $1) WHERE id = ANY($2::bigint[]) AND ended_at IS NULL RETURNING *', [at, ids])
-      for (const r of rows.map(toInterval).sort((a, b) => a.id - b.id)) await rollUp(q, r)
+      await rollUp(q, rows.map(toInterval) as Array<UsageInterval & { endedAt: number }>)
     })
   }
 
   async insertClosed(intervals: ReadonlyArray<UsageSubject & { startedAt: number; endedAt: number }>): Promise<void> {
     await atomically(this.q, async (q) => {
-      for (const i of intervals) {
-        const { rows } = await q.query<{ id: number }>(INSERT, [...subjectValues(i), i.startedAt, i.endedAt])
-        await rollUp(q, { ...i, id: rows[0].id })
-      }
+      const inserted: Array<UsageInterval & { endedAt: number }> = []
+      for (const i of intervals) inserted.push({ ...i, id: (await q.query<{ id: number }>(INSERT, [...subjectValues(i), i.startedAt, i.endedAt])).rows[0].id })
+      await rollUp(q, inserted)
     })
   }
 
@@ -47,19 +47,19 @@ export class PgUsageStore implements UsageStore {
     return [...a.rows, ...b.rows].map(toInterval)
   }
 
-  async sumDaily(filter: DailyFilter, from: number, to: number, g: DailyGrouping): Promise<DailySum[]> {
-    // Sums not by resource (nor filtered by one) read the smaller per-GPU-type roll-up.
-    const table = g.by.includes('resourceId') || filter.resourceId !== undefined ? 'usage_daily' : 'usage_daily_gpu'
-    const { where, values } = conditions(filter, [from, to])
-    const keys = ['product', ...g.by.map((c) => GROUP_COLUMN[c])].join(', ')
+  async sumRollup(filter: RollupFilter, from: number, to: number, g: RollupGrouping): Promise<RollupSum[]> {
+    const { table, keys, distinct } = rollupRead(filter, g)
+    const { where, values } = conditions(filter, [grainOf(g.size), from, to])
+    const range = `FROM ${table} WHERE grain = $1 AND bucket >= $2 AND bucket < $3${where}`
     const { rows } = await this.q.query<Record<string, string | number>>(
-      `SELECT ${BUCKET[g.size]} AS bucket, ${keys}, ${USAGE_COMPONENTS.map((c) => `sum(${COLUMN[c]}) AS ${COLUMN[c]}`).join(', ')}
-       FROM ${table} WHERE day >= $1 AND day < $2${where} GROUP BY 1, ${keys} ORDER BY 1, ${keys}`,
+      distinct
+        ? `SELECT bucket, ${keys}, ${AMOUNTS.join(', ')} ${range}`
+        : `SELECT ${BUCKET[g.size]} AS bucket, ${keys}, ${AMOUNTS.map((c) => `sum(${c}) AS ${c}`).join(', ')} ${range} GROUP BY 1, ${keys}`,
       values,
     )
     return rows.map((r) => ({
       bucket: Number(r.bucket),
-      product: r.product as DailySum['product'],
+      product: r.product as RollupSum['product'],
       accountId: (r.account_id as string | undefined) ?? null,
       resourceId: (r.resource_id as string | undefined) ?? null,
       gpuTypeId: (r.gpu_type_id as string | undefined) || null,
@@ -67,20 +67,16 @@ export class PgUsageStore implements UsageStore {
     }))
   }
 
-  async resourcesWithUse(filter: DailyFilter, from: number, to: number): Promise<string[]> {
-    const days = async (a: number, b: number): Promise<string[]> => {
-      if (a >= b) return []
-      const { where, values } = conditions(filter, [a, b])
-      return (await this.q.query<{ resource_id: string }>(`SELECT DISTINCT resource_id FROM usage_daily WHERE day >= $1 AND day < $2${where}`, values)).rows.map((r) => r.resource_id)
-    }
-    // Whole months from the monthly presence rows (unless filtered by GPU type, which they do not know);
-    // the partial months at either end from the daily rows.
-    const firstMonth = bucketEndAtOrAfter(from, 'month')
-    const lastMonth = bucketStart(to, 'month')
-    if (filter.gpuTypeId !== undefined || firstMonth >= lastMonth) return days(from, to)
-    const { where, values } = conditions({ ...filter, gpuTypeId: undefined }, [firstMonth, lastMonth])
-    const months = (await this.q.query<{ resource_id: string }>(`SELECT DISTINCT resource_id FROM usage_monthly_resources WHERE month >= $1 AND month < $2${where}`, values)).rows.map((r) => r.resource_id)
-    return [...new Set([...months, ...(await days(from, firstMonth)), ...(await days(lastMonth, to))])]
+  async resourcesWithUse(filter: RollupFilter, from: number, to: number, opts: { costly?: boolean } = {}): Promise<string[]> {
+    // One range per grain span, OR-ed: a year is a few hundred rows per resource, whatever its grain.
+    const spans = grainSpans(from, to)
+    if (spans.length === 0) return []
+    const values: unknown[] = []
+    const ranges = spans.map((s) => `(grain = $${values.push(s.grain)} AND bucket >= $${values.push(s.from)} AND bucket < $${values.push(s.to)})`)
+    const { where, values: all } = conditions(filter, values)
+    const cost = opts.costly ? ` AND ${AMOUNTS.join(' + ')} > 0` : ''
+    const { rows } = await this.q.query<{ resource_id: string }>(`SELECT DISTINCT resource_id FROM usage_rollup WHERE (${ranges.join(' OR ')})${where}${cost}`, all)
+    return rows.map((r) => r.resource_id)
   }
 
   async lastAlive(): Promise<number | null> {
@@ -93,48 +89,66 @@ export class PgUsageStore implements UsageStore {
   }
 }
 
-/** Adds a closed interval's cost, split at UTC midnights, to the daily roll-ups and the monthly presence rows. */
-async function rollUp(q: PgQueryable, i: UsageInterval): Promise<void> {
-  const c = COLUMN[i.component]
-  const gpuType = i.gpuTypeId ?? ''
-  for (const p of intervalPieces(i, i.startedAt, i.endedAt!, 'day', i.endedAt!)) {
-    await q.query(`INSERT INTO usage_daily (account_id, product, day, resource_id, gpu_type_id, ${c}) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (account_id, product, day, resource_id, gpu_type_id) DO UPDATE SET ${c} = usage_daily.${c} + excluded.${c}`, [
-      i.accountId,
-      i.product,
-      p.bucket,
-      i.resourceId,
-      gpuType,
-      p.amount,
-    ])
-    await q.query(`INSERT INTO usage_daily_gpu (account_id, product, day, gpu_type_id, ${c}) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (account_id, product, day, gpu_type_id) DO UPDATE SET ${c} = usage_daily_gpu.${c} + excluded.${c}`, [
-      i.accountId,
-      i.product,
-      p.bucket,
-      gpuType,
-      p.amount,
-    ])
+/**
+ * Adds closed intervals' cost to the roll-ups (see rollupRows), one statement per table; rows in key order,
+ * so that two writers adding to the same rows lock them in the same order.
+ */
+async function rollUp(q: PgQueryable, intervals: ReadonlyArray<UsageInterval & { endedAt: number }>): Promise<void> {
+  const rows = rollupRows(intervals).sort(byKey)
+  await upsert(q, 'usage_rollup', rows.filter((r) => r.resourceId !== null))
+  await upsert(q, 'usage_rollup_gpu', rows.filter((r) => r.resourceId === null))
+}
+
+type Column = [name: string, type: 'text' | 'bigint', value: (r: RollupRow) => unknown]
+
+async function upsert(q: PgQueryable, table: 'usage_rollup' | 'usage_rollup_gpu', rows: RollupRow[]): Promise<void> {
+  if (rows.length === 0) return
+  const keys: Column[] = [
+    ['account_id', 'text', (r) => r.accountId],
+    ['product', 'text', (r) => r.product],
+    ['grain', 'text', (r) => r.grain],
+    ['bucket', 'bigint', (r) => r.bucket],
+    ...(table === 'usage_rollup' ? [['resource_id', 'text', (r: RollupRow) => r.resourceId] as Column] : []),
+    ['gpu_type_id', 'text', (r) => r.gpuTypeId],
+  ]
+  const columns = [...keys, ...USAGE_COMPONENTS.map((c): Column => [COLUMN[c], 'bigint', (r) => r.amounts[c]])]
+  await q.query(
+    `INSERT INTO ${table} (${columns.map(([name]) => name).join(', ')})
+     SELECT * FROM unnest(${columns.map(([, type], n) => `$${n + 1}::${type}[]`).join(', ')})
+     ON CONFLICT (${keys.map(([name]) => name).join(', ')}) DO UPDATE SET ${AMOUNTS.map((c) => `${c} = ${table}.${c} + excluded.${c}`).join(', ')}`,
+    columns.map(([, , value]) => rows.map(value)),
+  )
+}
+
+function byKey(a: RollupRow, b: RollupRow): number {
+  for (const [x, y] of [
+    [a.accountId, b.accountId],
+    [a.product, b.product],
+    [a.grain, b.grain],
+    [a.bucket, b.bucket],
+    [a.resourceId ?? '', b.resourceId ?? ''],
+    [a.gpuTypeId, b.gpuTypeId],
+  ] as const) {
+    if (x !== y) return x < y ? -1 : 1
   }
-  for (const m of splitSpan(i.startedAt, i.endedAt!, 'month')) {
-    await q.query('INSERT INTO usage_monthly_resources (account_id, product, month, resource_id) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING', [i.accountId, i.product, m.bucket, i.resourceId])
-  }
+  return 0
 }
 
 function subjectValues(s: UsageSubject): unknown[] {
   return [s.accountId, s.product, s.component, s.resourceId, s.partId, s.gpuTypeId, s.quantity, s.priceMicros, s.periodMs]
 }
 
-const GROUP_COLUMN = { accountId: 'account_id', resourceId: 'resource_id', gpuTypeId: 'gpu_type_id' } as const
-
-/** The bucket of a roll-up day (epoch ms of a UTC midnight), in SQL: weeks start on Monday (1970-01-01 was a Thursday). */
-const BUCKET: Record<DailyGrouping['size'], string> = {
-  day: 'day',
-  week: 'day - ((day / 86400000 + 3) % 7) * 86400000',
-  month: `(extract(epoch FROM date_trunc('month', to_timestamp(day / 1000) AT TIME ZONE 'UTC')) * 1000)::bigint`,
-  year: `(extract(epoch FROM date_trunc('year', to_timestamp(day / 1000) AT TIME ZONE 'UTC')) * 1000)::bigint`,
+/** The bucket of a roll-up row (of the grain `size` is made of), in SQL: weeks start on Monday (1970-01-01 was a Thursday). */
+const BUCKET: Record<BucketSize, string> = {
+  hour: 'bucket',
+  day: 'bucket',
+  week: 'bucket - ((bucket / 86400000 + 3) % 7) * 86400000',
+  month: 'bucket',
+  year: `(extract(epoch FROM date_trunc('year', to_timestamp(bucket / 1000) AT TIME ZONE 'UTC')) * 1000)::bigint`,
 }
 
 /** SQL conditions for a filter, numbered after `values` (which it extends); products inlined from a closed set. */
-function conditions(f: UsageFilter | DailyFilter, values: unknown[]): { where: string; values: unknown[] } {
+function conditions(f: UsageFilter | RollupFilter, values: unknown[]): { where: string; values: unknown[] } {
   const out = [...values]
   let where = ''
   if (f.accountId !== undefined) where += ` AND account_id = $${out.push(f.accountId)}`

@@ -1,17 +1,16 @@
 import type Database from 'better-sqlite3'
-import { bucketEndAtOrAfter, bucketStart, splitSpan } from '../../domain/billing/buckets.js'
-import { intervalPieces, USAGE_COMPONENTS, type UsageComponent, type UsageInterval, type UsageSubject } from '../../domain/billing/usage.js'
-import type { DailyFilter, DailyGrouping, DailySum, UsageFilter, UsageStore } from '../UsageStore.js'
+import type { BucketSize } from '../../domain/billing/buckets.js'
+import { grainOf, grainSpans, rollupRows } from '../../domain/billing/rollup.js'
+import { USAGE_COMPONENTS, type UsageInterval, type UsageSubject } from '../../domain/billing/usage.js'
+import type { RollupFilter, RollupGrouping, RollupSum, UsageFilter, UsageStore } from '../UsageStore.js'
+import { AMOUNT_COLUMNS as AMOUNTS, rollupRead } from '../rollupRead.js'
 import { toInterval } from '../rows.js'
 
-const COLUMN: Record<UsageComponent, string> = { gpu: 'gpu', cpu: 'cpu', disk: 'disk', fee: 'fee', standard: 'standard', highPerformance: 'high_performance', networking: 'networking' }
+const ADD = AMOUNTS.map((c) => `${c} = ${c} + excluded.${c}`).join(', ')
 
-/** The usage ledger in SQLite (migration 050). */
+/** The usage ledger in SQLite (migrations 050 and 150). */
 export class SqliteUsageStore implements UsageStore {
   private readonly s
-  private readonly addDaily: Record<UsageComponent, Database.Statement>
-  private readonly addDailyGpu: Record<UsageComponent, Database.Statement>
-  private readonly addMonth: Database.Statement
   private readonly filtered = new Map<string, Database.Statement>()
 
   constructor(private readonly db: Database.Database) {
@@ -23,22 +22,11 @@ export class SqliteUsageStore implements UsageStore {
       listOpen: db.prepare('SELECT * FROM usage_intervals WHERE ended_at IS NULL ORDER BY started_at, id'),
       lastAlive: db.prepare(`SELECT at FROM usage_marks WHERE key = 'alive'`),
       noteAlive: db.prepare(`INSERT INTO usage_marks (key, at) VALUES ('alive', ?) ON CONFLICT (key) DO UPDATE SET at = excluded.at`),
+      addRollup: db.prepare(`INSERT INTO usage_rollup (account_id, product, grain, bucket, resource_id, gpu_type_id, ${AMOUNTS.join(', ')})
+        VALUES (?, ?, ?, ?, ?, ?, ${AMOUNTS.map(() => '?').join(', ')}) ON CONFLICT DO UPDATE SET ${ADD}`),
+      addRollupGpu: db.prepare(`INSERT INTO usage_rollup_gpu (account_id, product, grain, bucket, gpu_type_id, ${AMOUNTS.join(', ')})
+        VALUES (?, ?, ?, ?, ?, ${AMOUNTS.map(() => '?').join(', ')}) ON CONFLICT DO UPDATE SET ${ADD}`),
     }
-    this.addDaily = Object.fromEntries(
-      USAGE_COMPONENTS.map((c) => [
-        c,
-        db.prepare(`INSERT INTO usage_daily (account_id, product, day, resource_id, gpu_type_id, ${COLUMN[c]})
-          VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET ${COLUMN[c]} = ${COLUMN[c]} + excluded.${COLUMN[c]}`),
-      ]),
-    ) as Record<UsageComponent, Database.Statement>
-    this.addDailyGpu = Object.fromEntries(
-      USAGE_COMPONENTS.map((c) => [
-        c,
-        db.prepare(`INSERT INTO usage_daily_gpu (account_id, product, day, gpu_type_id, ${COLUMN[c]})
-          VALUES (?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET ${COLUMN[c]} = ${COLUMN[c]} + excluded.${COLUMN[c]}`),
-      ]),
-    ) as Record<UsageComponent, Database.Statement>
-    this.addMonth = db.prepare('INSERT OR IGNORE INTO usage_monthly_resources (account_id, product, month, resource_id) VALUES (?, ?, ?, ?)')
   }
 
   async open(subject: UsageSubject, at: number): Promise<UsageInterval> {
@@ -48,19 +36,18 @@ export class SqliteUsageStore implements UsageStore {
 
   async close(ids: readonly number[], at: number): Promise<void> {
     this.db.transaction(() => {
+      const closed: Array<UsageInterval & { endedAt: number }> = []
       for (const id of ids) {
         if (this.s.end.run(at, id).changes === 0) continue
-        this.rollUp(toInterval(this.s.get.get(id)))
+        closed.push(toInterval(this.s.get.get(id)) as UsageInterval & { endedAt: number })
       }
+      this.rollUp(closed)
     })()
   }
 
   async insertClosed(intervals: ReadonlyArray<UsageSubject & { startedAt: number; endedAt: number }>): Promise<void> {
     this.db.transaction(() => {
-      for (const i of intervals) {
-        const id = Number(this.s.open.run(i).lastInsertRowid)
-        this.rollUp({ ...i, id })
-      }
+      this.rollUp(intervals.map((i) => ({ ...i, id: Number(this.s.open.run(i).lastInsertRowid) })))
     })()
   }
 
@@ -75,37 +62,38 @@ export class SqliteUsageStore implements UsageStore {
     return [...closed.all({ ...params, from, to }), ...open.all({ ...params, to })].map(toInterval)
   }
 
-  async sumDaily(filter: DailyFilter, from: number, to: number, g: DailyGrouping): Promise<DailySum[]> {
-    // Sums not by resource (nor filtered by one) read the smaller per-GPU-type roll-up.
-    const table = g.by.includes('resourceId') || filter.resourceId !== undefined ? 'usage_daily' : 'usage_daily_gpu'
+  async sumRollup(filter: RollupFilter, from: number, to: number, g: RollupGrouping): Promise<RollupSum[]> {
+    const { table, keys, distinct } = rollupRead(filter, g)
     const { where, params } = conditions(filter)
-    const cols = g.by.map((c) => GROUP_COLUMN[c])
-    const keys = ['product', ...cols].join(', ')
-    const sql = `SELECT ${BUCKET[g.size]} AS bucket, ${keys}, ${USAGE_COMPONENTS.map((c) => `sum(${COLUMN[c]}) AS ${COLUMN[c]}`).join(', ')}
-      FROM ${table} WHERE day >= @from AND day < @to${where} GROUP BY bucket, ${keys} ORDER BY bucket`
-    const rows = this.statement(`sum|${table}|${g.size}|${keys}|${where}`, sql).all({ ...params, from, to }) as Array<Record<string, string | number>>
-    return rows.map((r) => ({
-      bucket: r.bucket as number,
-      product: r.product as DailySum['product'],
-      accountId: (r.account_id as string | undefined) ?? null,
-      resourceId: (r.resource_id as string | undefined) ?? null,
-      gpuTypeId: (r.gpu_type_id as string | undefined) || null,
-      amounts: { gpu: r.gpu as number, cpu: r.cpu as number, disk: r.disk as number, fee: r.fee as number, standard: r.standard as number, highPerformance: r.high_performance as number, networking: r.networking as number },
-    }))
+    const sql = distinct
+      ? `SELECT bucket, ${keys}, ${AMOUNTS.join(', ')} FROM ${table} WHERE grain = @grain AND bucket >= @from AND bucket < @to${where}`
+      : `SELECT ${BUCKET[g.size]} AS bucket, ${keys}, ${AMOUNTS.map((c) => `sum(${c})`).join(', ')}
+         FROM ${table} WHERE grain = @grain AND bucket >= @from AND bucket < @to${where} GROUP BY 1, ${keys}`
+    // Rows as arrays: a year of 100 pods by day is 36,600 of them, and naming each column of each costs.
+    const rows = this.statement(`sum|${sql}`, sql).raw(true).all({ ...params, grain: grainOf(g.size), from, to }) as Array<Array<string | number>>
+    const n = 2 + g.by.length
+    return rows.map((r) => {
+      const sum: RollupSum = {
+        bucket: r[0] as number,
+        product: r[1] as RollupSum['product'],
+        accountId: null,
+        resourceId: null,
+        gpuTypeId: null,
+        amounts: { gpu: r[n] as number, cpu: r[n + 1] as number, disk: r[n + 2] as number, fee: r[n + 3] as number, standard: r[n + 4] as number, highPerformance: r[n + 5] as number, networking: r[n + 6] as number },
+      }
+      // gpu_type_id '' is no GPU type.
+      g.by.forEach((c, k) => (sum[c] = (r[2 + k] as string) || null))
+      return sum
+    })
   }
 
-  async resourcesWithUse(filter: DailyFilter, from: number, to: number): Promise<string[]> {
+  async resourcesWithUse(filter: RollupFilter, from: number, to: number, opts: { costly?: boolean } = {}): Promise<string[]> {
     const { where, params } = conditions(filter)
-    const days = (a: number, b: number) =>
-      a < b ? (this.statement(`res|${where}`, `SELECT DISTINCT resource_id FROM usage_daily WHERE day >= @from AND day < @to${where}`).all({ ...params, from: a, to: b }) as Array<{ resource_id: string }>) : []
-    // Whole months come from the monthly presence rows (unless filtered by GPU type, which they do not know);
-    // the partial months at either end from the daily rows.
-    const firstMonth = bucketEndAtOrAfter(from, 'month')
-    const lastMonth = bucketStart(to, 'month')
-    if (filter.gpuTypeId !== undefined || firstMonth >= lastMonth) return days(from, to).map((r) => r.resource_id)
-    const { where: w, params: p } = conditions({ ...filter, gpuTypeId: undefined })
-    const months = this.statement(`resm|${w}`, `SELECT DISTINCT resource_id FROM usage_monthly_resources WHERE month >= @from AND month < @to${w}`).all({ ...p, from: firstMonth, to: lastMonth }) as Array<{ resource_id: string }>
-    return [...new Set([...months, ...days(from, firstMonth), ...days(lastMonth, to)].map((r) => r.resource_id))]
+    const cost = opts.costly ? ` AND ${AMOUNTS.join(' + ')} > 0` : ''
+    const names = this.statement(`res|${where}${cost}`, `SELECT DISTINCT resource_id FROM usage_rollup WHERE grain = @grain AND bucket >= @from AND bucket < @to${where}${cost}`)
+    const found = new Set<string>()
+    for (const span of grainSpans(from, to)) for (const r of names.all({ ...params, ...span }) as Array<{ resource_id: string }>) found.add(r.resource_id)
+    return [...found]
   }
 
   async lastAlive(): Promise<number | null> {
@@ -116,15 +104,13 @@ export class SqliteUsageStore implements UsageStore {
     this.s.noteAlive.run(at)
   }
 
-  /** Adds a closed interval's cost, split at UTC midnights, to the daily roll-up. */
-  private rollUp(i: UsageInterval): void {
-    const daily = this.addDaily[i.component]
-    const gpu = this.addDailyGpu[i.component]
-    for (const p of intervalPieces(i, i.startedAt, i.endedAt!, 'day', i.endedAt!)) {
-      daily.run(i.accountId, i.product, p.bucket, i.resourceId, i.gpuTypeId ?? '', p.amount)
-      gpu.run(i.accountId, i.product, p.bucket, i.gpuTypeId ?? '', p.amount)
+  /** Adds closed intervals' cost to the roll-ups (see rollupRows). */
+  private rollUp(intervals: ReadonlyArray<UsageInterval & { endedAt: number }>): void {
+    for (const r of rollupRows(intervals)) {
+      const amounts = USAGE_COMPONENTS.map((c) => r.amounts[c])
+      if (r.resourceId === null) this.s.addRollupGpu.run(r.accountId, r.product, r.grain, r.bucket, r.gpuTypeId, ...amounts)
+      else this.s.addRollup.run(r.accountId, r.product, r.grain, r.bucket, r.resourceId, r.gpuTypeId, ...amounts)
     }
-    for (const m of splitSpan(i.startedAt, i.endedAt!, 'month')) this.addMonth.run(i.accountId, i.product, m.bucket, i.resourceId)
   }
 
   private statement(key: string, sql: string): Database.Statement {
@@ -134,18 +120,17 @@ export class SqliteUsageStore implements UsageStore {
   }
 }
 
-const GROUP_COLUMN = { accountId: 'account_id', resourceId: 'resource_id', gpuTypeId: 'gpu_type_id' } as const
-
-/** The bucket of a roll-up day, in SQL: weeks start on Monday (1970-01-01 was a Thursday). */
-const BUCKET: Record<DailyGrouping['size'], string> = {
-  day: 'day',
-  week: 'day - ((day / 86400000 + 3) % 7) * 86400000',
-  month: "CAST(strftime('%s', day / 1000, 'unixepoch', 'start of month') AS INTEGER) * 1000",
-  year: "CAST(strftime('%s', day / 1000, 'unixepoch', 'start of year') AS INTEGER) * 1000",
+/** The bucket of a roll-up row (of the grain `size` is made of), in SQL: weeks start on Monday (1970-01-01 was a Thursday). */
+const BUCKET: Record<BucketSize, string> = {
+  hour: 'bucket',
+  day: 'bucket',
+  week: 'bucket - ((bucket / 86400000 + 3) % 7) * 86400000',
+  month: 'bucket',
+  year: "CAST(strftime('%s', bucket / 1000, 'unixepoch', 'start of year') AS INTEGER) * 1000",
 }
 
 /** SQL conditions for a filter; products are inlined from a closed set, the rest are bound. */
-function conditions(f: UsageFilter | DailyFilter): { where: string; params: Record<string, string> } {
+function conditions(f: UsageFilter | RollupFilter): { where: string; params: Record<string, string> } {
   const params: Record<string, string> = {}
   let where = ''
   if (f.accountId !== undefined) {
