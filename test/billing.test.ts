@@ -15,6 +15,7 @@ import { createEndpoint, endpointBody, jobCall } from './helpers/endpoints.js'
 import { dropSchema, freshSchemaName } from './helpers/postgres.js'
 import { startTestServer, type TestServer } from './helpers/server.js'
 import { until } from './helpers/until.js'
+import { prng } from './helpers/prng.js'
 
 const T0 = Date.parse('2026-03-14T10:00:00Z')
 const H = 3_600_000
@@ -414,14 +415,3 @@ describe('billing roll-ups against the raw ledger', () => {
     }
   }
 })
-
-/** mulberry32: a small seeded PRNG, so the ledger is the same on every run. */
-function prng(seed: number): () => number {
-  let a = seed
-  return () => {
-    a = (a + 0x6d2b79f5) | 0
-    let t = Math.imul(a ^ (a >>> 15), 1 | a)
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}

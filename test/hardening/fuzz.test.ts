@@ -2,22 +2,11 @@ import { Pool } from 'undici'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createEndpoint, endpointBody } from '../helpers/endpoints.js'
 import { startTestServer, type TestServer } from '../helpers/server.js'
+import { prng } from '../helpers/prng.js'
 
 const SEED = 20261123
 const REQUESTS = 3_000
 const CONCURRENCY = 8
-
-/** mulberry32: a small seeded PRNG, so a failure replays exactly. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 interface Case {
   method: string

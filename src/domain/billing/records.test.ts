@@ -3,17 +3,7 @@ import { BUCKET_SIZES, bucketEndAtOrAfter, bucketStart } from './buckets.js'
 import { HOUR_MS, MONTH_MS } from './money.js'
 import { buildRecords, type Contribution } from './records.js'
 import { costBetween, intervalPieces, type UsageInterval } from './usage.js'
-
-/** mulberry32: a small seeded PRNG, so the property test is the same on every run. */
-function prng(seed: number): () => number {
-  let a = seed
-  return () => {
-    a = (a + 0x6d2b79f5) | 0
-    let t = Math.imul(a ^ (a >>> 15), 1 | a)
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+import { prng } from '../../../test/helpers/prng.js'
 
 const YEAR0 = Date.parse('2025-11-20T07:13:00Z')
 
