@@ -60,6 +60,18 @@ describe('SQLite job store: group commit and counts', () => {
     expect(recount(file, 'ep1').inQueue).toBe(2)
   })
 
+  it('finds a job for a take asked while its insert waits for the commit, and commits both together', async () => {
+    expect(store.jobs.writesInOrder).toBe(true)
+    const inserted = store.jobs.insert(job('a'))
+    const taken = store.jobs.take('ep1', 'w1', 1, 2_000)
+    expect((await taken).map((j) => [j.id, j.status, j.workerId])).toEqual([['a', 'IN_PROGRESS', 'w1']])
+    await inserted
+    expect(recount(file, 'ep1')).toMatchObject({ inQueue: 0, inProgress: 1 })
+    // Nothing waits now: a take finds nothing, and the counts stand.
+    expect(await store.jobs.take('ep1', 'w2', 1, 2_000)).toEqual([])
+    expect(await store.jobs.counts('ep1')).toEqual(recount(file, 'ep1'))
+  })
+
   it('keeps /health and scaler counts equal to a recount through every kind of move', async () => {
     const { jobs } = store
     for (let i = 0; i < 12; i++) await jobs.insert(job(`j${i}`, { createdAt: 1_000 + i, lowPriority: i % 4 === 0 }))

@@ -72,6 +72,12 @@ export interface JobCounts {
 
 /** Storage of jobs and their stream chunks. Every write is durable when its promise resolves. */
 export interface JobStore {
+  /**
+   * True when writes are applied in the order they are asked for, each seeing the ones before it even
+   * before they commit (SQLite's group commit): a take asked right after an insert finds the job, and both
+   * commit together. Elsewhere a job can be taken only once its insert has committed.
+   */
+  readonly writesInOrder?: boolean
   insert(job: JobRecord): Promise<void>
   /**
    * Inserts `job` only if its account and endpoint hold no live claim of `claim.key` (one whose expiresAt is

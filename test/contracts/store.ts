@@ -392,6 +392,20 @@ export function storeContract(name: string, make: () => Promise<StoreUnderTest>)
         expect((await store.jobs.listInProgress('w1')).map((j) => j.id).sort()).toEqual([ids[0], ids[1], ids[2], ids[5]].sort())
       })
 
+      it('hands out one job at a time in the same order (a take of at most 1)', async () => {
+        const ep = uid('ep')
+        const ids: string[] = []
+        for (let i = 0; i < 4; i++) {
+          const j = job(ep, { createdAt: 1_000 + i, lowPriority: i === 0, expiresAt: i === 2 ? 1_500 : 10_000_000 })
+          ids.push(j.id)
+          await store.jobs.insert(j)
+        }
+        const taken: string[] = []
+        for (let i = 0; i < 4; i++) taken.push(...(await store.jobs.take(ep, 'w1', 1, 2_000)).map((j) => j.id))
+        expect(taken).toEqual([ids[1], ids[3], ids[0]])
+        expect(await store.jobs.counts(ep)).toMatchObject({ inQueue: 1, inProgress: 3 })
+      })
+
       it('lists the latest jobs of one endpoint, newest submission first', async () => {
         const ep = uid('ep')
         const ids: string[] = []

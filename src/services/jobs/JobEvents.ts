@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events'
 import type { ChangeFeed } from '../../replicas/ChangeFeed.js'
+import type { JobRecord } from '../../store/JobStore.js'
 
 /**
  * In-process notifications that waiting requests sleep on, so long-polls (runsync, status-sync, stream,
@@ -46,8 +47,12 @@ export class JobEvents {
     return this.closedFlag
   }
 
-  jobChanged(jobId: string): void {
-    this.emitter.emit(`job:${jobId}`)
+  /**
+   * Wakes the requests waiting on a job. `job`, the record as the change wrote it, spares a waiter that
+   * wants only that (a /runsync on its job's final state) reading it back; other processes hear the id alone.
+   */
+  jobChanged(jobId: string, job?: JobRecord): void {
+    this.emitter.emit(`job:${jobId}`, job)
     this.feed?.publish('job', jobId)
   }
 
@@ -58,8 +63,9 @@ export class JobEvents {
     return ids
   }
 
-  /** A job of `endpointId` can be taken (submitted, retried or requeued). */
-  queued(endpointId: string): void {
+  /** A job of `endpointId` can be taken (submitted, retried or requeued); `lowPriority` as the job's policy says. */
+  queued(endpointId: string, lowPriority = false): void {
+    this.emitter.emit('job.queued', endpointId, lowPriority)
     this.emitQueued(endpointId)
     this.feed?.publish('queue', endpointId)
   }
@@ -83,6 +89,15 @@ export class JobEvents {
   onQueued(listener: (endpointId: string) => void): () => void {
     this.emitter.on('queued', listener)
     return () => this.emitter.off('queued', listener)
+  }
+
+  /**
+   * Listens to every queued() call of this process, as it is made: before the job's waiting takers run (a
+   * parked worker can be taken back first, see Autoscaler). Jobs queued through another process are not told.
+   */
+  onJobQueued(listener: (endpointId: string, lowPriority: boolean) => void): () => void {
+    this.emitter.on('job.queued', listener)
+    return () => this.emitter.off('job.queued', listener)
   }
 
   /** Something about a worker changed (it is draining): wakes its job-take long-poll. */
@@ -151,7 +166,11 @@ export class JobEvents {
 export class Subscription {
   private fired = false
   private wake: (() => void) | undefined
-  private readonly listener = () => this.fire()
+  private told: JobRecord | undefined
+  private readonly listener = (job?: JobRecord) => {
+    this.told = job
+    this.fire()
+  }
 
   constructor(
     private readonly emitter: EventEmitter,
@@ -183,6 +202,13 @@ export class Subscription {
     const fired = this.fired
     this.fired = false
     return fired
+  }
+
+  /** The job record the last event carried (see JobEvents.jobChanged), once: undefined when it carried none. */
+  takeJob(): JobRecord | undefined {
+    const job = this.told
+    this.told = undefined
+    return job
   }
 
   close(): void {

@@ -28,26 +28,36 @@ export class JobLifecycle {
 
   /** A new job enters the queue (/run, /runsync). */
   async enqueue(job: JobRecord): Promise<void> {
-    await this.deps.store.jobs.insert(job)
-    this.deps.events.queued(job.endpointId)
+    const { store, events } = this.deps
+    const stored = store.jobs.insert(job)
+    if (!store.jobs.writesInOrder) {
+      await stored
+      events.queued(job.endpointId, job.lowPriority)
+      return
+    }
+    // A worker waiting in job-take hears of the job before its insert commits: its take joins the same
+    // commit, instead of following it with one of its own. The caller still answers only once the insert
+    // is committed, and the worker only once both are.
+    events.queued(job.endpointId, job.lowPriority)
+    await stored
   }
 
   /** job-submit under an Idempotency-Key: the job goes in only if the key names no job yet (see JobStore). */
   async enqueueIdempotent(job: JobRecord, claim: IdempotencyClaim): Promise<IdempotentInsert> {
     const result = await this.deps.store.jobs.insertIdempotent(job, claim)
-    if (result.inserted) this.deps.events.queued(job.endpointId)
+    if (result.inserted) this.deps.events.queued(job.endpointId, job.lowPriority)
     return result
   }
 
   /**
    * job-take: up to `max` waiting jobs of the endpoint move IN_QUEUE -> IN_PROGRESS on `workerId`. The
    * store picks and moves them in one statement (not a compare-and-set per job: nothing else claims a
-   * waiting job), so this move is not one of the events of `domain/jobs/jobState.ts`.
+   * waiting job), so this move is not one of the events of `domain/jobs/jobState.ts`. It wakes no waiter:
+   * those on a job (runsync, status-sync, stream) wait for a final state or chunks, and a wake-up here made
+   * each /runsync read its job once more while the worker's answer was on its way.
    */
-  async take(endpointId: string, workerId: string, max: number): Promise<JobRecord[]> {
-    const jobs = await this.deps.store.jobs.take(endpointId, workerId, max, this.deps.clock.now())
-    for (const j of jobs) this.deps.events.jobChanged(j.id)
-    return jobs
+  take(endpointId: string, workerId: string, max: number): Promise<JobRecord[]> {
+    return this.deps.store.jobs.take(endpointId, workerId, max, this.deps.clock.now())
   }
 
   /** A progress update of a job running on `workerId` (it stays IN_PROGRESS); undefined when it no longer runs there. */
@@ -95,8 +105,8 @@ export class JobLifecycle {
       events.jobLeftWorker(ranOn, id)
       if (event === 'cancel' || event === 'timeout') events.requestStop(ranOn, id)
     }
-    events.jobChanged(id)
-    if (to === 'IN_QUEUE') events.queued(job.endpointId)
+    events.jobChanged(id, job)
+    if (to === 'IN_QUEUE') events.queued(job.endpointId, job.lowPriority)
     return job
   }
 

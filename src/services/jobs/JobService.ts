@@ -10,7 +10,7 @@ import type { JobRecord } from '../../store/JobStore.js'
 import type { Store } from '../../store/Store.js'
 import type { WebhookDelivery } from '../../store/WebhookStore.js'
 import type { Principal } from '../accounts/AccountService.js'
-import type { JobEvents } from './JobEvents.js'
+import type { JobEvents, Subscription } from './JobEvents.js'
 import type { JobLifecycle } from './JobLifecycle.js'
 import { sealS3Config } from './s3Secret.js'
 import type { SecretBox } from '../SecretBox.js'
@@ -30,6 +30,12 @@ function deliveryView(d: WebhookDelivery): WebhookDeliveryView {
     attempts: d.attempts.map((a) => ({ at: iso(a.at), statusCode: a.statusCode, error: a.error, durationMs: a.durationMs })),
     nextAttemptAt: d.nextAttemptAt === null ? null : iso(d.nextAttemptAt),
   }
+}
+
+/** A job `enqueue` stored: its id, and for a /runsync the subscription to its changes, opened before the insert. */
+interface Stored {
+  stored: string
+  sub?: Subscription
 }
 
 /** Worker counters of an endpoint for /health. */
@@ -81,11 +87,17 @@ export class JobService {
    */
   submit(p: Principal, endpointId: string, body: JobRequest, sync: boolean, waitMs?: number, idempotencyKey?: string): Promise<JobRef | JobStatusView> {
     const queued = this.enqueue(p, endpointId, body, sync, waitMs, idempotencyKey)
-    return queued.then((r) => (typeof r !== 'string' ? r : sync ? this.waitFinal(r, waitMs ?? DEFAULT_SYNC_WAIT_MS) : { id: r, status: 'IN_QUEUE' as const }))
+    return queued.then((r) => {
+      if (!('stored' in r)) return r
+      return sync ? this.waitFinal(r.stored, waitMs ?? DEFAULT_SYNC_WAIT_MS, r.sub) : { id: r.stored, status: 'IN_QUEUE' as const }
+    })
   }
 
-  /** Stores a submitted job: its id, or the answer of the earlier job an idempotent repeat names. */
-  private async enqueue(p: Principal, endpointId: string, body: JobRequest, sync: boolean, waitMs?: number, idempotencyKey?: string): Promise<string | JobRef | JobStatusView> {
+  /**
+   * Stores a submitted job: its id (with, for a /runsync, the subscription to its changes opened before its
+   * insert), or the answer of the earlier job an idempotent repeat names.
+   */
+  private async enqueue(p: Principal, endpointId: string, body: JobRequest, sync: boolean, waitMs?: number, idempotencyKey?: string): Promise<Stored | JobRef | JobStatusView> {
     const ep = await this.endpoint(p, endpointId)
     // The schema checks that it is a URI (one error for "notaurl"); only http(s) can be POSTed to.
     if (body.webhook !== undefined && !/^https?:\/\//i.test(body.webhook)) {
@@ -122,12 +134,21 @@ export class JobService {
       retries: 0,
       progress: undefined,
     }
-    if (idempotencyKey === undefined) await this.deps.lifecycle.enqueue(job)
-    else {
-      const original = await this.enqueueOnce(job, body, idempotencyKey)
-      if (original !== undefined) return this.replay(ep, original, idempotencyKey, sync, waitMs)
+    if (idempotencyKey === undefined) {
+      // Listening from before the insert, the wait misses no change (a waiting worker may take the job as
+      // it is stored) and needs no read of the job until one comes.
+      const sub = sync ? this.deps.events.subscribe(`job:${id}`) : undefined
+      try {
+        await this.deps.lifecycle.enqueue(job)
+      } catch (err) {
+        sub?.close()
+        throw err
+      }
+      return { stored: id, sub }
     }
-    return job.id
+    const original = await this.enqueueOnce(job, body, idempotencyKey)
+    if (original !== undefined) return this.replay(ep, original, idempotencyKey, sync, waitMs)
+    return { stored: id }
   }
 
   /** Enqueues `job` under `key`, or returns the id of the job an identical earlier submission made. */
@@ -286,17 +307,27 @@ export class JobService {
     }
   }
 
-  /** Waits on JobEvents until the job is final, `waitMs` passed, or the service is closing. */
-  private async waitFinal(jobId: string, waitMs: number): Promise<JobStatusView> {
-    const sub = this.deps.events.subscribe(`job:${jobId}`)
+  /**
+   * Waits on JobEvents until the job is final, `waitMs` passed, or the service is closing. A final state
+   * told with the job record (see JobEvents.jobChanged) is answered from it, without reading it back. With
+   * `fresh`, the subscription opened before the job was stored, the job is known to wait in the queue until
+   * an event says otherwise.
+   */
+  private async waitFinal(jobId: string, waitMs: number, fresh?: Subscription): Promise<JobStatusView> {
+    const { store, events } = this.deps
+    const sub = fresh ?? events.subscribe(`job:${jobId}`)
     try {
       const deadline = Date.now() + waitMs
+      if (fresh) await sub.wait(waitMs)
+      const first = fresh && sub.takeJob()
+      let job = first && isFinal(first.status) ? first : await store.jobs.get(jobId)
       for (;;) {
-        const job = await this.deps.store.jobs.get(jobId)
         if (!job || this.expired(job)) throw notFound('job', jobId)
         const left = deadline - Date.now()
-        if (isFinal(job.status) || left <= 0 || this.deps.events.closed) return jobStatusView(job)
+        if (isFinal(job.status) || left <= 0 || events.closed) return jobStatusView(job)
         await sub.wait(left)
+        const told = sub.takeJob()
+        job = told && isFinal(told.status) ? told : await store.jobs.get(jobId)
       }
     } finally {
       sub.close()

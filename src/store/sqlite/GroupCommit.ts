@@ -52,6 +52,11 @@ export class GroupCommit {
     })
   }
 
+  /** True when no write waits for its commit. */
+  get idle(): boolean {
+    return this.pending.length === 0
+  }
+
   /** Commits what is pending now (also called before the database closes). */
   readonly flush = (): void => {
     const writes = this.pending
