@@ -95,6 +95,8 @@ describe('the autoscaler', () => {
     expect((await waitFinal(s, ep, low)).status).toBe('COMPLETED')
     expect((await s.hangar.store.workers.get(cold.workerId))!.runtimeRef).toBe(record.runtimeRef)
     expect(logLines.some((l) => l.msg === 'parked worker reused' && l.workerId === cold.workerId)).toBe(true)
+    // Taken back as the job was queued (its held job-take got the job at once), not by a later decision.
+    expect(logLines.some((l) => l.msg === 'scaling decision' && l.endpointId === ep && l.actions.some((a: string) => a.startsWith('unpark ')))).toBe(false)
   }, 30_000)
 
   it('rolls workers over to a new release without dropping the job in progress', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { planScaling, type DemandSample, type EndpointScaling, type ScaleAction, type WorkerSnapshot } from './planScaling.js'
+import { planScaling, unparkForJob, type DemandSample, type EndpointScaling, type ScaleAction, type WorkerSnapshot } from './planScaling.js'
 
 const QD = { type: 'QUEUE_DELAY', queueDelayMs: 1_000 } as const
 const RC = (requestCount: number) => ({ type: 'REQUEST_COUNT', requestCount }) as const
@@ -144,6 +144,18 @@ describe('planScaling', () => {
       ['does not retire a worker twice', { max: 1, inProgress: 1, workers: [w('a', 'running', 0, { stale: true, retiring: true })] }, []],
       ['stops a stale parked worker', { flashboot: 'FLASHBOOT', parkWindowMs: 60_000, workers: [w('p', 'parked', 10, { stale: true })] }, [stop('p', 'parked on an older release')]],
     ])
+  })
+
+  describe('unparkForJob (a job queued where every worker is parked)', () => {
+    const fb = { flashboot: 'FLASHBOOT', parkWindowMs: 60_000, queued: 1 } as const
+    const cases: Array<[name: string, input: Partial<EndpointScaling>, ids: string[]]> = [
+      ['takes back the most recently parked worker', { ...fb, workers: [w('p1', 'parked', 30_000), w('p2', 'parked', 1_000)] }, ['p2']],
+      ['takes back none where another worker is counted: it takes the job, or the decision weighs the queue', { ...fb, workers: [w('a', 'running'), w('p', 'parked', 1_000)] }, []],
+      ['takes back none for a workers.max of 0', { ...fb, max: 0, workers: [w('p', 'parked', 1_000)] }, []],
+      ['takes back none past the FlashBoot window, or of an older release', { ...fb, workers: [w('p1', 'parked', 60_000), w('p2', 'parked', 10, { stale: true })] }, []],
+      ['takes back as many as the decision would (REQUEST_COUNT)', { ...fb, policy: RC(1), queued: 2, workers: [w('p1', 'parked', 30_000), w('p2', 'parked', 1_000)] }, ['p2', 'p1']],
+    ]
+    for (const [name, input, ids] of cases) it(name, () => expect(unparkForJob(ep(input))).toEqual(ids))
   })
 
   it('stops every worker of a deleted endpoint', () => {

@@ -206,6 +206,17 @@ export function planScaling(e: EndpointScaling): ScalingDecision {
 /** Waiting jobs must jump by at least this many (or the current worker count, if higher) to be a burst. */
 export const BURST_MIN_JOBS = 4
 
+/**
+ * The parked workers to take back at once for a job just queued (counted in `e.queued`) on an endpoint none of
+ * whose workers is counted (FlashBoot's scale from zero): those planScaling unparks, in its order; none where
+ * another worker is counted (it takes the job, or the next decision weighs the queue). Applied as the job is
+ * queued, so that the parked worker's held job-take gets the job without waiting for that decision.
+ */
+export function unparkForJob(e: EndpointScaling): string[] {
+  if (e.workers.some(isCounted)) return []
+  return planScaling(e).actions.flatMap((a) => (a.type === 'unpark' ? [a.workerId] : []))
+}
+
 /** How long a FlashBoot mode keeps a scaled-down worker parked (0: OFF stops it). */
 export function parkWindowMs(mode: Flashboot, windows: { flashbootWindowMs: number; priorityFlashbootWindowMs: number }): number {
   return mode === 'PRIORITY_FLASHBOOT' ? windows.priorityFlashbootWindowMs : mode === 'FLASHBOOT' ? windows.flashbootWindowMs : 0

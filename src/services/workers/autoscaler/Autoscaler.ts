@@ -1,7 +1,7 @@
 import type { WaitingReason } from '../../../contract/worker.js'
 import type { Clock } from '../../../domain/clock.js'
 import type { EndpointRecord } from '../../../domain/endpoints/endpoint.js'
-import { parkWindowMs, planScaling, type EndpointScaling, type ScaleAction, type ScalingDecision, type ScalingPolicy } from '../../../domain/workers/planScaling.js'
+import { parkWindowMs, planScaling, unparkForJob, type EndpointScaling, type ScaleAction, type ScalingDecision, type ScalingPolicy } from '../../../domain/workers/planScaling.js'
 import { lbEndpointScaling, type LbDemand } from '../../../domain/workers/planLbScaling.js'
 import { BURST_WINDOW_MS, recordSample, relativeHistory, type TimedSample } from '../../../domain/workers/scalingHistory.js'
 import { dropsReason, waitingReason } from '../../../domain/jobs/waitingReason.js'
@@ -76,7 +76,7 @@ export class Autoscaler {
     this.timer = setInterval(() => void this.poke(), this.o.config.scaleIntervalMs)
     this.timer.unref()
     // A queued job or a request waiting for a load-balancing worker: decide now, not at the next interval.
-    this.unsubscribe = [this.o.events.onQueued(() => void this.poke())]
+    this.unsubscribe = [this.o.events.onQueued((endpointId) => this.queued(endpointId)), this.o.events.onJobQueued((endpointId, low) => this.scaleFromZero(endpointId, low))]
     if (this.o.loadBalancer) this.unsubscribe.push(this.o.loadBalancer.onWaiting(() => void this.poke()))
     void this.poke()
   }
@@ -121,6 +121,62 @@ export class Autoscaler {
     return this.running
   }
 
+  /**
+   * Jobs were queued: a decision follows unless a waiting worker took them. Checked on the next turn of the
+   * event loop, after the take's own write: a lone /runsync on an idle worker costs no decision (the
+   * interval's decisions still see every endpoint), while jobs left waiting, a parked worker's among them
+   * (FlashBoot), get one at once. Endpoints scaled by REQUEST_COUNT count running jobs too: they always
+   * get one. While a run is going on, the next one follows it as for any other request.
+   */
+  private queued(endpointId: string): void {
+    if (this.running) {
+      void this.poke()
+      return
+    }
+    if (this.submitted.size === 0) setImmediate(() => void this.decideIfWaiting())
+    this.submitted.add(endpointId)
+  }
+
+  /**
+   * A job was queued: where all of the endpoint's workers are parked, the one the next decision would take back
+   * is taken back now (see unparkForJob), from the last decision's view of the endpoint and the workers as
+   * they are. Its held job-take then gets the job, on SQLite in the commit of the job's own insert, instead of
+   * after a decision and a commit of its own. The decision still follows (see `queued`); it retires the worker
+   * after this job should a release made since the last decision have left it on an older one.
+   */
+  private scaleFromZero(endpointId: string, lowPriority: boolean): void {
+    const last = this.last.get(endpointId)
+    // lowPriority jobs never scale up. Most endpoints have no parked worker: they cost a look-up per job.
+    if (lowPriority || !last || this.stopped || !this.mayHaveParked.has(endpointId)) return
+    const { workers } = this.o
+    const snapshot: EndpointScaling = { ...last.snapshot, queued: last.snapshot.queued + 1, workers: workers.snapshot(endpointId, last.version), backoffMs: workers.backoffMs(endpointId) }
+    for (const workerId of unparkForJob(snapshot)) workers.unpark(workerId)
+  }
+
+  /** Endpoints that may have parked workers: marked when this scaler parks one, and by each decision as it sees them. */
+  private readonly mayHaveParked = new Set<string>()
+
+  /** Endpoints with jobs queued since the last check (see `queued`). */
+  private readonly submitted = new Set<string>()
+
+  private async decideIfWaiting(): Promise<void> {
+    const ids = [...this.submitted]
+    this.submitted.clear()
+    if (this.stopped) return
+    try {
+      for (const id of ids) {
+        if (this.last.get(id)?.snapshot.policy.type === 'QUEUE_DELAY') {
+          const c = await this.o.store.jobs.counts(id)
+          if (c.inQueue - c.inQueueLow === 0) continue
+        }
+        await this.poke()
+        return
+      }
+    } catch (err) {
+      this.o.log.error({ err }, 'scaling run failed')
+    }
+  }
+
   /** One decision for every endpoint that has demand, workers or a minimum: public so tests can run it. */
   async tick(): Promise<void> {
     const { endpoints, snapshots } = await this.snapshot()
@@ -130,12 +186,15 @@ export class Autoscaler {
       const keepMs = Math.max(s.idleTimeoutMs, BURST_WINDOW_MS)
       this.history.set(s.endpointId, recordSample(this.history.get(s.endpointId) ?? [], { at: now, queued: s.queued, desired: decision.desired }, keepMs))
       this.last.set(s.endpointId, { snapshot: s, version: endpoints.get(s.endpointId)?.version ?? null })
+      if (s.workers.some((w) => w.state === 'parked')) this.mayHaveParked.add(s.endpointId)
+      else this.mayHaveParked.delete(s.endpointId)
       // Throttled workers retry placement every tick: only decisions that change something are logged.
       if (decision.actions.some((a) => a.type !== 'place')) this.logDecision(s, decision)
       for (const action of decision.actions) await this.apply(action, endpoints.get(s.endpointId))
     }
     const seen = new Set(snapshots.map((s) => s.endpointId))
     for (const id of [...this.last.keys()]) if (!seen.has(id)) this.last.delete(id)
+    for (const id of [...this.mayHaveParked]) if (!seen.has(id)) this.mayHaveParked.delete(id)
     for (const id of [...this.loggedDesired.keys()]) if (!seen.has(id)) this.loggedDesired.delete(id)
     for (const [id, h] of [...this.history]) if (!seen.has(id) && now - h[h.length - 1].at > 3_600_000) this.history.delete(id)
   }
@@ -238,7 +297,7 @@ export class Autoscaler {
         workers.unpark(action.workerId)
         return
       case 'park':
-        workers.park(action.workerId, action.reason, ep?.flashboot === 'PRIORITY_FLASHBOOT')
+        if (workers.park(action.workerId, action.reason, ep?.flashboot === 'PRIORITY_FLASHBOOT')) this.mayHaveParked.add(action.endpointId)
         return
     }
     if (!ep) return
