@@ -172,9 +172,23 @@ export class EndpointService {
     return e
   }
 
+  /**
+   * The API view of a record. A frozen record (the store's cached copy, unchanged until written) keeps its
+   * view, frozen too: a GET of an endpoint then builds nothing but its JSON (the copy without the internal
+   * fields and the request URLs were 4 % of a GET's CPU in a profile).
+   */
   private view(record: EndpointRecord): Endpoint {
-    return toEndpoint(record, this.deps.publicUrl(), this.deps.lbDomain)
+    const base = this.deps.publicUrl()
+    const kept = this.views.get(record)
+    if (kept?.base === base) return kept.view
+    const view = toEndpoint(record, base, this.deps.lbDomain)
+    if (!Object.isFrozen(record)) return view
+    this.views.set(record, { base, view: Object.freeze(view) })
+    return view
   }
+
+  /** Views of frozen records (see view): dropped with the record. */
+  private readonly views = new WeakMap<EndpointRecord, { base: string; view: Endpoint }>()
 
   private release(endpoint: EndpointRecord, diff: ReleaseRecord['diff'], createdAt: string): ReleaseRecord {
     return {
