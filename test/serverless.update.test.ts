@@ -36,6 +36,19 @@ describe('PATCH /v2/serverless/{id} (R14)', () => {
     await rejected(ep.id, { type: 'LOAD_BALANCER' }, 422, ["$: additional properties 'type' not allowed"])
   })
 
+  it('answers reads after a PATCH with the new values, the single GET and the list alike (each read before it too)', async () => {
+    const ep = await cpuEndpoint()
+    const read = async () => {
+      const one = await s.api('GET', `/v2/serverless/${ep.id}`, undefined, key)
+      const all = await s.api('GET', '/v2/serverless', undefined, key)
+      return [one.body, all.body.endpoints.find((e: { id: string }) => e.id === ep.id)]
+    }
+    // Twice: the second read is the one a kept view would answer.
+    for (const view of [...(await read()), ...(await read())]) expect(view).toMatchObject({ name: 'ep', workers: { max: 3 } })
+    await patched(ep.id, { name: 'renamed', workers: { max: 5 } })
+    for (const view of await read()) expect(view).toMatchObject({ name: 'renamed', workers: { max: 5 } })
+  })
+
   it('answers 404 for an unknown endpoint', async () => {
     const r = await patch('nope', { name: 'x' })
     expect(r.status).toBe(404)
