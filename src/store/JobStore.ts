@@ -70,6 +70,12 @@ export interface JobCounts {
   oldestQueuedAt: number | null
 }
 
+/**
+ * What a take returns of each job: what its worker receives, no more. Reading back the whole row (25 columns)
+ * cost about as much as the move itself; the job's state after the take is known (IN_PROGRESS on the worker).
+ */
+export type TakenJob = Pick<JobRecord, 'id' | 'input' | 'webhook' | 'policy' | 's3Config'>
+
 /** Storage of jobs and their stream chunks. Every write is durable when its promise resolves. */
 export interface JobStore {
   /**
@@ -93,7 +99,7 @@ export interface JobStore {
    * Atomically moves up to `max` waiting jobs of an endpoint (normal priority first, then in submission
    * order) to IN_PROGRESS on `workerId`, so no job is ever handed out twice.
    */
-  take(endpointId: string, workerId: string, max: number, now: number): Promise<JobRecord[]>
+  take(endpointId: string, workerId: string, max: number, now: number): Promise<TakenJob[]>
   /**
    * Compare-and-set: applies `patch` only while the job is in one of `from` (and, when given, on
    * `workerId`). Returns the updated job, or undefined when the condition did not hold. `outbox` may turn

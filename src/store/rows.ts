@@ -1,6 +1,6 @@
 import type { JobStatus } from '../contract/job.js'
 import { jsonText, RawJson } from '../domain/RawJson.js'
-import type { JobRecord } from './JobStore.js'
+import type { JobRecord, TakenJob } from './JobStore.js'
 import type { UsageInterval } from '../domain/billing/usage.js'
 import type { WorkerRecord, WorkerState } from './WorkerStore.js'
 
@@ -76,6 +76,20 @@ export function toJob(r: Row): JobRecord {
     error: (r.error as string | null) ?? null,
     retries: r.retries as number,
     progress: raw(r.progress),
+  }
+}
+
+/** The columns a take returns (see TakenJob), with what orders them (RETURNING does not keep the subquery's order). */
+export const TAKEN_COLUMNS = 'id, seq, low_priority, retries, webhook, policy, s3_config'
+
+/** A row of TAKEN_COLUMNS (and input) as the job its worker receives. */
+export function toTaken(r: Row): TakenJob {
+  return {
+    id: r.id as string,
+    input: new RawJson(r.input as string | Buffer),
+    webhook: (r.webhook as string | null) ?? null,
+    policy: (parse(r.policy) as Record<string, unknown> | undefined) ?? null,
+    s3Config: (parse(r.s3_config) as Record<string, unknown> | undefined) ?? null,
   }
 }
 

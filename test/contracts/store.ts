@@ -387,7 +387,10 @@ export function storeContract(name: string, make: () => Promise<StoreUnderTest>)
         }
         const taken = await store.jobs.take(ep, 'w1', 4, 2_000)
         expect(taken.map((j) => j.id)).toEqual([ids[1], ids[2], ids[5], ids[0]])
-        expect(taken.every((j) => j.status === 'IN_PROGRESS' && j.workerId === 'w1' && j.startedAt === 2_000)).toBe(true)
+        // A take answers what the worker receives; the rows hold the move.
+        expect(taken.map((j) => Object.keys(j).sort())).toEqual(taken.map(() => ['id', 'input', 'policy', 's3Config', 'webhook']))
+        expect(taken.map((j) => jsonValue(j.input))).toEqual(taken.map((j) => ({ id: j.id, nested: [1, 'two', null] })))
+        for (const j of taken) expect(await store.jobs.get(j.id)).toMatchObject({ status: 'IN_PROGRESS', workerId: 'w1', startedAt: 2_000 })
         expect((await store.jobs.take(ep, 'w2', 4, 2_000)).map((j) => j.id)).toEqual([ids[3]])
         expect((await store.jobs.listInProgress('w1')).map((j) => j.id).sort()).toEqual([ids[0], ids[1], ids[2], ids[5]].sort())
       })

@@ -2,7 +2,7 @@ import type { IdempotencyClaim, IdempotentInsert } from '../../domain/jobs/idemp
 import type { JobStatus } from '../../contract/job.js'
 import type { Clock } from '../../domain/clock.js'
 import { isFinal, sourcesOf, targetOf, type JobEvent } from '../../domain/jobs/jobState.js'
-import type { JobPatch, JobRecord } from '../../store/JobStore.js'
+import type { JobPatch, JobRecord, TakenJob } from '../../store/JobStore.js'
 import type { Store } from '../../store/Store.js'
 import type { WebhookDelivery } from '../../store/WebhookStore.js'
 import type { JobEvents } from './JobEvents.js'
@@ -56,7 +56,7 @@ export class JobLifecycle {
    * those on a job (runsync, status-sync, stream) wait for a final state or chunks, and a wake-up here made
    * each /runsync read its job once more while the worker's answer was on its way.
    */
-  take(endpointId: string, workerId: string, max: number): Promise<JobRecord[]> {
+  take(endpointId: string, workerId: string, max: number): Promise<TakenJob[]> {
     return this.deps.store.jobs.take(endpointId, workerId, max, this.deps.clock.now())
   }
 

@@ -2,7 +2,7 @@ import type { WorkerDoneBatchItem, WorkerDoneBatchReply, WorkerDoneBody, WorkerJ
 import type { Clock } from '../../domain/clock.js'
 import { DomainError } from '../../domain/errors.js'
 import { splitChunk } from '../../domain/jobs/streamChunks.js'
-import type { JobRecord } from '../../store/JobStore.js'
+import type { JobRecord, TakenJob } from '../../store/JobStore.js'
 import type { Store } from '../../store/Store.js'
 import type { Log } from '../log.js'
 import type { DroppedTakes } from './DroppedTakes.js'
@@ -222,7 +222,7 @@ export class WorkerJobService {
 /** How long a job runs on a worker before its pings may count it as never received: far longer than a take's answer or a result post takes. */
 const UNLISTED_GRACE_MS = 30_000
 
-function toWorkerJob(j: JobRecord, secrets: SecretBox): WorkerJob {
+function toWorkerJob(j: TakenJob, secrets: SecretBox): WorkerJob {
   const job: WorkerJob = { id: j.id, input: j.input }
   if (j.webhook) job.webhook = j.webhook
   if (j.policy) job.policy = j.policy

@@ -1,8 +1,8 @@
 import pg from 'pg'
 import type { JobStatus } from '../../contract/job.js'
 import { jsonText } from '../../domain/RawJson.js'
-import type { JobCounts, JobPatch, JobRecord, JobStore } from '../JobStore.js'
-import { COLUMNS, json, JSON_FIELDS, NO_INPUT, toJob } from '../rows.js'
+import type { JobCounts, JobPatch, JobRecord, JobStore, TakenJob } from '../JobStore.js'
+import { COLUMNS, json, JSON_FIELDS, NO_INPUT, TAKEN_COLUMNS, toJob, toTaken } from '../rows.js'
 import type { IdempotencyClaim, IdempotentInsert } from '../../domain/jobs/idempotency.js'
 import type { WebhookDelivery } from '../WebhookStore.js'
 import type { PgGroupCommit } from './PgGroupCommit.js'
@@ -34,6 +34,9 @@ const OLDEST = (endpoint: string) => `(SELECT o.created_at FROM jobs o WHERE o.e
  * Takers lock the rows they take with FOR UPDATE SKIP LOCKED, so takers on several connections or
  * replicas never wait on each other nor take one job twice.
  */
+/** What a take returns of each job (see TakenJob): the columns of the updated row, not those of `picked`. */
+const TAKEN = `${TAKEN_COLUMNS.split(', ').map((c) => `j.${c}`).join(', ')}, j.input`
+
 export class PgJobStore implements JobStore {
   constructor(
     private readonly q: PgQueryable,
@@ -87,18 +90,19 @@ export class PgJobStore implements JobStore {
     return rows.length ? toJob(rows[0]) : undefined
   }
 
-  take(endpointId: string, workerId: string, max: number, now: number): Promise<JobRecord[]> {
+  take(endpointId: string, workerId: string, max: number, now: number): Promise<TakenJob[]> {
     return this.write(async (q) => {
       const { rows } = await q.query(
         `WITH picked AS (
            SELECT id FROM jobs WHERE endpoint_id = $1 AND status = 'IN_QUEUE' AND expires_at > $3 ORDER BY low_priority, seq LIMIT $4 FOR UPDATE SKIP LOCKED
          )
-         UPDATE jobs j SET status = 'IN_PROGRESS', worker_id = $2, started_at = $3, progress = NULL FROM picked WHERE j.id = picked.id RETURNING j.*`,
+         UPDATE jobs j SET status = 'IN_PROGRESS', worker_id = $2, started_at = $3, progress = NULL FROM picked WHERE j.id = picked.id
+         RETURNING ${TAKEN}`,
         [endpointId, workerId, now, max],
       )
       // RETURNING does not keep the subquery's order.
       rows.sort((a, b) => Number(a.low_priority) - Number(b.low_priority) || (a.seq as number) - (b.seq as number))
-      return rows.map(toJob)
+      return rows.map(toTaken)
     })
   }
 

@@ -1,8 +1,8 @@
 import type Database from 'better-sqlite3'
 import type { JobStatus } from '../../contract/job.js'
 import { jsonText, RawJson } from '../../domain/RawJson.js'
-import type { JobCounts, JobPatch, JobRecord, JobStore } from '../JobStore.js'
-import { COLUMNS, JSON_FIELDS, NO_INPUT, toJob } from '../rows.js'
+import type { JobCounts, JobPatch, JobRecord, JobStore, TakenJob } from '../JobStore.js'
+import { COLUMNS, JSON_FIELDS, NO_INPUT, TAKEN_COLUMNS, toJob, toTaken } from '../rows.js'
 import type { IdempotencyClaim, IdempotentInsert } from '../../domain/jobs/idempotency.js'
 import type { WebhookDelivery } from '../WebhookStore.js'
 import { GroupCommit } from './GroupCommit.js'
@@ -29,8 +29,8 @@ function column(v: unknown): string | Buffer {
 
 /** Inputs up to this size come back with the take's own statement; larger ones are read one by one. */
 const INLINE_INPUT_BYTES = 64 * 1024
-/** What a take returns of each job: the row, with its input when small (see INLINE_INPUT_BYTES). */
-const TAKEN = `${NO_INPUT}, CASE WHEN length(input) <= ${INLINE_INPUT_BYTES} THEN input END AS input, length(input) AS input_bytes`
+/** What a take returns of each job (see TakenJob), with its input when small (see INLINE_INPUT_BYTES). */
+const TAKEN = `${TAKEN_COLUMNS}, CASE WHEN length(input) <= ${INLINE_INPUT_BYTES} THEN input END AS input, length(input) AS input_bytes`
 
 function prepare(db: Database.Database) {
   return {
@@ -214,16 +214,18 @@ export class SqliteJobStore implements JobStore {
    * `writesInOrder`) and no waiting job of the endpoint in the counts, there is nothing to take: answered
    * without a turn of the group commit (a worker asks again after every job, mostly finding none).
    */
-  take(endpointId: string, workerId: string, max: number, now: number): Promise<JobRecord[]> {
+  take(endpointId: string, workerId: string, max: number, now: number): Promise<TakenJob[]> {
     if (this.commits.idle && !this.counters.get(endpointId)?.inQueue) return Promise.resolve([])
     return this.write(() => {
       const rows = (max === 1 ? this.s.takeOne.all({ endpointId, workerId, now }) : this.s.take.all({ endpointId, workerId, now, max })) as Row[]
       // RETURNING does not keep the subquery's order.
       rows.sort((a, b) => (a.low_priority as number) - (b.low_priority as number) || (a.seq as number) - (b.seq as number))
       for (const r of rows) if (r.input === null && (r.input_bytes as number) > INLINE_INPUT_BYTES) r.input = this.s.inputOf.get(r.id)
-      const jobs = rows.map(toJob)
-      for (const j of jobs) this.counters.move({ ...j, status: 'IN_QUEUE' }, j)
-      return jobs
+      for (const r of rows) {
+        const counted = { endpointId, lowPriority: r.low_priority === 1, retries: r.retries as number }
+        this.counters.move({ ...counted, status: 'IN_QUEUE' }, { ...counted, status: 'IN_PROGRESS' })
+      }
+      return rows.map(toTaken)
     })
   }
 
