@@ -150,7 +150,8 @@ describe('planScaling', () => {
     const fb = { flashboot: 'FLASHBOOT', parkWindowMs: 60_000, queued: 1 } as const
     const cases: Array<[name: string, input: Partial<EndpointScaling>, ids: string[]]> = [
       ['takes back the most recently parked worker', { ...fb, workers: [w('p1', 'parked', 30_000), w('p2', 'parked', 1_000)] }, ['p2']],
-      ['takes back none where another worker is counted: it takes the job, or the decision weighs the queue', { ...fb, workers: [w('a', 'running'), w('p', 'parked', 1_000)] }, []],
+      // planScaling alone would take p back here (REQUEST_COUNT 1 with 2 jobs wants 2 workers): only the guard stops it.
+      ['takes back none where another worker is counted: it takes the job, or the decision weighs the queue', { ...fb, policy: RC(1), queued: 2, workers: [w('a', 'running'), w('p', 'parked', 1_000)] }, []],
       ['takes back none for a workers.max of 0', { ...fb, max: 0, workers: [w('p', 'parked', 1_000)] }, []],
       ['takes back none past the FlashBoot window, or of an older release', { ...fb, workers: [w('p1', 'parked', 60_000), w('p2', 'parked', 10, { stale: true })] }, []],
       ['takes back as many as the decision would (REQUEST_COUNT)', { ...fb, policy: RC(1), queued: 2, workers: [w('p1', 'parked', 30_000), w('p2', 'parked', 1_000)] }, ['p2', 'p1']],

@@ -183,6 +183,7 @@ export class EndpointService {
     if (kept?.base === base) return kept.view
     const view = toEndpoint(record, base, this.deps.lbDomain)
     if (!Object.isFrozen(record)) return view
+    Object.freeze(view.requestUrls)
     this.views.set(record, { base, view: Object.freeze(view) })
     return view
   }

@@ -38,8 +38,11 @@ export class JobLifecycle {
     // A worker waiting in job-take hears of the job before its insert commits: its take joins the same
     // commit, instead of following it with one of its own. The caller still answers only once the insert
     // is committed, and the worker only once both are.
-    events.queued(job.endpointId, job.lowPriority)
-    await stored
+    try {
+      events.queued(job.endpointId, job.lowPriority)
+    } finally {
+      await stored
+    }
   }
 
   /** job-submit under an Idempotency-Key: the job goes in only if the key names no job yet (see JobStore). */

@@ -28,14 +28,15 @@ const FOLD_AT = 32
 /** The first waiting normal-priority job in queue order is the oldest: seq and createdAt are set together. */
 const OLDEST = (endpoint: string) => `(SELECT o.created_at FROM jobs o WHERE o.endpoint_id = ${endpoint} AND o.status = 'IN_QUEUE' AND NOT o.low_priority ORDER BY o.seq LIMIT 1) AS oldest`
 
+/** What a take returns of each job (see TakenJob): the columns of the updated row, not those of `picked`. */
+const TAKEN = `${TAKEN_COLUMNS.split(', ').map((c) => `j.${c}`).join(', ')}, j.input`
+
 /**
  * Jobs in PostgreSQL. The hot writes (submit, take, state moves) are group-committed (PgGroupCommit) and
  * resolve once committed; inside `Store.transaction` (no group commit given) they run on its connection.
  * Takers lock the rows they take with FOR UPDATE SKIP LOCKED, so takers on several connections or
  * replicas never wait on each other nor take one job twice.
  */
-/** What a take returns of each job (see TakenJob): the columns of the updated row, not those of `picked`. */
-const TAKEN = `${TAKEN_COLUMNS.split(', ').map((c) => `j.${c}`).join(', ')}, j.input`
 
 export class PgJobStore implements JobStore {
   constructor(

@@ -141,16 +141,21 @@ export class Autoscaler {
    * A job was queued: where all of the endpoint's workers are parked, the one the next decision would take back
    * is taken back now (see unparkForJob), from the last decision's view of the endpoint and the workers as
    * they are. Its held job-take then gets the job, on SQLite in the commit of the job's own insert, instead of
-   * after a decision and a commit of its own. The decision still follows (see `queued`); it retires the worker
-   * after this job should a release made since the last decision have left it on an older one.
+   * after a decision and a commit of its own. A release made since the last decision is seen only by the next
+   * interval's decision, which retires the worker after this job (as it does an idle worker of that release).
+   * Runs inside the submission's `queued` call: a failure here is logged, never passed on to the submission.
    */
   private scaleFromZero(endpointId: string, lowPriority: boolean): void {
     const last = this.last.get(endpointId)
     // lowPriority jobs never scale up. Most endpoints have no parked worker: they cost a look-up per job.
     if (lowPriority || !last || this.stopped || !this.mayHaveParked.has(endpointId)) return
-    const { workers } = this.o
-    const snapshot: EndpointScaling = { ...last.snapshot, queued: last.snapshot.queued + 1, workers: workers.snapshot(endpointId, last.version), backoffMs: workers.backoffMs(endpointId) }
-    for (const workerId of unparkForJob(snapshot)) workers.unpark(workerId)
+    try {
+      const { workers } = this.o
+      const snapshot: EndpointScaling = { ...last.snapshot, queued: last.snapshot.queued + 1, workers: workers.snapshot(endpointId, last.version), backoffMs: workers.backoffMs(endpointId) }
+      for (const workerId of unparkForJob(snapshot)) workers.unpark(workerId)
+    } catch (err) {
+      this.o.log.error({ err, endpointId }, 'taking a parked worker back for a queued job failed')
+    }
   }
 
   /** Endpoints that may have parked workers: marked when this scaler parks one, and by each decision as it sees them. */
