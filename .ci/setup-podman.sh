@@ -3,13 +3,13 @@
 #   HANGAR_TEST_DOCKER_HOST     unix socket of engine A (the contract suite, end-to-end tests, the benchmark)
 #   HANGAR_TEST_PODMAN_ROOT_B   storage of engine B (the same images), which the two-host test starts and kills itself
 #   HANGAR_TEST_CGROUP_PARENT   cgroup that keeps containers inside this run's own
-#   CONTAINERS_CONF             the settings this machine needs (written by the README's steps)
+#   CONTAINERS_CONF             the settings this machine needs (written by the steps in docs/containers.md)
 #   CONTAINERS_REGISTRIES_CONF  registries on 127.0.0.1 over HTTP (.ci/registries.conf), for pull tests
 # Images: localhost/hangar-test-bb (busybox) and localhost/hangar-test-worker (busybox + node + the worker SDK,
 # running test/fixtures/container-worker.mjs). Engines are stopped when the calling shell exits.
 _hangar_ci_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 _hangar_root_dir=$(cd "$_hangar_ci_dir/.." && pwd)
-# The README's own steps (install, settings, the API service, the engine check), run from its text.
+# The steps of docs/containers.md (install, settings, the API service, the engine check), run from its text.
 source "$_hangar_ci_dir/readme-steps.sh"
 
 if ! command -v podman >/dev/null || ! command -v runc >/dev/null || [ ! -x /usr/libexec/podman/catatonit ]; then
@@ -25,16 +25,16 @@ export CONTAINERS_REGISTRIES_CONF="$_hangar_ci_dir/registries.conf"
 HANGAR_PODMAN_RUN=${HANGAR_PODMAN_RUN:-$(mktemp -d /tmp/hangar-podman.XXXXXX)}
 _hangar_podman() { podman --root "$HANGAR_PODMAN_RUN/$1/storage" --runroot "$HANGAR_PODMAN_RUN/$1/run" "${@:2}"; }
 
-# Engine A serves the API for the whole run, started by the README's steps with the socket, settings and
+# Engine A serves the API for the whole run, started by the steps of docs/containers.md with the socket, settings and
 # storage in this run's folder.
 mkdir -p "$HANGAR_PODMAN_RUN/a"
 PODMAN_SOCK_DIR="$HANGAR_PODMAN_RUN/a" HANGAR_CONTAINERS_CONF="$HANGAR_PODMAN_RUN/containers.conf" HANGAR_README_PODMAN_STORAGE="$HANGAR_PODMAN_RUN/a" \
   hangar_readme_steps containers 2>"$HANGAR_PODMAN_RUN/a/steps.log"
 _hangar_engine_pid=$!
 trap 'kill "$_hangar_engine_pid" 2>/dev/null || true' EXIT
-[ -S "$HANGAR_PODMAN_RUN/a/podman.sock" ] || { echo "the README's container steps did not start Podman's API (see $HANGAR_PODMAN_RUN/a/steps.log)" >&2; return 1; }
+[ -S "$HANGAR_PODMAN_RUN/a/podman.sock" ] || { echo "the container steps of docs/containers.md did not start Podman's API (see $HANGAR_PODMAN_RUN/a/steps.log)" >&2; return 1; }
 (cd "$_hangar_root_dir" && [ -f dist/worker/index.js ] || npm run build >/dev/null)
-# The README's check: the engine answers, the sample image builds, a container reaches the control plane's URL.
+# The check of docs/containers.md: the engine answers, the sample image builds, a container reaches the control plane's URL.
 hangar_readme_steps containers-check >"$HANGAR_PODMAN_RUN/a/check.log" 2>&1 || { cat "$HANGAR_PODMAN_RUN/a/check.log" >&2; return 1; }
 export HANGAR_TEST_DOCKER_HOST=$HANGAR_ENGINE
 # Tests choose per server whether it has an engine.

@@ -1,5 +1,5 @@
 /**
- * Takes the console screenshots in docs/ (the README shows them): an endpoint's Metrics tab after a workload
+ * Takes the console screenshots in docs/ (docs/console.md shows them): an endpoint's Metrics tab after a workload
  * and the Pods page with a running pod. Run after `npm run build`, with Chromium installed
  * (`.ci/setup-chromium.sh`):
  *

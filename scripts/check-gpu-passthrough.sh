@@ -4,7 +4,7 @@
 #
 #   HANGAR_ENGINE=unix:///run/podman/podman.sock scripts/check-gpu-passthrough.sh
 #
-# Needs: a built checkout (npm run build), the engine running (README, "Containers"), the NVIDIA driver, and
+# Needs: a built checkout (npm run build), the engine running (docs/containers.md), the NVIDIA driver, and
 #   Podman: a CDI spec (`nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`), HANGAR_GPUS=cdi (the default here);
 #   Docker: the NVIDIA container toolkit, HANGAR_GPUS=nvidia.
 # GPU_IMAGE (default nvidia/cuda:12.4.1-base-ubuntu22.04) must be pullable or present; it runs the pod.

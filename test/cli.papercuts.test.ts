@@ -36,7 +36,7 @@ describe('CLI papercuts', () => {
     }
   }
 
-  it("the README's `pods create --template hangar-pod --gpu` works: the name defaults to the template's id", async () => {
+  it("docs/pods-and-clusters.md's `pods create --template hangar-pod --gpu` works: the name defaults to the template's id", async () => {
     const r = await hangar('pods', 'create', '--template', 'hangar-pod', '--gpu', 'NVIDIA L4', '--json')
     expect(r.code, r.out).toBe(0)
     const pod = JSON.parse(r.out)

@@ -11,7 +11,7 @@ const run = promisify(execFile)
 const ROOT = join(import.meta.dirname, '..')
 const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm'
 
-/** The README's "Writing workers" steps: a worker project of its own, the SDK installed from a path. */
+/** The steps of docs/writing-workers.md: a worker project of its own, the SDK installed from a path. */
 describe('the hangar/worker SDK in a worker project of its own', { timeout: 180_000 }, () => {
   const project = mkdtempSync(join(tmpdir(), 'hangar-worker-project-'))
   // A project directory as `mkdir` makes it (mkdtemp's is 0700): when the tests run as root, the sandboxed
@@ -19,7 +19,7 @@ describe('the hangar/worker SDK in a worker project of its own', { timeout: 180_
   chmodSync(project, 0o755)
   let s: TestServer
   beforeAll(async () => {
-    // `npm install <path to hangar>`, as the README says (the built dist is there: npm test builds first).
+    // `npm install <path to hangar>`, as docs/writing-workers.md says (the built dist is there: npm test builds first).
     writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'my-worker', version: '1.0.0', type: 'module', private: true }))
     await run(NPM, ['install', '--no-audit', '--no-fund', '--ignore-scripts', ROOT], { cwd: project })
     writeFileSync(join(project, 'worker.js'), "import { serve } from 'hangar/worker'\nawait serve({ handler: async (job) => ({ greeting: `hello ${job.input.name}` }) })\n")

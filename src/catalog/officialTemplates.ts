@@ -24,7 +24,7 @@ const serverlessWorker = (id: string, name: string, category: Template['category
 /**
  * Templates Hangar ships, listed under `GET /v2/catalog/templates?source=official` and readable by every
  * account through `GET /v2/templates/{id}`. The serverless ones run the sample workers (echo, sleep,
- * stream, fail) used in the README and the jobs tests. They live in code, not the store, so no account
+ * stream, fail) used in the docs and the jobs tests. They live in code, not the store, so no account
  * owns them and none can change or delete them.
  */
 export const OFFICIAL_TEMPLATES: readonly Template[] = Object.freeze([

@@ -1,5 +1,5 @@
 /**
- * Exit codes of `hangar`, stable for scripts (documented in the README's "CLI" section). Anything not listed
+ * Exit codes of `hangar`, stable for scripts (documented in docs/cli.md). Anything not listed
  * here (a bug, a 5xx from the server) exits 1.
  */
 export const ExitCode = {

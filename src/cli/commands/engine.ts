@@ -17,7 +17,7 @@ function configuredEngines(opts: EngineOptions) {
   const config = loadConfig({ configFile: opts.config, port: opts.port === undefined ? undefined : Number(opts.port) })
   const engines = hostEngines(config)
   if (engines.size === 0) {
-    throw new CliError('no container engine is configured: set HANGAR_ENGINE=unix:///run/podman/podman.sock (or "engine" in the config file); see the README, "Containers"', ExitCode.USAGE)
+    throw new CliError('no container engine is configured: set HANGAR_ENGINE=unix:///run/podman/podman.sock (or "engine" in the config file); see docs/containers.md', ExitCode.USAGE)
   }
   const workerUrl = config.workerUrl ?? publicBaseUrl({ ...config, publicUrl: undefined }, config.port)
   return { engines, workerUrl }

@@ -14,7 +14,7 @@ export interface CheckStep {
   fix?: string
 }
 
-const README = 'README, "Containers"'
+const DOCS = 'docs/containers.md'
 
 /**
  * Probes an engine the way workers use it: it answers; the sample image is there (built if not); a container
@@ -58,19 +58,19 @@ export async function checkEngine(engine: EngineConfig, url: string): Promise<Ch
     .catch((err: unknown) => err as Error)
   try {
     if (container instanceof Error) {
-      steps.push({ step: 'container', ok: false, detail: `cannot create a container: ${messageOf(container)}`, fix: createFix(messageOf(container)) ?? `see the engine's log (${README})` })
+      steps.push({ step: 'container', ok: false, detail: `cannot create a container: ${messageOf(container)}`, fix: createFix(messageOf(container)) ?? `see the engine's log (${DOCS})` })
       return steps
     }
     try {
       await container.start()
     } catch (err) {
-      steps.push({ step: 'container', ok: false, detail: `cannot start a container: ${messageOf(err)}`, fix: createFix(messageOf(err)) ?? `see the engine's log (${README})` })
+      steps.push({ step: 'container', ok: false, detail: `cannot start a container: ${messageOf(err)}`, fix: createFix(messageOf(err)) ?? `see the engine's log (${DOCS})` })
       return steps
     }
     const exit = (await container.wait()) as { StatusCode: number }
     const out = demux(await container.logs({ stdout: true, stderr: true })).trim()
     if (exit.StatusCode !== 0 || !/^(HTTP|FAILED) /m.test(out)) {
-      steps.push({ step: 'container', ok: false, detail: `a container of ${image} ran but its program failed (exit ${exit.StatusCode}): ${out.split('\n').slice(-3).join(' | ')}`, fix: createFix(out) ?? `see the engine's log (${README})` })
+      steps.push({ step: 'container', ok: false, detail: `a container of ${image} ran but its program failed (exit ${exit.StatusCode}): ${out.split('\n').slice(-3).join(' | ')}`, fix: createFix(out) ?? `see the engine's log (${DOCS})` })
       return steps
     }
     steps.push({ step: 'container', ok: true, detail: `a container on network ${engine.network}${engine.cgroupParent ? ` under cgroup ${engine.cgroupParent}` : ''} started and exited cleanly` })
@@ -114,10 +114,10 @@ function demux(buf: Buffer): string {
 function unreachableFix(engine: EngineConfig, err: unknown): string {
   const code = (err as NodeJS.ErrnoException).code
   const socket = engine.address.startsWith('unix://') ? new URL(engine.address).pathname : null
-  if (socket && code === 'ENOENT') return `no socket at ${socket}: start the engine's API there, e.g. \`podman system service --time=0 unix://${socket} &\` (its folder must exist: \`mkdir -p ${socket.replace(/\/[^/]+$/, '')}\`; ${README})`
+  if (socket && code === 'ENOENT') return `no socket at ${socket}: start the engine's API there, e.g. \`podman system service --time=0 unix://${socket} &\` (its folder must exist: \`mkdir -p ${socket.replace(/\/[^/]+$/, '')}\`; ${DOCS})`
   if (socket && code === 'EACCES') return `no permission on ${socket}: run Hangar as a user that may use it (root for rootful Podman, the docker group for Docker)`
-  if (code === 'ECONNREFUSED') return `nothing accepts connections at ${engine.address}: the engine's API service is not running (${README})`
-  return `check the address (engine.address / HANGAR_ENGINE) and that the engine runs (${README})`
+  if (code === 'ECONNREFUSED') return `nothing accepts connections at ${engine.address}: the engine's API service is not running (${DOCS})`
+  return `check the address (engine.address / HANGAR_ENGINE) and that the engine runs (${DOCS})`
 }
 
 /** What to change when the engine cannot create or start a container, from its message. */

@@ -22,7 +22,7 @@ export function sampleImageRef(name: SampleName | 'base'): string {
 }
 
 /**
- * The sample a reference names on an engine: `hangar/echo`, `hangar/echo:latest` (the names the README and the
+ * The sample a reference names on an engine: `hangar/echo`, `hangar/echo:latest` (the names the docs and the
  * process runtime use) or `localhost/hangar/echo:<version>`. `docker.io/hangar/echo` is a registry image, not ours.
  */
 export function sampleOf(image: string): SampleName | null {
