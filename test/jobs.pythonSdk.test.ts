@@ -138,13 +138,37 @@ describe.skipIf(missing !== null)('Python workers on the runpod SDK', () => {
     expect(finish).toBe('stop')
   })
 
+  it('passes SSE text that worker-vllm cuts across yields to OpenAI clients byte for byte', async () => {
+    // What the client was sent, recorded beside what the client parses from it.
+    let sent: Promise<string> | undefined
+    const recording = async (url: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
+      const res = await fetch(url, init)
+      const [mine, theirs] = res.body!.tee()
+      sent = new Response(mine).text()
+      return new Response(theirs, res)
+    }
+    const client = new OpenAI({ apiKey: s.adminKey, baseURL: `${s.url}/v2/${ep.openai}/openai/v1`, maxRetries: 0, timeout: 60_000, fetch: recording })
+    const chunks: OpenAI.ChatCompletionChunk[] = []
+    const params = { model: 'py-echo', stream: true, messages: [{ role: 'user', content: 'one two three' }], x_split_events: true } as OpenAI.ChatCompletionCreateParamsStreaming
+    for await (const chunk of await client.chat.completions.create(params)) chunks.push(chunk)
+    // Every event parsed: the role, one per word, the stop; each naming the model the cut went through.
+    expect(chunks.map((c) => c.choices[0].delta.content ?? '').join('')).toBe('one two three')
+    expect(chunks.map((c) => c.model)).toEqual(Array(5).fill('py-echo'))
+    expect(chunks.at(-1)?.choices[0].finish_reason).toBe('stop')
+    // The bytes sent are the worker's yields concatenated: no event added, none wrapped, one [DONE].
+    const id = (await jobCall(s, 'GET', `/v2/${ep.openai}/requests?limit=1`)).body.requests[0].id
+    const yields = (await waitFinal(s, ep.openai, id, 60_000)).output as string[]
+    expect(yields.length).toBeGreaterThan(chunks.length + 1)
+    expect(await sent).toBe(yields.join(''))
+  })
+
   it('counts every job of the suite in /health, none retried', async () => {
     // plain: runsync, run, progress, refresh and the job after it completed; raise and error failed.
     expect((await jobCall(s, 'GET', `/v2/${ep.plain}/health`)).body.jobs).toEqual({ completed: 5, failed: 2, inProgress: 0, inQueue: 0, retried: 0 })
     expect((await jobCall(s, 'GET', `/v2/${ep.stream}/health`)).body.jobs).toEqual({ completed: 1, failed: 0, inProgress: 0, inQueue: 0, retried: 0 })
     // concurrent: four at once and the one after the cancel; the cancelled one is neither.
     expect((await jobCall(s, 'GET', `/v2/${ep.concurrent}/health`)).body.jobs).toEqual({ completed: 5, failed: 0, inProgress: 0, inQueue: 0, retried: 0 })
-    expect((await jobCall(s, 'GET', `/v2/${ep.openai}/health`)).body.jobs).toMatchObject({ completed: 3, failed: 0, inProgress: 0, inQueue: 0, retried: 0 })
+    expect((await jobCall(s, 'GET', `/v2/${ep.openai}/health`)).body.jobs).toMatchObject({ completed: 4, failed: 0, inProgress: 0, inQueue: 0, retried: 0 })
   })
 })
 

@@ -63,7 +63,8 @@ def _chunk(cid, delta, finish):
 
 
 async def openai_style(job):
-    """worker-vllm's shape: `openai_route`/`openai_input` in the input; streams raw SSE text."""
+    """worker-vllm's shape: `openai_route`/`openai_input` in the input; streams raw SSE text, each event
+    cut across yields when the body says `x_split_events`."""
     inp = job["input"]
     route = inp.get("openai_route")
     if not route:
@@ -76,16 +77,26 @@ async def openai_style(job):
     text = body["messages"][-1]["content"]
     cid = f"chatcmpl-{job['id']}"
     if body.get("stream"):
-        yield "data: " + json.dumps(_chunk(cid, {"role": "assistant", "content": ""}, None)) + "\n\n"
-        for i, word in enumerate(text.split()):
-            await asyncio.sleep(0.05)
-            yield "data: " + json.dumps(_chunk(cid, {"content": word if i == 0 else " " + word}, None)) + "\n\n"
-        yield "data: " + json.dumps(_chunk(cid, {}, "stop")) + "\n\ndata: [DONE]\n\n"
+        events = ["data: " + json.dumps(_chunk(cid, {"role": "assistant", "content": ""}, None)) + "\n\n"]
+        events += ["data: " + json.dumps(_chunk(cid, {"content": word if i == 0 else " " + word}, None)) + "\n\n" for i, word in enumerate(text.split())]
+        events.append("data: " + json.dumps(_chunk(cid, {}, "stop")) + "\n\ndata: [DONE]\n\n")
+        for i, event in enumerate(events):
+            if i:
+                await asyncio.sleep(0.05)
+            for piece in _cut(event) if body.get("x_split_events") else [event]:
+                yield piece
         return
     n = len(text.split())
     yield {"id": cid, "object": "chat.completion", "created": int(time.time()), "model": "py-echo",
            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop", "logprobs": None}],
            "usage": {"prompt_tokens": n, "completion_tokens": n, "total_tokens": 2 * n}}
+
+
+def _cut(event):
+    """SSE text cut as worker-vllm may yield it: inside the model name, between the blank line's two
+    newlines, and inside `[DONE]`; each piece alone is no whole event."""
+    cuts = sorted({event.index("py-") + 3, len(event) - 1} | ({event.index("[DONE]") + 3} if "[DONE]" in event else set()))
+    return [event[a:b] for a, b in zip([0] + cuts, cuts + [len(event)])]
 
 
 HANDLERS = {

@@ -2,7 +2,7 @@ import { jsonValue } from '../../domain/RawJson.js'
 import type { JobStatusView } from '../../contract/job.js'
 import { DomainError } from '../../domain/errors.js'
 import { isFinal } from '../../domain/jobs/jobState.js'
-import { chunkToSse, hasDone, openAiAnswer, openAiJobInput, SSE_DONE, wantsStream, type OpenAiAnswer } from '../../domain/jobs/openaiJob.js'
+import { openAiAnswer, openAiJobInput, SseEncoder, wantsStream, type OpenAiAnswer } from '../../domain/jobs/openaiJob.js'
 import type { Principal } from '../accounts/AccountService.js'
 import type { JobService } from './JobService.js'
 
@@ -68,20 +68,19 @@ export class OpenAiService {
 
   /** SSE text from the job's chunks, as they arrive; ends with `[DONE]`, an error event first if the job failed. */
   private async *events(r: OpenAiRequest, jobId: string): AsyncIterable<string> {
-    let done = false
+    const sse = new SseEncoder()
     let finished = false
     try {
       for (;;) {
         const view = await this.jobs.stream(r.principal, r.endpointId, jobId, WAIT_SLICE_MS)
         for (const { output } of view.stream) {
-          const sse = chunkToSse(jsonValue(output))
-          done ||= hasDone(sse)
-          yield sse
+          const text = sse.chunk(jsonValue(output))
+          if (text) yield text
         }
         if (isFinal(view.status)) {
           finished = true
-          if (view.status !== 'COMPLETED') yield chunkToSse({ error: { message: view.error ?? `the request ended ${view.status}`, type: view.status === 'TIMED_OUT' ? 'timeout' : 'server_error', code: null } })
-          if (!done) yield SSE_DONE
+          const end = sse.finish(view.status === 'COMPLETED' ? undefined : { error: { message: view.error ?? `the request ended ${view.status}`, type: view.status === 'TIMED_OUT' ? 'timeout' : 'server_error', code: null } })
+          if (end) yield end
           return
         }
         if (r.signal.aborted || this.jobs.closing) return
