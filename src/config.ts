@@ -8,6 +8,7 @@ import { EngineSetting } from './runtime/docker/EngineConfig.js'
 import { ImagesConfig } from './runtime/images.js'
 import { ProcessRuntimeConfig } from './runtime/process/sandbox.js'
 import { KubernetesConfig } from './runtime/kubernetes/KubernetesConfig.js'
+import { described } from './described.js'
 import { BillingConfig } from './services/billing/billingConfig.js'
 import { JobsConfig } from './services/jobs/jobsConfig.js'
 import { LoadBalancerConfig } from './services/loadBalancer/loadBalancerConfig.js'
@@ -18,94 +19,114 @@ import { LoadBalancerConfig } from './services/loadBalancer/loadBalancerConfig.j
  */
 export const Config = Type.Object(
   {
-    host: Type.String({ default: '127.0.0.1' }),
-    port: Type.Integer({ minimum: 0, maximum: 65535, default: 8080 }),
-    dataDir: Type.String({ default: './.hangar' }),
-    /** Externally visible base URL, used to build `requestUrls`; derived from host/port when unset. */
-    publicUrl: Type.Optional(Type.String({ pattern: '^https?://' })),
-    /** Sets the admin key on first start instead of generating one. */
-    adminApiKey: Type.Optional(Type.String({ minLength: 16 })),
-    logLevel: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
-      { default: 'info' },
-    ),
-    /**
-     * Refuse to start while another Hangar uses the data dir (`<dataDir>/hangar.lock`). Off only where two
-     * processes must share one SQLite file on purpose (a test of shared rate limits): both then run workers
-     * and an autoscaler over the same database, and what the SQLite store keeps in memory because one
-     * process owns the file (job counts, queue positions, parsed endpoints) is each process's own. Several
-     * processes on one database is what PostgreSQL is for (see "Several replicas").
-     */
-    lockDataDir: Type.Boolean({ default: true }),
-    /** `auto`: readable lines on a terminal, JSON otherwise; `json` or `pretty` force one. */
-    logFormat: Type.Enum(['auto', 'json', 'pretty'], { default: 'auto' }),
-    /** Largest management request body, bytes. */
-    bodyLimit: Type.Integer({ minimum: 1024, default: 1024 * 1024 }),
-    /** Deadlines for slow clients, JSON depth, request-body bytes held at once. */
+    host: Type.String({ default: '127.0.0.1', description: 'Address the server listens on.' }),
+    port: Type.Integer({ minimum: 0, maximum: 65535, default: 8080, description: 'Port the server listens on (0: any free port).' }),
+    dataDir: Type.String({
+      default: './.hangar',
+      description: 'Where Hangar keeps its data: the SQLite database, `secret.key`, `admin-key`, network volumes, work dirs (see docs/operations.md).',
+    }),
+    publicUrl: Type.Optional(Type.String({ pattern: '^https?://', description: 'Externally visible base URL, used to build `requestUrls`; derived from host/port when unset.' })),
+    adminApiKey: Type.Optional(Type.String({ minLength: 16, description: 'Sets the admin key on first start instead of generating one.' })),
+    logLevel: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
+      default: 'info',
+      description: 'pino level. `info`: one line per API request, workers starting, stopping and failing, new scaling targets; `debug` adds the worker protocol and every scaling decision.',
+    }),
+    lockDataDir: Type.Boolean({
+      default: true,
+      description:
+        "Refuse to start while another Hangar uses the data dir (`<dataDir>/hangar.lock`). Off only where two processes must share one SQLite file on purpose (a test of shared rate limits): both then run workers and an autoscaler over the same database, and what the SQLite store keeps in memory because one process owns the file (job counts, queue positions, parsed endpoints) is each process's own. Several processes on one database is what PostgreSQL is for (see docs/postgresql-and-replicas.md).",
+    }),
+    logFormat: Type.Enum(['auto', 'json', 'pretty'], { default: 'auto', description: '`auto`: readable lines on a terminal, JSON otherwise; `json` or `pretty` force one.' }),
+    bodyLimit: Type.Integer({ minimum: 1024, default: 1024 * 1024, description: 'Largest management request body, bytes.' }),
     limits: LimitsConfig,
     catalog: CatalogConfig,
     fleet: FleetConfig,
-    /** Timings of jobs, workers and webhooks. */
     jobs: JobsConfig,
-    /** LOAD_BALANCER endpoints: host-based addressing, proxy limits, health checks. */
     loadBalancer: LoadBalancerConfig,
-    /** Image reference -> local command, for running endpoints' images as local processes. */
     images: ImagesConfig,
-    /**
-     * How workloads run: `process` says how local processes are isolated from each other and from the control
-     * plane (`sandbox`, `trustTenants`); `kubernetes` names a cluster (`{"kubeconfig": "...", "namespace":
-     * "hangar"}`) whose Nodes are then the fleet, every worker and pod a Pod there (see "Kubernetes" in the README).
-     */
-    runtime: Type.Object({ process: ProcessRuntimeConfig, kubernetes: Type.Optional(KubernetesConfig) }, { additionalProperties: false, default: {} }),
-    /**
-     * This machine's Docker or Podman engine (`"unix:///var/run/docker.sock"`): its workers then run as
-     * containers of their endpoint's image instead of local processes. Hosts listed in `fleet.hosts` name their own.
-     */
-    engine: Type.Optional(EngineSetting),
-    /** Base URL workers reach the control plane at; the address it listens on when unset. */
-    workerUrl: Type.Optional(Type.String({ pattern: '^https?://' })),
-    /**
-     * Base URL the other control-plane replicas reach this one at, when it leads (they forward it load-balancer
-     * traffic and pod operations); the address it listens on when unset. Only used with PostgreSQL.
-     */
-    internalUrl: Type.Optional(Type.String({ pattern: '^https?://' })),
-    /** How often each container engine is pinged, ms; one that does not answer marks its host down until it does. */
-    enginePingIntervalMs: Type.Integer({ minimum: 50, default: 2_000 }),
-    /** Storage prices and the usage ledger's timing (GPU and CPU prices are the catalog's). */
+    runtime: Type.Object(
+      {
+        process: described(
+          ProcessRuntimeConfig,
+          'How local processes are isolated from each other and from the control plane (the bubblewrap sandbox; see docs/security.md).',
+        ),
+        kubernetes: Type.Optional(KubernetesConfig),
+      },
+      {
+        additionalProperties: false,
+        default: {},
+        description:
+          'How workloads run: `process` says how local processes are isolated from each other and from the control plane (`sandbox`, `trustTenants`); `kubernetes` names a cluster (`{"kubeconfig": "...", "namespace": "hangar"}`) whose Nodes are then the fleet, every worker and pod a Pod there (see docs/kubernetes.md).',
+      },
+    ),
+    engine: Type.Optional(
+      described(
+        EngineSetting,
+        'This machine\'s Docker or Podman engine (`"unix:///var/run/docker.sock"`, or an object with every setting): its workers then run as containers of their endpoint\'s image instead of local processes. Hosts listed in `fleet.hosts` name their own.',
+      ),
+    ),
+    workerUrl: Type.Optional(Type.String({ pattern: '^https?://', description: 'Base URL workers reach the control plane at; the address it listens on when unset.' })),
+    internalUrl: Type.Optional(
+      Type.String({
+        pattern: '^https?://',
+        description:
+          'Base URL the other control-plane replicas reach this one at, when it leads (they forward it load-balancer traffic and pod operations); the address it listens on when unset. Only used with PostgreSQL.',
+      }),
+    ),
+    enginePingIntervalMs: Type.Integer({
+      minimum: 50,
+      default: 2_000,
+      description: 'How often each container engine is pinged, ms; one that does not answer marks its host down until it does.',
+    }),
     billing: BillingConfig,
-    /** Bearer token Prometheus sends to scrape /metrics; admin keys are accepted too. */
-    metricsToken: Type.Optional(Type.String({ minLength: 16 })),
-    /** How often each replica writes the endpoint metrics it counted (1-minute and 1-hour buckets), ms. */
-    metricsFlushMs: Type.Integer({ minimum: 100, default: 10_000 }),
-    /**
-     * PostgreSQL to keep everything in (`postgres://user:password@host:5432/db`, optionally `?schema=name`);
-     * the embedded SQLite file in the data dir when unset.
-     */
-    databaseUrl: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
-    /** The PostgreSQL schema (created if missing; default `public`); a `schema` parameter in databaseUrl wins. */
-    databaseSchema: Type.Optional(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,62}$' })),
-    /** Redis for rate-limit counters shared by several control-plane replicas; in memory when unset. */
-    redisUrl: Type.Optional(Type.String({ pattern: '^rediss?://' })),
+    metricsToken: Type.Optional(Type.String({ minLength: 16, description: 'Bearer token Prometheus sends to scrape /metrics; admin keys are accepted too.' })),
+    metricsFlushMs: Type.Integer({
+      minimum: 100,
+      default: 10_000,
+      description: 'How often each replica writes the endpoint metrics it counted (1-minute and 1-hour buckets), ms.',
+    }),
+    databaseUrl: Type.Optional(
+      Type.String({
+        pattern: '^postgres(ql)?://',
+        description:
+          'PostgreSQL to keep everything in (`postgres://user:password@host:5432/db`, optionally `?schema=name`); the embedded SQLite file in the data dir when unset.',
+      }),
+    ),
+    databaseSchema: Type.Optional(
+      Type.String({
+        pattern: '^[A-Za-z_][A-Za-z0-9_]{0,62}$',
+        description: 'The PostgreSQL schema (created if missing; default `public`); a `schema` parameter in databaseUrl wins.',
+      }),
+    ),
+    redisUrl: Type.Optional(Type.String({ pattern: '^rediss?://', description: 'Redis for rate-limit counters shared by several control-plane replicas; in memory when unset.' })),
     rateLimits: Type.Object(
       {
-        /** Management API requests per account per window; admin keys and exempt accounts are not limited. */
         management: Type.Object(
           {
-            minute: Type.Integer({ minimum: 1, default: 600 }),
-            hour: Type.Integer({ minimum: 1, default: 18_000 }),
-            day: Type.Integer({ minimum: 1, default: 200_000 }),
+            minute: Type.Integer({ minimum: 1, default: 600, description: 'Requests per account per minute.' }),
+            hour: Type.Integer({ minimum: 1, default: 18_000, description: 'Requests per account per hour.' }),
+            day: Type.Integer({ minimum: 1, default: 200_000, description: 'Requests per account per day.' }),
           },
-          { additionalProperties: false, default: {} },
+          {
+            additionalProperties: false,
+            default: {},
+            description: 'Management API requests per account per window; admin keys and exempt accounts are not limited.',
+          },
         ),
-        /**
-         * The spec's requests_per_worker: each running worker raises an endpoint's job-operation limits to at
-         * least this many requests per 10 s and this many concurrent requests.
-         */
         perWorker: Type.Object(
-          { rate: Type.Integer({ minimum: 1, default: 500 }), concurrent: Type.Integer({ minimum: 1, default: 100 }) },
-          { additionalProperties: false, default: {} },
+          {
+            rate: Type.Integer({ minimum: 1, default: 500, description: 'Requests per 10 s each running worker raises the limits to, at least.' }),
+            concurrent: Type.Integer({ minimum: 1, default: 100, description: 'Concurrent requests each running worker raises the limits to, at least.' }),
+          },
+          {
+            additionalProperties: false,
+            default: {},
+            description:
+              "The spec's requests_per_worker: each running worker raises an endpoint's job-operation limits to at least this many requests per 10 s and this many concurrent requests.",
+          },
         ),
       },
-      { additionalProperties: false, default: {} },
+      { additionalProperties: false, default: {}, description: 'Quotas of the management API, and how running workers raise the limits of job operations.' },
     ),
   },
   { additionalProperties: false },
@@ -120,7 +141,11 @@ export interface ConfigFlags {
   configFile?: string
 }
 
-const ENV: Record<string, keyof Config> = {
+/**
+ * The environment variables of settings: a top-level key, or a path below one (`loadBalancer.domain`). The
+ * configuration reference (docs/reference/configuration.md) lists them beside their settings.
+ */
+export const CONFIG_ENV: Record<string, keyof Config | `${keyof Config}.${string}`> = {
   HANGAR_HOST: 'host',
   HANGAR_PORT: 'port',
   HANGAR_DATA_DIR: 'dataDir',
@@ -135,7 +160,11 @@ const ENV: Record<string, keyof Config> = {
   HANGAR_WORKER_URL: 'workerUrl',
   HANGAR_INTERNAL_URL: 'internalUrl',
   HANGAR_METRICS_TOKEN: 'metricsToken',
+  HANGAR_LB_DOMAIN: 'loadBalancer.domain',
 }
+
+/** The `hangar serve` flags of settings (`--config FILE` names the config file, as HANGAR_CONFIG does). */
+export const CONFIG_FLAGS = { host: '--host', port: '--port', dataDir: '--data-dir' } as const satisfies Partial<Record<keyof Config, string>>
 
 /**
  * HANGAR_ENGINE: an address (`unix:///run/podman/podman.sock`) or the whole engine object as JSON
@@ -164,25 +193,22 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
   // Where each top-level field came from, so that an error names what the user actually set.
   const origin: Record<string, string> = {}
   if (file) for (const key of Object.keys(raw)) origin[key] = `${file}: ${key}`
-  for (const [name, key] of Object.entries(ENV)) {
+  for (const [name, path] of Object.entries(CONFIG_ENV)) {
     const v = env[name]
-    if (v !== undefined && v !== '') {
-      raw[key] = key === 'port' ? Number(v) : key === 'engine' ? engineFromEnv(v, name) : v
-      origin[key] = name
-    }
-  }
-  if (env.HANGAR_LB_DOMAIN) {
-    raw.loadBalancer = { ...(raw.loadBalancer as object | undefined), domain: env.HANGAR_LB_DOMAIN }
-    origin.loadBalancer = 'HANGAR_LB_DOMAIN'
+    if (v === undefined || v === '') continue
+    const [key, sub] = path.split('.')
+    if (sub) raw[key] = { ...(raw[key] as object | undefined), [sub]: v }
+    else raw[key] = key === 'port' ? Number(v) : key === 'engine' ? engineFromEnv(v, name) : v
+    origin[key] = name
   }
   const flag = (key: keyof Config, name: string, v: unknown) => {
     if (v === undefined) return
     raw[key] = v
     origin[key] = name
   }
-  flag('host', '--host', flags.host)
-  flag('port', '--port', flags.port)
-  flag('dataDir', '--data-dir', flags.dataDir)
+  flag('host', CONFIG_FLAGS.host, flags.host)
+  flag('port', CONFIG_FLAGS.port, flags.port)
+  flag('dataDir', CONFIG_FLAGS.dataDir, flags.dataDir)
   Object.assign(raw, overrides)
   return parseConfig(raw, origin)
 }

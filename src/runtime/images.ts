@@ -2,18 +2,20 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Type, type Static } from 'typebox'
 
-/** What running an image means on a runtime without containers: a local command and extra env. */
 export const ImageMapping = Type.Object(
   {
     command: Type.Array(Type.String(), { minItems: 1, description: 'argv run for the image (its ENTRYPOINT + CMD)' }),
-    env: Type.Optional(Type.Record(Type.String(), Type.String())),
+    env: Type.Optional(Type.Record(Type.String(), Type.String(), { description: 'Environment variables added for the command.' })),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, description: 'What running an image means on a runtime without containers: a local command and extra env.' },
 )
 export type ImageMapping = Static<typeof ImageMapping>
 
-/** Image reference -> local command; adds to (and may override) the built-in sample workers. */
-export const ImagesConfig = Type.Record(Type.String(), ImageMapping, { default: {} })
+export const ImagesConfig = Type.Record(Type.String(), ImageMapping, {
+  default: {},
+  description:
+    "Image reference -> local command, for running endpoints' images as local processes; adds to (and may override) the built-in sample workers (see docs/writing-workers.md).",
+})
 export type ImagesConfig = Static<typeof ImagesConfig>
 
 /** The sample workers shipped in dist/sampleWorkers, used by the official templates. */
