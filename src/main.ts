@@ -60,6 +60,8 @@ import type { Store } from './store/Store.js'
 
 /** The web console's build output: dist/console beside both src/ and dist/ (vite writes it, see console/). */
 const CONSOLE_DIR = fileURLToPath(new URL('../dist/console', import.meta.url))
+/** The manual: docs/ beside both src/ and dist/ (in the package too, see package.json "files"). */
+const DOCS_DIR = fileURLToPath(new URL('../docs', import.meta.url))
 
 /** A running control plane. */
 export interface Hangar {
@@ -300,7 +302,7 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   // With several replicas, what needs the leader's live state is forwarded to it, at the address it advertises.
   let internalUrl = ''
   const replicas = leadership.shared ? { leadership, self: () => internalUrl } : undefined
-  const app = await buildApp({ replicas, logger: logger || false, bodyLimit: config.bodyLimit, limits: config.limits, accounts, catalog, templates, endpoints, registries, networkVolumes, sshKeys, rateLimiter, jobs, openai: new OpenAiService(jobs), workerJobs, workers, pods, clusters, balancer, billing, loadBalancer: config.loadBalancer, publicUrl: () => url, metrics, endpointMetrics, podLinks: new PodLinks({ secrets, clock }), metricsToken: config.metricsToken, consoleDir: CONSOLE_DIR })
+  const app = await buildApp({ replicas, logger: logger || false, bodyLimit: config.bodyLimit, limits: config.limits, accounts, catalog, templates, endpoints, registries, networkVolumes, sshKeys, rateLimiter, jobs, openai: new OpenAiService(jobs), workerJobs, workers, pods, clusters, balancer, billing, loadBalancer: config.loadBalancer, publicUrl: () => url, metrics, endpointMetrics, podLinks: new PodLinks({ secrets, clock }), metricsToken: config.metricsToken, consoleDir: CONSOLE_DIR, docsDir: DOCS_DIR })
   await opts.configureApp?.(app)
   const connections = trackConnections(app.server)
   try {

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { chromium, type Browser, type Page } from 'playwright-core'
@@ -244,6 +244,30 @@ describe.skipIf(skip !== null)('web console in a real browser', () => {
     await expect.poll(() => page.locator('.chart g.bar').count()).toBe(48)
     expect(await page.textContent('.total')).toMatch(/^Total \$/)
     await shot('8-billing')
+  })
+
+  it("shows the installation's manual from the navigation: its pages, links between them, screenshots", async () => {
+    await page.click('nav[aria-label=Main] a[href="/console/docs"]')
+    await page.waitForSelector('article.doc h1:has-text("Hangar\'s manual")')
+    const pages = readdirSync(join(root, 'docs'), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.md'))
+    expect(await page.locator('.docs-nav a').count()).toBe(pages.length)
+    await page.click('.docs-nav a:has-text("Console")')
+    await page.waitForSelector('article.doc h1:has-text("Console")')
+    expect(new URL(page.url()).pathname).toBe('/console/docs/console')
+    // Its screenshots come from the manual's folder too.
+    await expect.poll(() => page.evaluate(() => [...document.querySelectorAll<HTMLImageElement>('article.doc img')].map((i) => i.naturalWidth > 0))).toEqual([true, true])
+    // A link to a heading of another page opens that page there, and a reload shows it again.
+    await page.click('article.doc a[href="/console/docs/operations#endpoint-metrics"]')
+    await page.waitForSelector('article.doc h1:has-text("Operations")')
+    expect(page.url()).toMatch(/\/console\/docs\/operations#endpoint-metrics$/)
+    await page.reload()
+    await page.waitForSelector('article.doc h3#endpoint-metrics')
+    // CI's tags of the shell blocks it runs are not shown; the blocks are.
+    await page.goto(`${s.url}/console/docs/containers`)
+    await page.waitForSelector('article.doc h1:has-text("Containers")')
+    expect(await page.textContent('article.doc')).not.toContain('ci: containers')
+    expect(await page.textContent('article.doc pre code')).toContain('apt-get update')
+    await shot('9-docs')
   })
 
   it('fits a phone-width screen', async () => {

@@ -53,10 +53,12 @@ describe('the packed hangar tarball installed in a project of its own', { timeou
   })
   afterAll(() => rmSync(project, { recursive: true, force: true }))
 
-  it('holds the build, the bin and the migrations, and no sources, tests or source maps', () => {
-    for (const f of ['bin/hangar.js', 'dist/main.js', 'dist/cli/main.js', 'dist/worker/index.js', 'dist/contract/index.d.ts', 'dist/console/index.html', 'README.md']) {
+  it('holds the build, the bin, the migrations and the manual, and no sources, tests or source maps', () => {
+    for (const f of ['bin/hangar.js', 'dist/main.js', 'dist/cli/main.js', 'dist/worker/index.js', 'dist/contract/index.d.ts', 'dist/console/index.html', 'README.md', 'docs/README.md', 'docs/reference/configuration.md', 'docs/console-pods.png']) {
       expect(files).toContain(f)
     }
+    // The manual's pages and screenshots, not the script that takes them or the Grafana dashboard.
+    expect(files.filter((f) => f.startsWith('docs/') && !/\.(md|png)$/.test(f))).toEqual([])
     expect(files.some((f) => f.startsWith('dist/store/sqlite/migrations/'))).toBe(true)
     expect(files.some((f) => f.startsWith('dist/store/postgres/migrations/'))).toBe(true)
     expect(files.filter((f) => /\.test\.|\.map$|^src\/|^test\/|^console\/|^bench\//.test(f))).toEqual([])
@@ -70,6 +72,10 @@ describe('the packed hangar tarball installed in a project of its own', { timeou
       const res = await fetch(`${p.url}/v2/openapi.json`)
       expect(res.status).toBe(200)
       expect(((await res.json()) as { openapi: string }).openapi).toMatch(/^3\./)
+      // The installation carries its own manual, for the console's Docs page.
+      const doc = await fetch(`${p.url}/console/docs/getting-started.md`)
+      expect(doc.status).toBe(200)
+      expect(await doc.text()).toMatch(/^# Getting started\n/)
     } finally {
       p.child.kill('SIGTERM')
       expect(await p.exited).toBe(0)

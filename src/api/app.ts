@@ -110,6 +110,8 @@ export interface AppDeps {
   metricsToken?: string
   /** The built web console (dist/console); without it there is no /console. */
   consoleDir?: string
+  /** The manual (the package's docs/), served under /console/docs/ for the console's Docs page. */
+  docsDir?: string
   /**
    * Several control-plane replicas: what needs the leader is forwarded to it from a follower (`self`: this
    * replica's URL, named in the forwarded request). Absent for a single process, which serves everything.
@@ -250,7 +252,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(podProxyRoutes(deps))
   await app.register(clusterRoutes(deps))
   await app.register(billingRoutes(deps))
-  if (deps.consoleDir) await app.register(consoleRoutes, { dir: deps.consoleDir })
+  if (deps.consoleDir) await app.register(consoleRoutes, { dir: deps.consoleDir, docsDir: deps.docsDir })
   await app.register(loadBalancerRoutes(deps))
   await app.register(retiredV1Routes(deps))
   registerLbUpgrades(app.server, { accounts: deps.accounts, endpoints: deps.endpoints, balancer: deps.balancer, domain: lbDomain, replicas: deps.replicas })

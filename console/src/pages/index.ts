@@ -1,4 +1,5 @@
 import type { AnyComponent } from 'preact'
+import { lazy } from 'preact-iso'
 import { ApiKeys } from './ApiKeys.js'
 import { Billing } from './Billing.js'
 import { EndpointDetail } from './endpoints/EndpointDetail.js'
@@ -20,6 +21,9 @@ export interface PageModule {
   admin?: boolean
 }
 
+/** The manual's page, loaded when first opened: it brings the Markdown renderer, which no other page needs. */
+const Docs = lazy(() => import('./Docs.js').then((m) => m.Docs))
+
 /** Every page, in navigation order. A new resource (pods, billing, clusters) is one module added here. */
 export const PAGES: PageModule[] = [
   { paths: ['/console/endpoints/new'], component: NewEndpoint },
@@ -32,4 +36,5 @@ export const PAGES: PageModule[] = [
   { paths: ['/console/ssh-keys'], component: SshKeys, nav: { label: 'SSH keys', href: '/console/ssh-keys' } },
   { paths: ['/console/billing'], component: Billing, nav: { label: 'Billing', href: '/console/billing' } },
   { paths: ['/console/api-keys'], component: ApiKeys, nav: { label: 'API keys', href: '/console/api-keys' }, admin: true },
+  { paths: ['/console/docs/:doc*'], component: Docs, nav: { label: 'Docs', href: '/console/docs' } },
 ]
