@@ -258,10 +258,10 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
     meter.start()
   }
   const onLead = async () => {
-    workers.lead()
-    // Before anyone can call (a sole process leads before it listens): workers of a previous run (or of a
-    // leader that died) are adopted or stopped, and the jobs of those not adopted requeued.
-    await workers.recover({ keepRunningJobs: leadership.shared })
+    // Workers of a previous run (or of a leader that died) are adopted or stopped, and the jobs of those not
+    // adopted requeued: before anyone can call on a sole process (it leads before it listens); while the other
+    // replicas' workers keep calling on several (see WorkerService.lead).
+    await workers.lead({ keepRunningJobs: leadership.shared })
     // Pods outlive the control plane: those of the previous run are adopted (or started again), before
     // anyone can call and before the autoscaler places workers on the capacity they hold.
     await pods.recover()

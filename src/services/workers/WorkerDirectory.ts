@@ -49,13 +49,16 @@ export class LeaderDirectory implements WorkerDirectory {
     private readonly lifecycle: WorkerLifecycle,
   ) {}
 
-  /** Starts describing every live worker each second (with a change feed). */
+  /** Starts describing every live worker, now and each second (with a change feed). */
   start(): void {
     if (this.ctx.deps.feed && !this.describeTimer) {
       // Every live worker is described each second: a follower that started late, or missed a message, catches up.
-      this.describeTimer = setInterval(() => {
+      // At once too: those adopted before this directory answered were not described as they were taken back.
+      const all = () => {
         for (const w of this.ctx.live.values()) this.describe(w)
-      }, 1000)
+      }
+      all()
+      this.describeTimer = setInterval(all, 1000)
       this.describeTimer.unref()
     }
   }

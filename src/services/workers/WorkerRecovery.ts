@@ -19,14 +19,12 @@ export class WorkerRecovery {
   ) {}
 
   /**
-   * After a restart: adopts the workers of the previous run that still run and can still reach the control
-   * plane (same URL), on their own capacity, for endpoints that still exist; removes the others and any
-   * workload of this installation no record knows. Running jobs of every previous worker go back to the
-   * queue (counted as retried): results posted while no control plane listened are lost, so a job runs
-   * again rather than never ends. With `keepRunningJobs` (other processes served the protocol meanwhile, so
-   * results were not lost) an adopted worker keeps its running jobs; only those of workers not adopted go back.
+   * After a restart or a leader change, the workers: adopts those of the previous run (or of a leader that died)
+   * that still run and can still reach the control plane (same URL), on their own capacity, for endpoints that
+   * still exist; removes the others and any workload of this installation no record knows. Their running jobs
+   * are `recoverJobs`'s.
    */
-  async recover(opts: { keepRunningJobs?: boolean } = {}): Promise<void> {
+  async adoptWorkers(): Promise<void> {
     const { deps } = this.ctx
     const { store, runtime, log } = deps
     const listed = new Map<string, ListedWorkload>()
@@ -41,7 +39,18 @@ export class WorkerRecovery {
     }
     // Started by the previous run but never recorded as started (it crashed in between): not wanted.
     for (const l of listed.values()) await runtime.remove(l.ref).catch(() => undefined)
-    for (const job of await store.jobs.listInProgress()) {
+  }
+
+  /**
+   * Then the running jobs of every previous worker go back to the queue (counted as retried): results posted
+   * while no control plane listened are lost, so a job runs again rather than never ends. With
+   * `keepRunningJobs` (other processes served the protocol meanwhile, so results were not lost) an adopted
+   * worker keeps its running jobs, those taken while it was being adopted included; only those of workers not
+   * adopted go back.
+   */
+  async recoverJobs(opts: { keepRunningJobs?: boolean } = {}): Promise<void> {
+    const { deps } = this.ctx
+    for (const job of await deps.store.jobs.listInProgress()) {
       const adopted = opts.keepRunningJobs && job.workerId ? this.ctx.live.get(job.workerId) : undefined
       if (adopted) adopted.jobs.add(job.id)
       else await loseJob(deps.lifecycle, job, job.workerId ?? '', opts.keepRunningJobs ? 'its worker was lost while the control plane changed leader' : 'the control plane restarted while it ran', true)

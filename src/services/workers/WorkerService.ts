@@ -107,11 +107,11 @@ export type StartResult = { ok: true; workerId: string } | { ok: false; capacity
  * jobs when they die. Live state is in memory (see LiveWorker); the store keeps what a restart must know.
  *
  * Workers belong to the fleet, not to a process. With several control-plane processes only the leader holds
- * live workers (it starts, watches, parks, stops them; `lead()` then `recover()` adopts those of a leader
- * that died). The others (`follow()`) serve the worker protocol for any worker: keys and endpoints from the
- * store, phases (draining, parked, retiring) from the leader's `worker.state` broadcasts, jobs taken straight
- * from the store; signs of life, jobs taken and stopPod go to the leader through the change feed, so its
- * heartbeat checks and scaling decisions count calls made anywhere. A single process leads from the start.
+ * live workers (it starts, watches, parks, stops them; `lead()` adopts those of a leader that died). The
+ * others (`follow()`) serve the worker protocol for any worker: keys and endpoints from the store, phases
+ * (draining, parked, retiring) from the leader's `worker.state` broadcasts, jobs taken straight from the
+ * store; signs of life, jobs taken and stopPod go to the leader through the change feed, so its heartbeat
+ * checks and scaling decisions count calls made anywhere. A single process leads from the start.
  */
 export class WorkerService {
   private readonly lifecycle: WorkerLifecycle
@@ -165,11 +165,21 @@ export class WorkerService {
     this.reads.attach(watchers)
   }
 
-  /** This process became the leader: its workers are the live ones (call `recover()` next to adopt the fleet's). */
-  lead(): void {
+  /**
+   * This process became the leader: it adopts the workers of the previous run (or of a leader that died) and
+   * stops the others (see WorkerRecovery), then answers the worker protocol from its live workers, then
+   * requeues the running jobs of the workers it did not adopt. Before anyone can call, on a sole process. With
+   * several, the others' workers call meanwhile: the follower's directory answers them until they are adopted
+   * (an empty leader directory would refuse them, and the Python SDK drops a result refused with 401: the job
+   * would stay IN_PROGRESS on a worker that no longer runs it), and the jobs are read after the switch, so
+   * those taken while the workers were being adopted are counted as theirs.
+   */
+  async lead(opts: { keepRunningJobs?: boolean } = {}): Promise<void> {
+    await this.recovery.adoptWorkers()
     this.directory = this.leader
     this.view?.clear()
     this.leader.start()
+    await this.recovery.recoverJobs(opts)
   }
 
   /**
@@ -183,9 +193,6 @@ export class WorkerService {
   }
 
   // Recovery (see WorkerRecovery).
-  recover(opts: { keepRunningJobs?: boolean } = {}): Promise<void> {
-    return this.recovery.recover(opts)
-  }
   hostDown(hostId: string, reason: string): void {
     this.recovery.hostDown(hostId, reason)
   }
