@@ -57,12 +57,7 @@ interface Row {
 }
 
 /** Settings that have no `description` yet, and why; the test keeps this list from growing. */
-export const UNDESCRIBED_SETTINGS: Record<string, string> = {
-  // src/runtime/process/sandbox.ts is being changed by other work; its JSDoc moves into `description` after.
-  'runtime.process.sandbox': 'src/runtime/process/sandbox.ts: JSDoc not yet a description',
-  'runtime.process.bwrap': 'src/runtime/process/sandbox.ts: JSDoc not yet a description',
-  'runtime.process.trustTenants': 'src/runtime/process/sandbox.ts: JSDoc not yet a description',
-}
+export const UNDESCRIBED_SETTINGS: Record<string, string> = {}
 
 const isObject = (s: Schema) => s.type === 'object' && s.properties !== undefined
 const isRecord = (s: Schema) => s.type === 'object' && s.patternProperties !== undefined

@@ -17,7 +17,7 @@ import { until } from '../helpers/until.js'
  * symlink in its volume. With the sandbox it finds nothing; the control run (no sandbox, tenants trusted) shows
  * that the same assertions do see every one of those secrets when nothing stops the program.
  */
-const sandbox = probeSandbox({ sandbox: 'auto', bwrap: 'bwrap', trustTenants: false })
+const sandbox = probeSandbox({ sandbox: 'auto', bwrap: 'bwrap' })
 const METRICS_TOKEN = 'metrics-token-must-not-leak-7f3e1a'
 const OTHER_MARKER = 'another-accounts-volume-content-91c4'
 
@@ -215,10 +215,11 @@ describe('what a sandbox shows of the host', () => {
   })
 
   it('gives a GPU workload the NVIDIA device nodes and /sys, and others neither', () => {
-    const gpu = sandboxArgv('bwrap', [], '/', ['true'], { gpus: true })
+    const state = { kind: 'bwrap' as const, bwrap: '/usr/bin/bwrap', setpriv: '/usr/bin/setpriv', network: { mode: 'host' as const } }
+    const gpu = sandboxArgv(state, [], '/', ['true'], { gpus: true })
     for (const dev of gpuDevices()) expect(gpu.join(' ')).toContain(`--dev-bind ${dev} ${dev}`)
     expect(gpu.join(' ')).toContain('--ro-bind-try /sys /sys')
-    const cpu = sandboxArgv('bwrap', [], '/', ['true']).join(' ')
+    const cpu = sandboxArgv(state, [], '/', ['true']).join(' ')
     expect(cpu).not.toContain('/sys')
     expect(cpu).not.toContain('nvidia')
   })

@@ -1,16 +1,18 @@
 import { spawn } from 'node:child_process'
+import type { Readable, Writable } from 'node:stream'
 import { chownSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { orphanTimeoutMs } from '../../worker/index.js'
 import { freePort } from '../freePort.js'
 import { resolveImage, type ImagesConfig } from '../images.js'
 import { LABELS } from '../labels.js'
-import type { ListedWorkload, PublishedPort, RuntimeDriver, RuntimeRef, StartHooks, Workload, WorkloadExit, WorkloadSpec, WorkloadStats } from '../RuntimeDriver.js'
+import type { ListedWorkload, PublishedPort, RuntimeDriver, RuntimeRef, StartHooks, Workload, WorkloadExit, WorkloadMount, WorkloadSpec, WorkloadStats } from '../RuntimeDriver.js'
 import { WorkerLog } from '../WorkerLog.js'
 import { workload } from '../workload.js'
 import { OutputTail } from './OutputTail.js'
 import { groupUsage, processStartMarker, startTicks } from './procfs.js'
-import { probeSandbox, programPaths, SANDBOX_UID, sandboxArgv, unreadableBySandbox, type SandboxBind, type SandboxState } from './sandbox.js'
+import { connectSandbox, readSandboxPid, stopNetwork } from './network.js'
+import { checkMountTarget, FD, LAUNCH_ENV, probeSandbox, programPaths, SANDBOX_UID, sandboxArgv, unreadableBySandbox, unsandboxedArgv, within, workloadEnvScript, type SandboxBind, type SandboxState } from './sandbox.js'
 import { signalWorkload, supervisedArgv } from './supervisor.js'
 
 /** Options of the process driver. */
@@ -29,6 +31,11 @@ export interface ProcessDriverOptions {
   trustTenants?: boolean
   /** Whether an account may run without a sandbox (the admin's); none may when not given. */
   trustedAccount?: (accountId: string) => Promise<boolean>
+  /**
+   * The launcher as it was before issue 34, for the attack suite's control run only (never configurable): the
+   * supervisor gets the workload's env and finds bwrap and setpriv by name, so that the attacks can be seen to work.
+   */
+  unsafeLaunchWithWorkloadEnv?: boolean
 }
 
 /** What `process:` refs hold. */
@@ -64,7 +71,7 @@ export class ProcessDriver implements RuntimeDriver {
   readonly sandbox: SandboxState
 
   constructor(private readonly o: ProcessDriverOptions) {
-    this.sandbox = o.sandbox ?? probeSandbox({ sandbox: 'auto', bwrap: 'bwrap', trustTenants: false })
+    this.sandbox = o.sandbox ?? probeSandbox({ sandbox: 'auto', bwrap: 'bwrap' })
     announceControlPlane(join(o.dataDir, CONTROL_PLANES))
   }
 
@@ -79,33 +86,50 @@ export class ProcessDriver implements RuntimeDriver {
     }
     const sandbox = this.sandbox.kind === 'bwrap' ? this.sandbox : null
     if (!sandbox) await this.mayRunUnsandboxed(spec, this.sandbox.kind === 'none' ? this.sandbox.reason : '')
+    const isolated = sandbox !== null && sandbox.network.mode !== 'host'
+    if (sandbox) checkMounts(spec.mounts)
     hooks.onPhase?.('CREATING')
     // The container disk is ephemeral: every start begins with an empty one.
     rmSync(disk, { recursive: true, force: true })
     mkdirSync(disk, { recursive: true })
     const ports = await this.allocatePorts(spec)
-    const writable: string[] = [disk]
-    const env: Record<string, string> = { ...this.o.hostEnv, HOME: disk, ...(own.length > 0 ? {} : (mapping?.env ?? {})), ...spec.env, ...this.runtimeEnv(spec, disk, ports, writable) }
+    const mounts = this.placeMounts(spec, disk, sandbox !== null)
+    const home = mounts.find((m) => m.path === disk)!.target
+    const env: Record<string, string> = { ...this.o.hostEnv, HOME: home, ...(own.length > 0 ? {} : (mapping?.env ?? {})), ...spec.env, ...runtimeEnv(spec, ports, mounts, disk, isolated) }
+    // Its own /tmp: the host's TMPDIR is not there.
+    if (sandbox) env.TMPDIR = '/tmp'
+    // Refuses a variable no process can carry before anything is started.
+    const envScript = workloadEnvScript(env)
     const logs = new WorkerLog(this.logPath(spec.kind, spec.id))
     logs.append('system', `starting: ${command.map((a) => JSON.stringify(a)).join(' ')}`)
     const outputFile = join(dir, 'output.log')
     const out = openSync(outputFile, 'w')
-    let argv = command
+    // The variables reach the program as a file on a descriptor, never as the environment of a process outside
+    // its sandbox: the file is gone from the disk once the descriptor is open.
+    const envFile = join(dir, 'env')
+    writeFileSync(envFile, envScript, { mode: 0o600 })
+    const envFd = openSync(envFile, 'r')
+    rmSync(envFile, { force: true })
+    let argv = unsandboxedArgv(command)
     if (sandbox) {
-      // Its own /tmp: the host's TMPDIR is not there.
-      env.TMPDIR = '/tmp'
-      const binds: SandboxBind[] = [...programPaths(mapping, this.o.dataDir).map((path) => ({ path, writable: false })), ...writable.map((path) => ({ path, writable: true }))]
+      const binds: SandboxBind[] = [...programPaths(mapping, this.o.dataDir).map((path) => ({ path, writable: false })), ...mounts.map((m) => ({ path: m.path, target: m.target, writable: true }))]
       // As root the program runs as SANDBOX_UID: its writable places are its own.
-      if (process.getuid?.() === 0) for (const path of writable) chownSync(path, SANDBOX_UID, SANDBOX_UID)
-      argv = sandboxArgv(sandbox.bwrap, binds, disk, command, { gpus: !spec.gpus.virtual && spec.gpus.ids.length > 0 })
-      logs.append('system', `sandboxed (bubblewrap): sees ${writable.join(', ')} and, read-only, the program's files and the system`)
+      if (process.getuid?.() === 0) for (const m of mounts) chownSync(m.path, SANDBOX_UID, SANDBOX_UID)
+      const programs = this.o.unsafeLaunchWithWorkloadEnv ? { ...sandbox, bwrap: 'bwrap', setpriv: sandbox.setpriv && 'setpriv' } : sandbox
+      argv = sandboxArgv(programs, binds, home, command, { gpus: !spec.gpus.virtual && spec.gpus.ids.length > 0 })
+      logs.append('system', `sandboxed (bubblewrap): sees ${mounts.map((m) => m.target).join(', ')} and, read-only, the program's files and the system; network: ${sandbox.network.mode === 'host' ? "the host's" : `its own (${sandbox.network.mode})`}`)
       for (const path of unreadableBySandbox(binds)) logs.append('system', `warning: ${path} is not readable by others: the sandboxed program (uid ${SANDBOX_UID}) cannot read it`)
     }
     const orphanLimitS = spec.kind === 'worker' ? Math.ceil(orphanTimeoutMs(env, true, Math.max(100, Number(env.RUNPOD_PING_INTERVAL ?? 10_000) || 10_000)) / 1000) : 0
-    const supervised = supervisedArgv({ controlPlanes: join(this.o.dataDir, CONTROL_PLANES), controlPlanePid: process.pid, controlPlaneStart: startTicks(process.pid) ?? '', orphanLimitS, command: argv })
+    const networkPidFile = isolated ? join(dir, NETWORK_PID_FILE) : undefined
+    const supervised = supervisedArgv({ controlPlanes: join(this.o.dataDir, CONTROL_PLANES), controlPlanePid: process.pid, controlPlaneStart: startTicks(process.pid) ?? '', orphanLimitS, networkPidFile, command: argv })
     hooks.onPhase?.('STARTING')
-    const child = spawn('/bin/sh', supervised, { cwd: disk, env, detached: true, stdio: ['ignore', out, out] })
+    // Outside the sandbox: /bin/sh by its path, with Hangar's fixed environment, in the workload's own directory.
+    const handshake = sandbox ? 'pipe' : 'ignore'
+    const launchEnv = this.o.unsafeLaunchWithWorkloadEnv ? { ...LAUNCH_ENV, ...env } : { ...LAUNCH_ENV }
+    const child = spawn('/bin/sh', supervised, { cwd: sandbox ? dir : disk, env: launchEnv, detached: true, stdio: ['ignore', out, out, handshake, handshake, envFd] })
     closeSync(out)
+    closeSync(envFd)
     try {
       await new Promise<void>((resolve, reject) => {
         child.once('spawn', resolve)
@@ -118,12 +142,31 @@ export class ProcessDriver implements RuntimeDriver {
       throw new Error(message)
     }
     const pid = child.pid!
+    if (sandbox) {
+      try {
+        const inside = await readSandboxPid(child.stdio[FD.info] as Readable)
+        if (sandbox.network.mode !== 'host') {
+          const hostPorts = controlPlanePorts(spec)
+          for (const url of nonLocalControlPlane(spec)) logs.append('system', `warning: the control plane's URL ${url} is not on this host's loopback: the sandbox reaches it only as any outside address`)
+          await connectSandbox(sandbox.network, inside, { hostPorts, published: ports }, networkPidFile!)
+        }
+        ;(child.stdio[FD.go] as Writable).end('go\n')
+      } catch (err) {
+        signalWorkload(pid, 'SIGKILL')
+        stopNetwork(join(dir, NETWORK_PID_FILE))
+        const message = (err as Error).message
+        logs.append('system', message)
+        throw new Error(message)
+      }
+    }
     // Read now: a process that already ended has no marker, and the ref must still be well-formed.
     const ref = formatRef({ hostId: spec.hostId, pid, marker: processStartMarker(pid) ?? 'gone:0', kind: spec.kind, id: spec.id })
     writeFileSync(join(dir, 'workload.json'), JSON.stringify({ ref, labels: spec.labels } satisfies WorkloadFile))
     const tail = new OutputTail(outputFile, 0, (line) => logs.append('container', line))
     const exited = new Promise<WorkloadExit>((resolve) => {
       child.once('exit', (code, signal) => {
+        // A supervisor killed outright (a stop past its grace period) could not end the network itself.
+        stopNetwork(join(dir, NETWORK_PID_FILE))
         tail.close()
         logs.append('system', `exited (${signal ? `signal ${signal}` : `code ${code}`})`)
         logs.end()
@@ -147,6 +190,7 @@ export class ProcessDriver implements RuntimeDriver {
       const timer = setInterval(() => {
         if (processStartMarker(r.pid) === r.marker) return
         clearInterval(timer)
+        stopNetwork(join(dir, NETWORK_PID_FILE))
         tail.close()
         logs.append('system', 'exited (adopted process: exit status unknown)')
         logs.end()
@@ -176,6 +220,7 @@ export class ProcessDriver implements RuntimeDriver {
       while (processStartMarker(r.pid) === r.marker && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 10))
     }
     const dir = this.dirOf(r.kind, r.id)
+    stopNetwork(join(dir, NETWORK_PID_FILE))
     // The log stays (the logs API serves ended workers from it); disk, raw output and identity go.
     for (const f of ['disk', 'output.log', 'workload.json', 'ports.json']) rmSync(join(dir, f), { recursive: true, force: true })
   }
@@ -225,12 +270,35 @@ export class ProcessDriver implements RuntimeDriver {
     return join(this.o.dataDir, 'persistent', encodeURIComponent(hostId), encodeURIComponent(name))
   }
 
-  /** A free host port per declared port: a process cannot be remapped, so it is told where to listen. */
+  /**
+   * A free host port per declared port, on the host's loopback. A program with a network of its own listens on
+   * its declared port and pasta forwards the host's port there; one sharing the host's network cannot be
+   * remapped, so it is told to listen on the host's port.
+   */
   private async allocatePorts(spec: WorkloadSpec): Promise<PublishedPort[]> {
     const ports: PublishedPort[] = []
     for (const p of spec.ports) ports.push({ privatePort: p.port, publicPort: await freePort(), protocol: p.protocol, ip: '127.0.0.1' })
     writeFileSync(join(this.dirOf(spec.kind, spec.id), 'ports.json'), JSON.stringify(ports))
     return ports
+  }
+
+  /**
+   * Where each of the workload's directories is, on the host and as the program sees it: in a sandbox at its
+   * declared path (the disk at its target, a pod's volume at its `mounts` path, a worker's network volume at
+   * /runpod-volume), without one at its host path.
+   */
+  private placeMounts(spec: WorkloadSpec, disk: string, sandboxed: boolean): PlacedMount[] {
+    const placed: PlacedMount[] = []
+    for (const m of spec.mounts) {
+      let path: string
+      if (m.kind === 'disk') path = disk
+      else if (m.kind === 'persistent') path = this.persistentDir(spec.hostId, m.name)
+      else path = m.source
+      mkdirSync(path, { recursive: true })
+      placed.push({ kind: m.kind, path, target: sandboxed ? m.target : path })
+    }
+    if (!placed.some((m) => m.kind === 'disk')) placed.unshift({ kind: 'disk', path: disk, target: sandboxed ? '/workspace' : disk })
+    return placed
   }
 
   /**
@@ -248,31 +316,71 @@ export class ProcessDriver implements RuntimeDriver {
     )
   }
 
-  /** Variables that tell the process what a container would get by mapping: ports, mounts, GPUs. */
-  private runtimeEnv(spec: WorkloadSpec, disk: string, ports: PublishedPort[], writable: string[]): Record<string, string> {
-    const env: Record<string, string> = { HANGAR_DISK_PATH: disk }
-    for (const p of spec.ports) {
-      const host = String(ports.find((x) => x.privatePort === p.port)!.publicPort)
-      env[`HANGAR_PORT_${p.port}`] = host
-      for (const name of p.env ?? []) env[name] = host
-    }
-    for (const m of spec.mounts) {
-      if (m.kind === 'persistent') {
-        const dir = this.persistentDir(spec.hostId, m.name)
-        mkdirSync(dir, { recursive: true })
-        writable.push(dir)
-        env.HANGAR_PERSISTENT_PATH = dir
-      } else if (m.kind === 'volume') {
-        mkdirSync(m.source, { recursive: true })
-        writable.push(m.source)
-        env.HANGAR_VOLUME_PATH = m.source
-      }
-    }
-    // Virtual GPUs are not devices: the variable is left alone. No GPU at all hides every device.
-    if (!spec.gpus.virtual) env.CUDA_VISIBLE_DEVICES = spec.gpus.ids.join(',')
-    return env
+}
+
+/** A workload's directory on the host and where its program sees it. */
+interface PlacedMount {
+  kind: WorkloadMount['kind']
+  path: string
+  target: string
+}
+
+/** Variables that tell the process what a container would get by mapping: ports, mounts, GPUs. */
+function runtimeEnv(spec: WorkloadSpec, ports: PublishedPort[], mounts: PlacedMount[], disk: string, isolated: boolean): Record<string, string> {
+  const env: Record<string, string> = { HANGAR_DISK_PATH: mounts.find((m) => m.path === disk)!.target }
+  for (const p of spec.ports) {
+    const listen = String(isolated ? p.port : ports.find((x) => x.privatePort === p.port)!.publicPort)
+    env[`HANGAR_PORT_${p.port}`] = listen
+    for (const name of p.env ?? []) env[name] = listen
+  }
+  for (const m of mounts) {
+    if (m.kind === 'persistent') env.HANGAR_PERSISTENT_PATH = m.target
+    else if (m.kind === 'volume') env.HANGAR_VOLUME_PATH = m.target
+  }
+  // Virtual GPUs are not devices: the variable is left alone. No GPU at all hides every device.
+  if (!spec.gpus.virtual) env.CUDA_VISIBLE_DEVICES = spec.gpus.ids.join(',')
+  return env
+}
+
+/**
+ * Mount paths a sandbox can honour (checkMountTarget), and none inside another mount but the disk (a network
+ * volume or persistent directory keeps what its tenant wrote, links included, from one start to the next).
+ */
+function checkMounts(mounts: WorkloadMount[]): void {
+  for (const m of mounts) {
+    const problem = checkMountTarget(m.target)
+    if (problem) throw new Error(problem)
+    const outer = mounts.find((o) => o !== m && o.kind !== 'disk' && o.target !== m.target && within(m.target, o.target))
+    if (outer) throw new Error(`mount path ${m.target} lies inside ${outer.target}, another mount whose files persist: choose paths that do not nest`)
   }
 }
+
+/** The control plane's loopback ports a workload must reach (a worker's URL), forwarded into its namespace. */
+function controlPlanePorts(spec: WorkloadSpec): number[] {
+  const url = parseUrl(spec.labels[LABELS.controlPlane])
+  if (!url || !isLoopback(url.hostname)) return []
+  return [Number(url.port || (url.protocol === 'https:' ? 443 : 80))]
+}
+
+function nonLocalControlPlane(spec: WorkloadSpec): string[] {
+  const url = parseUrl(spec.labels[LABELS.controlPlane])
+  return url && !isLoopback(url.hostname) ? [url.origin] : []
+}
+
+function parseUrl(s: string | undefined): URL | null {
+  try {
+    return s ? new URL(s) : null
+  } catch {
+    return null
+  }
+}
+
+function isLoopback(hostname: string): boolean {
+  return hostname === 'localhost' || /^127\./.test(hostname) || hostname === '[::1]'
+}
+
+/** pasta's pid, in a workload's directory. */
+const NETWORK_PID_FILE = 'network.pid'
 
 /** Where the control planes of a data dir announce themselves to the supervisors of its workers. */
 const CONTROL_PLANES = 'control-planes'

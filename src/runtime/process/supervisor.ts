@@ -11,9 +11,11 @@ export const SUPERVISOR_NAME = 'hangar-supervise'
  * holding its start ticks: a restarted control plane, or another replica, which adopts it); after `limit`
  * seconds without one it kills the whole workload (SIGKILL to the process group), whatever SDK the worker uses.
  * The watcher ignores SIGTERM, so a stop reaches only the program.
- * Arguments: that directory, pid and start ticks of the starting control plane, limit, then the command.
+ * When the command ends it also ends the sandbox's network (pasta, by the pid file it wrote).
+ * Arguments: that directory, pid and start ticks of the starting control plane, limit, pasta's pid file (or
+ * ''), then the command.
  */
-const SCRIPT = `planes=$1; cp_pid=$2; cp_start=$3; limit=$4; shift 4
+const SCRIPT = `planes=$1; cp_pid=$2; cp_start=$3; limit=$4; net=$5; shift 5
 started() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20; }
 alive() { [ -n "$1" ] && [ -n "$2" ] && [ "$(started "$1")" = "$2" ]; }
 watch() {
@@ -34,17 +36,18 @@ watch() {
   done
 }
 w=
-if [ "$limit" -gt 0 ]; then watch & w=$!; fi
+if [ "$limit" -gt 0 ]; then watch 3>&- 4>&- 5<&- & w=$!; fi
 "$@"
 status=$?
 if [ -n "$w" ]; then kill -KILL "$w" 2>/dev/null; fi
+if [ -n "$net" ] && n=$(cat "$net" 2>/dev/null); then case $(cat "/proc/$n/comm" 2>/dev/null) in pas*) kill "$n" ;; esac; fi
 if [ "$status" -gt 128 ] && [ "$status" -lt 160 ]; then kill -$((status - 128)) $$; fi
 exit $status
 `
 
 /** The argv (for /bin/sh) of `command` under the supervisor. */
-export function supervisedArgv(o: { controlPlanes: string; controlPlanePid: number; controlPlaneStart: string; orphanLimitS: number; command: string[] }): string[] {
-  return ['-c', SCRIPT, SUPERVISOR_NAME, o.controlPlanes, String(o.controlPlanePid), o.controlPlaneStart, String(o.orphanLimitS), ...o.command]
+export function supervisedArgv(o: { controlPlanes: string; controlPlanePid: number; controlPlaneStart: string; orphanLimitS: number; networkPidFile?: string; command: string[] }): string[] {
+  return ['-c', SCRIPT, SUPERVISOR_NAME, o.controlPlanes, String(o.controlPlanePid), o.controlPlaneStart, String(o.orphanLimitS), o.networkPidFile ?? '', ...o.command]
 }
 
 /**

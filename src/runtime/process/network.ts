@@ -1,0 +1,129 @@
+import { execFile } from 'node:child_process'
+import { readFileSync, rmSync } from 'node:fs'
+import { networkInterfaces } from 'node:os'
+import type { Readable } from 'node:stream'
+import { promisify } from 'node:util'
+import type { PublishedPort } from '../RuntimeDriver.js'
+import { LAUNCH_ENV, type SandboxNetwork } from './sandbox.js'
+
+const run = promisify(execFile)
+
+/** What a sandbox's network namespace is connected to. */
+export interface SandboxLinks {
+  /** Ports of the host's loopback the program reaches at the same port of its own (the control plane's). */
+  hostPorts: number[]
+  /** The program's declared ports, published on the host's loopback (publicPort -> privatePort). */
+  published: PublishedPort[]
+}
+
+/**
+ * The pid of the sandbox's init, from bwrap's `--info-fd` JSON (`{"child-pid": N, ...}`, read whole: bwrap is
+ * killed by SIGPIPE if the reader goes before it has written everything); rejects when the sandbox ends or says
+ * nothing within `timeoutMs`. The stream is left open and read to its end, closed with the workload.
+ */
+export function readSandboxPid(info: Readable, timeoutMs = 10_000): Promise<number> {
+  return new Promise((resolve, reject) => {
+    let text = ''
+    let settled = false
+    const done = (err: Error | null, pid?: number) => {
+      if (settled) return
+      settled = true
+      clearTimeout(timer)
+      if (err) reject(err)
+      else resolve(pid!)
+    }
+    const timer = setTimeout(() => done(new Error(`the sandbox did not report its process within ${timeoutMs} ms`)), timeoutMs)
+    info.on('data', (chunk: Buffer) => {
+      if (settled) return
+      text += chunk.toString('utf8')
+      let parsed: { 'child-pid'?: unknown }
+      try {
+        parsed = JSON.parse(text)
+      } catch {
+        return
+      }
+      if (typeof parsed['child-pid'] === 'number') done(null, parsed['child-pid'])
+      else done(new Error(`the sandbox reported no process: ${text.slice(0, 200)}`))
+    })
+    info.once('error', (err) => done(err))
+    info.once('end', () => done(new Error(`the sandbox ended before it reported its process${text ? `: ${text.slice(0, 200)}` : ''}`)))
+  })
+}
+
+/**
+ * Connects the network namespace of sandbox process `pid` with pasta (Debian's passt), started by its absolute
+ * path with LAUNCH_ENV and arguments of Hangar's alone (numbers and fixed flags): the control plane's port and
+ * the published ports are spliced through the loopbacks, and in `internet` mode the namespace gets an address
+ * and outbound connections, but the gateway is not mapped to the host (`--no-map-gw`) and every address of the
+ * host is a blackhole route inside, so the host's loopback and other addresses stay out of reach. pasta does not
+ * notice the namespace going: it writes its pid to `pidFile` and is ended with the workload (stopNetwork, and
+ * the supervisor). Programs may then listen on ports below 1024 inside (the namespace is theirs).
+ */
+export async function connectSandbox(network: Extract<SandboxNetwork, { pasta: string }>, init: number, links: SandboxLinks, pidFile: string): Promise<void> {
+  const root = process.getuid?.() === 0
+  const ns = `/proc/${init}/ns`
+  // pasta's default for each forwarding option is `auto` (every port bound on either side): none unless named.
+  const forwards = (flag: string, specs: string[]) => (specs.length > 0 ? specs.flatMap((s) => [flag, s]) : [flag, 'none'])
+  const args = ['--quiet', '--pid', pidFile, '--no-map-gw', '--no-dhcp', '--no-dhcpv6', '-u', 'none', '-U', 'none']
+  if (network.mode === 'internet') args.push('--config-net')
+  args.push(...forwards('-T', links.hostPorts.map(String)))
+  args.push(...forwards('-t', links.published.map((p) => `${p.ip}/${p.publicPort}:${p.privatePort}`)))
+  // As root pasta must stay uid 0 to enter a namespace of the initial user namespace (it keeps CAP_SYS_ADMIN and
+  // CAP_NET_BIND_SERVICE only, under seccomp, with no_new_privs and an empty filesystem); as a user it enters
+  // the sandbox's own user namespace.
+  args.push(...(root ? ['--runas', '0', '--netns', `${ns}/net`] : ['--userns', `${ns}/user`, '--netns', `${ns}/net`]))
+  // bwrap reports its init before it has dropped its privileges (and is dumpable again): until then pasta, which
+  // keeps no CAP_SYS_PTRACE, cannot open its namespaces. Tried again for a moment.
+  await attempt(async () => {
+    for (let tries = 1; ; tries++) {
+      try {
+        return await run(network.pasta, args, { env: { ...LAUNCH_ENV }, timeout: 10_000 })
+      } catch (err) {
+        if (tries >= 400 || !/Couldn't open (network|user) namespace/.test(String((err as { stderr?: string }).stderr))) throw err
+        await new Promise((resolve) => setTimeout(resolve, 5))
+      }
+    }
+  }, `pasta (${network.pasta})`)
+  const enter = root ? [`--net=${ns}/net`] : [`--user=${ns}/user`, '--preserve-credentials', `--net=${ns}/net`]
+  const blackholes = network.mode === 'internet' ? hostAddresses() : []
+  const script = 'echo 0 > /proc/sys/net/ipv4/ip_unprivileged_port_start; for a in "$@"; do case $a in *:*) ip -6 route add blackhole "$a" ;; *) ip route add blackhole "$a" ;; esac || exit 1; done'
+  await attempt(() => run('/usr/bin/nsenter', [...enter, '--', '/bin/sh', '-c', script, 'hangar-net', ...blackholes], { env: { ...LAUNCH_ENV }, timeout: 10_000 }), 'the namespace set-up (nsenter)')
+}
+
+/** The host's addresses other than loopback, as host routes (`/32`, `/128`). */
+export function hostAddresses(): string[] {
+  const found = new Set<string>()
+  for (const list of Object.values(networkInterfaces())) {
+    for (const a of list ?? []) {
+      if (a.internal || a.address.startsWith('fe80:')) continue
+      found.add(a.family === 'IPv6' ? `${a.address}/128` : `${a.address}/32`)
+    }
+  }
+  return [...found]
+}
+
+async function attempt(f: () => Promise<unknown>, what: string): Promise<void> {
+  try {
+    await f()
+  } catch (err) {
+    const e = err as { stderr?: string; message: string }
+    const said = (e.stderr ?? '').split('\n').filter((l) => l && !/syslog|Changing to nobody/.test(l)).join('; ')
+    throw new Error(`cannot connect the sandbox's network: ${what} failed: ${said || e.message}`)
+  }
+}
+
+/** Ends the pasta of a workload (by its pid file, if that pid is still a pasta), and removes the file. */
+export function stopNetwork(pidFile: string): void {
+  let pid = 0
+  try {
+    pid = Number(readFileSync(pidFile, 'utf8').trim())
+  } catch {
+    return
+  }
+  try {
+    if (pid > 0 && /^pas/.test(readFileSync(`/proc/${pid}/comm`, 'utf8'))) process.kill(pid, 'SIGTERM')
+  } catch {
+    // already gone
+  }
+  rmSync(pidFile, { force: true })
+}
