@@ -41,6 +41,7 @@ import { WorkerJobService } from './services/jobs/WorkerJobService.js'
 import { DroppedTakes } from './services/jobs/DroppedTakes.js'
 import { WorkerService } from './services/workers/WorkerService.js'
 import { buildRuntime, hostEngines } from './runtime/buildRuntime.js'
+import { probeCgroups } from './runtime/process/cgroups.js'
 import { probeSandbox } from './runtime/process/sandbox.js'
 import { openKubernetes } from './runtime/kubernetes/openKubernetes.js'
 import { HostMonitor } from './services/workers/HostMonitor.js'
@@ -198,8 +199,14 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
         : `local workers and pods run without a sandbox (${sandbox.reason}): only the admin account's run on this host; install bubblewrap, or set runtime.process.trustTenants to run every account's`,
     )
   }
+  if (sandbox.kind === 'bwrap' && sandbox.network.mode === 'host') log.warn({ network: 'host' }, 'local workers and pods share this host\'s network (runtime.process.network is "host"): every program reaches the host\'s loopback services and the others\' ports')
+  // Root is not needed: with user namespaces the sandbox works for an ordinary user (see docs/security.md).
+  if (process.getuid?.() === 0) log.warn({ uid: 0 }, 'running as root: Hangar does not need it (the sandbox uses user namespaces); run it as a user of its own, such as "hangar" (docs/security.md)')
+  const cgroups = config.runtime.process.limits ? probeCgroups() : null
+  if (cgroups?.kind === 'none') log.warn({ reason: cgroups.reason }, `local workers and pods run without memory, CPU and process limits: ${cgroups.reason}`)
+  const limits = cgroups ? { cgroups, pids: config.runtime.process.pidsLimit, diskCheckIntervalMs: config.runtime.process.diskCheckIntervalMs } : undefined
   const trustedAccount = async (accountId: string) => (await store.accounts.get(accountId))?.name === ADMIN_ACCOUNT
-  const runtime = buildRuntime(config, workerHostEnv(), { sandbox, trustedAccount }, kube ? { driver: kube.driver, hostIds: kube.hosts.map((h) => h.id) } : undefined)
+  const runtime = buildRuntime(config, workerHostEnv(), { sandbox, trustedAccount, limits }, kube ? { driver: kube.driver, hostIds: kube.hosts.map((h) => h.id) } : undefined)
   // Workers call the control plane at workerUrl, or on its local address (whatever publicUrl says); a
   // host's engine may say how its containers reach it. Known before listen unless the port is 0, so
   // workers of a previous run can be adopted.

@@ -2,11 +2,12 @@ import { execFileSync } from 'node:child_process'
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { connect, createServer, type Server } from 'node:net'
 import { networkInterfaces, tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { LABELS } from '../../src/runtime/labels.js'
 import { ProcessDriver } from '../../src/runtime/process/ProcessDriver.js'
-import { probeSandbox, type SandboxState } from '../../src/runtime/process/sandbox.js'
+import { hostAddresses } from '../../src/runtime/process/network.js'
+import { checkMountTarget, probeSandbox, type SandboxState } from '../../src/runtime/process/sandbox.js'
 import type { Workload, WorkloadSpec } from '../../src/runtime/RuntimeDriver.js'
 import { until } from '../helpers/until.js'
 
@@ -201,7 +202,27 @@ describe.skipIf(sandbox.kind !== 'bwrap')("a tenant's env, command, image, mount
     }
     await expect(driver.start(attackSpec('w-nest', volume, 'echo up', { mounts: [{ kind: 'volume', source: volume, target: '/data' }, { kind: 'persistent', name: 'p', target: '/data/inner', sizeGb: 1 }] }))).rejects.toThrow(/lies inside \/data/)
     await expect(driver.start(attackSpec('w-env', volume, 'echo up', { env: { 'A=B; touch /tmp/x': '1' } }))).rejects.toThrow(/cannot be set for a local process/)
+    // A mount holding the program's files (Hangar's own dist, bound read-only): bwrap would make their mount
+    // points inside the tenant's volume, following the links it left there.
+    const holder = dirname(process.cwd())
+    if (holder !== '/' && checkMountTarget(holder) === null) {
+      await expect(driver.start(attackSpec('w-hold', volume, 'echo up', { mounts: [{ kind: 'volume', source: volume, target: holder }] }))).rejects.toThrow(/which the sandbox shows read-only/)
+    }
     expect(findings(volume).outside).toEqual([])
+  })
+
+  it("bounds the supervisor's orphan limit whatever the worker's env says (a huge ping interval or orphan timeout)", async () => {
+    const driver = new ProcessDriver({ dataDir, images: {}, hostEnv: { PATH: '/usr/bin:/bin' }, sandbox })
+    const envs: Record<string, string>[] = [{ RUNPOD_PING_INTERVAL: '1e308' }, { HANGAR_ORPHAN_TIMEOUT_MS: '1e300' }, { RUNPOD_PING_INTERVAL: 'NaN' }]
+    for (const env of envs) {
+      const w = await driver.start(attackSpec('w-orphan', volume, 'echo up; sleep 5', { env }))
+      const args = readFileSync(`/proc/${w.ref.split(':')[2]}/cmdline`, 'utf8').split('\0')
+      // sh -c SCRIPT NAME planes pid start LIMIT ...
+      const limit = Number(args[7])
+      expect(Number.isInteger(limit) && limit > 0 && limit <= 86_400, `${JSON.stringify(env)}: ${args[7]}`).toBe(true)
+      await w.stop(0)
+      await driver.remove(w.ref)
+    }
   })
 
   it('passes argv-looking commands and quoted values through as data: bwrap options after -- are the program, a value is never code', async () => {
@@ -223,7 +244,8 @@ describe.skipIf(sandbox.kind !== 'bwrap')("a tenant's env, command, image, mount
 /** A TCP listener on the host that says "reached" to whoever connects. */
 function listen(host: string, port = 0): Promise<Server & { port: number }> {
   return new Promise((resolve, reject) => {
-    const s = createServer((c) => c.end('reached\n'))
+    // A prober that gives up resets its connection: nothing to report.
+    const s = createServer((c) => c.on('error', () => undefined).end('reached\n'))
     s.once('error', reject)
     s.listen(port, host, () => resolve(Object.assign(s, { port: (s.address() as { port: number }).port })))
   })
@@ -342,6 +364,12 @@ describe.skipIf(sandbox.kind !== 'bwrap' || (sandbox.kind === 'bwrap' && sandbox
     expect(out["another tenant's pod port"]).toBe('open')
     expect(out['control plane (worker URL)']).toBe('open')
     if (out["the host's own address"]) expect(out["the host's own address"]).toBe('open')
+  })
+
+  it("blackholes every address of the host, link-local ones included, and IPv4 link-local (cloud metadata)", () => {
+    const routes = hostAddresses()
+    expect(routes).toContain('169.254.0.0/16')
+    for (const list of Object.values(networkInterfaces())) for (const a of list ?? []) if (!a.internal) expect(routes).toContain(`${a.address}/${a.family === 'IPv6' ? 128 : 32}`)
   })
 
   it('in its own network (the default): only the control plane, nothing else of the host, not the neighbour', async () => {

@@ -214,11 +214,24 @@ describe('what a sandbox shows of the host', () => {
     expect(paths).not.toContain(join(root, 'app', 'handler.py'))
   })
 
-  it('gives a GPU workload the NVIDIA device nodes and /sys, and others neither', () => {
+  it("gives a GPU workload the device nodes of its own GPUs (by the driver's minor numbers) and /sys, not another's", () => {
+    const dev = join(root, 'dev')
+    const proc = join(root, 'gpus')
+    mkdirSync(dev, { recursive: true })
+    for (const n of ['nvidia0', 'nvidia1', 'nvidia2', 'nvidia3', 'nvidiactl', 'nvidia-uvm', 'null']) writeFileSync(join(dev, n), '')
+    // Index 0 is the lowest bus id; its minor is 2, index 1's is 0 (minors need not follow indices).
+    for (const [bus, minor] of [['0000:3b:00.0', 2], ['0000:af:00.0', 0], ['0000:d8:00.0', 3]] as const) {
+      mkdirSync(join(proc, bus), { recursive: true })
+      writeFileSync(join(proc, bus, 'information'), `Model: NVIDIA L4\nDevice Minor: ${minor}\n`)
+    }
+    expect(gpuDevices(['0'], proc, dev)).toEqual([join(dev, 'nvidia2'), join(dev, 'nvidiactl'), join(dev, 'nvidia-uvm')])
+    expect(gpuDevices(['1', '2'], proc, dev)).toEqual([join(dev, 'nvidia0'), join(dev, 'nvidia3'), join(dev, 'nvidiactl'), join(dev, 'nvidia-uvm')])
+    // Without driver information the index is the minor.
+    expect(gpuDevices(['1'], join(root, 'none'), dev)).toEqual([join(dev, 'nvidia1'), join(dev, 'nvidiactl'), join(dev, 'nvidia-uvm')])
     const state = { kind: 'bwrap' as const, bwrap: '/usr/bin/bwrap', setpriv: '/usr/bin/setpriv', network: { mode: 'host' as const } }
-    const gpu = sandboxArgv(state, [], '/', ['true'], { gpus: true })
-    for (const dev of gpuDevices()) expect(gpu.join(' ')).toContain(`--dev-bind ${dev} ${dev}`)
-    expect(gpu.join(' ')).toContain('--ro-bind-try /sys /sys')
+    const gpu = sandboxArgv(state, [], '/', ['true'], { gpus: ['0'] }).join(' ')
+    for (const d of gpuDevices(['0'])) expect(gpu).toContain(`--dev-bind ${d} ${d}`)
+    expect(gpu).toContain('--ro-bind-try /sys /sys')
     const cpu = sandboxArgv(state, [], '/', ['true']).join(' ')
     expect(cpu).not.toContain('/sys')
     expect(cpu).not.toContain('nvidia')

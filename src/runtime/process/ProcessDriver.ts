@@ -1,4 +1,5 @@
-import { spawn } from 'node:child_process'
+import { execFile, spawn } from 'node:child_process'
+import { promisify } from 'node:util'
 import type { Readable, Writable } from 'node:stream'
 import { chownSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -10,10 +11,13 @@ import type { ListedWorkload, PublishedPort, RuntimeDriver, RuntimeRef, StartHoo
 import { WorkerLog } from '../WorkerLog.js'
 import { workload } from '../workload.js'
 import { OutputTail } from './OutputTail.js'
-import { groupUsage, processStartMarker, startTicks } from './procfs.js'
+import { groupMembers, groupUsage, processStartMarker, startTicks } from './procfs.js'
+import { type CgroupState, WorkloadCgroup } from './cgroups.js'
 import { connectSandbox, readSandboxPid, stopNetwork } from './network.js'
 import { checkMountTarget, FD, LAUNCH_ENV, probeSandbox, programPaths, SANDBOX_UID, sandboxArgv, unreadableBySandbox, unsandboxedArgv, within, workloadEnvScript, type SandboxBind, type SandboxState } from './sandbox.js'
 import { signalWorkload, supervisedArgv } from './supervisor.js'
+
+const runFile = promisify(execFile)
 
 /** Options of the process driver. */
 export interface ProcessDriverOptions {
@@ -36,6 +40,11 @@ export interface ProcessDriverOptions {
    * supervisor gets the workload's env and finds bwrap and setpriv by name, so that the attacks can be seen to work.
    */
   unsafeLaunchWithWorkloadEnv?: boolean
+  /**
+   * Resource limits: the cgroups workloads are put in (see probeCgroups; none when not given), their process
+   * limit, and how often disk sizes are checked. Absent = no limits.
+   */
+  limits?: { cgroups: CgroupState; pids: number; diskCheckIntervalMs: number }
 }
 
 /** What `process:` refs hold. */
@@ -87,7 +96,8 @@ export class ProcessDriver implements RuntimeDriver {
     const sandbox = this.sandbox.kind === 'bwrap' ? this.sandbox : null
     if (!sandbox) await this.mayRunUnsandboxed(spec, this.sandbox.kind === 'none' ? this.sandbox.reason : '')
     const isolated = sandbox !== null && sandbox.network.mode !== 'host'
-    if (sandbox) checkMounts(spec.mounts)
+    const programs = sandbox ? programPaths(mapping, this.o.dataDir) : []
+    if (sandbox) checkMounts(spec.mounts, programs)
     hooks.onPhase?.('CREATING')
     // The container disk is ephemeral: every start begins with an empty one.
     rmSync(disk, { recursive: true, force: true })
@@ -102,6 +112,9 @@ export class ProcessDriver implements RuntimeDriver {
     const envScript = workloadEnvScript(env)
     const logs = new WorkerLog(this.logPath(spec.kind, spec.id))
     logs.append('system', `starting: ${command.map((a) => JSON.stringify(a)).join(' ')}`)
+    const limits = this.o.limits
+    const cgroup = limits ? WorkloadCgroup.create(limits.cgroups, `${spec.kind}-${spec.id}`, { memoryBytes: Math.round(spec.resources.memoryGb * 2 ** 30), cpus: spec.resources.vcpus, pids: limits.pids }) : null
+    if (cgroup) logs.append('system', `limits: ${describeLimits(spec, limits!.pids)}`)
     const outputFile = join(dir, 'output.log')
     const out = openSync(outputFile, 'w')
     // The variables reach the program as a file on a descriptor, never as the environment of a process outside
@@ -112,15 +125,17 @@ export class ProcessDriver implements RuntimeDriver {
     rmSync(envFile, { force: true })
     let argv = unsandboxedArgv(command)
     if (sandbox) {
-      const binds: SandboxBind[] = [...programPaths(mapping, this.o.dataDir).map((path) => ({ path, writable: false })), ...mounts.map((m) => ({ path: m.path, target: m.target, writable: true }))]
+      const binds: SandboxBind[] = [...programs.map((path) => ({ path, writable: false })), ...mounts.map((m) => ({ path: m.path, target: m.target, writable: true }))]
       // As root the program runs as SANDBOX_UID: its writable places are its own.
       if (process.getuid?.() === 0) for (const m of mounts) chownSync(m.path, SANDBOX_UID, SANDBOX_UID)
-      const programs = this.o.unsafeLaunchWithWorkloadEnv ? { ...sandbox, bwrap: 'bwrap', setpriv: sandbox.setpriv && 'setpriv' } : sandbox
-      argv = sandboxArgv(programs, binds, home, command, { gpus: !spec.gpus.virtual && spec.gpus.ids.length > 0 })
+      const launcher = this.o.unsafeLaunchWithWorkloadEnv ? { ...sandbox, bwrap: 'bwrap', setpriv: sandbox.setpriv && 'setpriv' } : sandbox
+      argv = sandboxArgv(launcher, binds, home, command, { gpus: spec.gpus.virtual ? [] : spec.gpus.ids })
       logs.append('system', `sandboxed (bubblewrap): sees ${mounts.map((m) => m.target).join(', ')} and, read-only, the program's files and the system; network: ${sandbox.network.mode === 'host' ? "the host's" : `its own (${sandbox.network.mode})`}`)
       for (const path of unreadableBySandbox(binds)) logs.append('system', `warning: ${path} is not readable by others: the sandboxed program (uid ${SANDBOX_UID}) cannot read it`)
     }
-    const orphanLimitS = spec.kind === 'worker' ? Math.ceil(orphanTimeoutMs(env, true, Math.max(100, Number(env.RUNPOD_PING_INTERVAL ?? 10_000) || 10_000)) / 1000) : 0
+    // From the worker's env, so bounded: a whole number of seconds the supervisor's shell can compare, at most a day.
+    const pingMs = Math.min(MAX_ORPHAN_LIMIT_S * 1000, Math.max(100, Number(env.RUNPOD_PING_INTERVAL ?? 10_000) || 10_000))
+    const orphanLimitS = spec.kind === 'worker' ? Math.min(MAX_ORPHAN_LIMIT_S, Math.ceil(orphanTimeoutMs(env, true, pingMs) / 1000) || 30) : 0
     const networkPidFile = isolated ? join(dir, NETWORK_PID_FILE) : undefined
     const supervised = supervisedArgv({ controlPlanes: join(this.o.dataDir, CONTROL_PLANES), controlPlanePid: process.pid, controlPlaneStart: startTicks(process.pid) ?? '', orphanLimitS, networkPidFile, command: argv })
     hooks.onPhase?.('STARTING')
@@ -142,9 +157,33 @@ export class ProcessDriver implements RuntimeDriver {
       throw new Error(message)
     }
     const pid = child.pid!
+    // In a sandbox, once bwrap has made its init and before the go-ahead, so whatever the program starts is
+    // inside; without one at once (what it forked in the meantime stays outside).
+    const enterCgroup = () => {
+      try {
+        // A process may fork between the listing and the move: listed again until no new one shows up.
+        const moved = new Set<number>()
+        for (let fresh = groupMembers(pid).map((p) => p.pid); cgroup && fresh.length > 0; fresh = groupMembers(pid).map((p) => p.pid).filter((p) => !moved.has(p))) {
+          cgroup.enter(fresh)
+          for (const p of fresh) moved.add(p)
+        }
+      } catch (err) {
+        throw new Error(`cannot put the workload in its cgroup: ${(err as Error).message}`)
+      }
+    }
+    if (!sandbox) {
+      try {
+        enterCgroup()
+      } catch (err) {
+        signalWorkload(pid, 'SIGKILL')
+        logs.append('system', (err as Error).message)
+        throw err
+      }
+    }
     if (sandbox) {
       try {
         const inside = await readSandboxPid(child.stdio[FD.info] as Readable)
+        enterCgroup()
         if (sandbox.network.mode !== 'host') {
           const hostPorts = controlPlanePorts(spec)
           for (const url of nonLocalControlPlane(spec)) logs.append('system', `warning: the control plane's URL ${url} is not on this host's loopback: the sandbox reaches it only as any outside address`)
@@ -163,14 +202,24 @@ export class ProcessDriver implements RuntimeDriver {
     const ref = formatRef({ hostId: spec.hostId, pid, marker: processStartMarker(pid) ?? 'gone:0', kind: spec.kind, id: spec.id })
     writeFileSync(join(dir, 'workload.json'), JSON.stringify({ ref, labels: spec.labels } satisfies WorkloadFile))
     const tail = new OutputTail(outputFile, 0, (line) => logs.append('container', line))
+    let overDisk: string | null = null
+    const diskWatch = limits ? watchDisks(mounts, limits.diskCheckIntervalMs, (what) => {
+      overDisk = what
+      logs.append('system', `${what}: stopping the workload`)
+      signalWorkload(pid, 'SIGKILL')
+    }) : null
     const exited = new Promise<WorkloadExit>((resolve) => {
       child.once('exit', (code, signal) => {
         // A supervisor killed outright (a stop past its grace period) could not end the network itself.
         stopNetwork(join(dir, NETWORK_PID_FILE))
+        if (diskWatch) clearInterval(diskWatch)
         tail.close()
-        logs.append('system', `exited (${signal ? `signal ${signal}` : `code ${code}`})`)
+        const oom = cgroup?.oomKilled() ?? false
+        cgroup?.remove()
+        const reason = overDisk ?? (oom ? `out of memory: the workload's limit of ${formatGb(spec.resources.memoryGb)} was reached (the kernel killed it)` : undefined)
+        logs.append('system', `exited (${signal ? `signal ${signal}` : `code ${code}`})${reason ? `: ${reason}` : ''}`)
         logs.end()
-        resolve({ code, signal })
+        resolve(reason ? { code, signal, reason } : { code, signal })
       })
     })
     return workload(ref, ports, exited, logs, (signal) => signalWorkload(pid, signal))
@@ -221,6 +270,7 @@ export class ProcessDriver implements RuntimeDriver {
     }
     const dir = this.dirOf(r.kind, r.id)
     stopNetwork(join(dir, NETWORK_PID_FILE))
+    if (this.o.limits) WorkloadCgroup.existing(this.o.limits.cgroups, `${r.kind}-${r.id}`)?.remove()
     // The log stays (the logs API serves ended workers from it); disk, raw output and identity go.
     for (const f of ['disk', 'output.log', 'workload.json', 'ports.json']) rmSync(join(dir, f), { recursive: true, force: true })
   }
@@ -295,9 +345,9 @@ export class ProcessDriver implements RuntimeDriver {
       else if (m.kind === 'persistent') path = this.persistentDir(spec.hostId, m.name)
       else path = m.source
       mkdirSync(path, { recursive: true })
-      placed.push({ kind: m.kind, path, target: sandboxed ? m.target : path })
+      placed.push({ kind: m.kind, path, target: sandboxed ? m.target : path, declared: m.target, sizeGb: m.kind === 'volume' ? 0 : m.sizeGb })
     }
-    if (!placed.some((m) => m.kind === 'disk')) placed.unshift({ kind: 'disk', path: disk, target: sandboxed ? '/workspace' : disk })
+    if (!placed.some((m) => m.kind === 'disk')) placed.unshift({ kind: 'disk', path: disk, target: sandboxed ? '/workspace' : disk, declared: '/workspace', sizeGb: 0 })
     return placed
   }
 
@@ -323,6 +373,9 @@ interface PlacedMount {
   kind: WorkloadMount['kind']
   path: string
   target: string
+  /** Its path in a container (the spec's target), and its size (0: none, or a volume's, not limited here). */
+  declared: string
+  sizeGb: number
 }
 
 /** Variables that tell the process what a container would get by mapping: ports, mounts, GPUs. */
@@ -343,13 +396,17 @@ function runtimeEnv(spec: WorkloadSpec, ports: PublishedPort[], mounts: PlacedMo
 }
 
 /**
- * Mount paths a sandbox can honour (checkMountTarget), and none inside another mount but the disk (a network
- * volume or persistent directory keeps what its tenant wrote, links included, from one start to the next).
+ * Mount paths a sandbox can honour (checkMountTarget), none holding or inside a path of the program's files,
+ * and none inside another mount but the disk (a network volume or persistent directory keeps what its tenant
+ * wrote, links included, from one start to the next).
  */
-function checkMounts(mounts: WorkloadMount[]): void {
+function checkMounts(mounts: WorkloadMount[], programs: string[]): void {
   for (const m of mounts) {
     const problem = checkMountTarget(m.target)
     if (problem) throw new Error(problem)
+    // bwrap (root) would make the program's mount points inside it, following what the tenant left there.
+    const covered = programs.find((p) => within(p, m.target) || within(m.target, p))
+    if (covered) throw new Error(`mount path ${m.target} would hold or lie in ${covered}, which the sandbox shows read-only: choose another path`)
     const outer = mounts.find((o) => o !== m && o.kind !== 'disk' && o.target !== m.target && within(m.target, o.target))
     if (outer) throw new Error(`mount path ${m.target} lies inside ${outer.target}, another mount whose files persist: choose paths that do not nest`)
   }
@@ -378,6 +435,57 @@ function parseUrl(s: string | undefined): URL | null {
 function isLoopback(hostname: string): boolean {
   return hostname === 'localhost' || /^127\./.test(hostname) || hostname === '[::1]'
 }
+
+function formatGb(gb: number): string {
+  return gb >= 1 ? `${gb} GiB` : `${Math.round(gb * 1024)} MiB`
+}
+
+function describeLimits(spec: WorkloadSpec, pids: number): string {
+  const parts = [spec.resources.memoryGb > 0 ? `memory ${formatGb(spec.resources.memoryGb)}` : 'memory unlimited', spec.resources.vcpus > 0 ? `${spec.resources.vcpus} CPUs` : 'CPU unlimited', pids > 0 ? `${pids} processes` : 'processes unlimited']
+  for (const m of spec.mounts) if (m.kind !== 'volume' && m.sizeGb > 0) parts.push(`${m.target} ${formatGb(m.sizeGb)}`)
+  return parts.join(', ')
+}
+
+/**
+ * Measures the container disk and persistent mount of a workload every `intervalMs` (du, by its path, with
+ * LAUNCH_ENV: it does not follow links and stays on one filesystem) and calls `over` once one holds more than
+ * its size. Network volumes are shared and sized by their own service: not measured here.
+ */
+function watchDisks(placed: PlacedMount[], intervalMs: number, over: (what: string) => void): NodeJS.Timeout | null {
+  const limited = placed.filter((m) => m.sizeGb > 0).map((m) => ({ path: m.path, target: m.declared, bytes: m.sizeGb * 2 ** 30 }))
+  if (limited.length === 0) return null
+  let busy = false
+  const timer = setInterval(() => {
+    if (busy) return
+    busy = true
+    void Promise.all(limited.map(async (l) => ({ ...l, used: await diskUsage(l.path) })))
+      .then((sizes) => {
+        const full = sizes.find((s) => s.used > s.bytes)
+        if (!full) return
+        clearInterval(timer)
+        over(`disk limit: ${full.target} holds ${(full.used / 2 ** 20).toFixed(1)} MiB, over its ${(full.bytes / 2 ** 20).toFixed(1)} MiB`)
+      })
+      .finally(() => {
+        busy = false
+      })
+  }, intervalMs)
+  timer.unref()
+  return timer
+}
+
+async function diskUsage(path: string): Promise<number> {
+  try {
+    const { stdout } = await runFile('/usr/bin/du', ['-s', '-x', '-B1', '--', path], { env: { ...LAUNCH_ENV }, timeout: 60_000 })
+    return Number(stdout.split('\t')[0]) || 0
+  } catch (err) {
+    // du exits 1 when a file vanished while it counted (the program deleting): its total still counts.
+    const out = (err as { stdout?: string }).stdout ?? ''
+    return Number(out.split('\t')[0]) || 0
+  }
+}
+
+/** The longest a worker's supervisor waits for a control plane, whatever the worker's env says, seconds. */
+const MAX_ORPHAN_LIMIT_S = 86_400
 
 /** pasta's pid, in a workload's directory. */
 const NETWORK_PID_FILE = 'network.pid'

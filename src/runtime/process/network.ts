@@ -90,13 +90,17 @@ export async function connectSandbox(network: Extract<SandboxNetwork, { pasta: s
   await attempt(() => run('/usr/bin/nsenter', [...enter, '--', '/bin/sh', '-c', script, 'hangar-net', ...blackholes], { env: { ...LAUNCH_ENV }, timeout: 10_000 }), 'the namespace set-up (nsenter)')
 }
 
-/** The host's addresses other than loopback, as host routes (`/32`, `/128`). */
+/**
+ * What a sandbox must not reach through pasta: the host's addresses other than loopback as host routes (`/32`,
+ * `/128`, link-local ones included, whose services listening on every address would answer), and IPv4
+ * link-local (cloud metadata services).
+ */
 export function hostAddresses(): string[] {
-  const found = new Set<string>()
+  const found = new Set<string>(['169.254.0.0/16'])
   for (const list of Object.values(networkInterfaces())) {
     for (const a of list ?? []) {
-      if (a.internal || a.address.startsWith('fe80:')) continue
-      found.add(a.family === 'IPv6' ? `${a.address}/128` : `${a.address}/32`)
+      if (a.internal) continue
+      found.add(a.family === 'IPv6' ? `${a.address.replace(/%.*$/, '')}/128` : `${a.address}/32`)
     }
   }
   return [...found]

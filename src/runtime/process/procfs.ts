@@ -72,8 +72,8 @@ export function startTicks(pid: number): string | null {
 }
 
 /** Live processes of group `pgid` with their command names. */
-export function groupMembers(pgid: number): { pid: number; comm: string }[] {
-  const out: { pid: number; comm: string }[] = []
+export function groupMembers(pgid: number): { pid: number; ppid: number; comm: string }[] {
+  const out: { pid: number; ppid: number; comm: string }[] = []
   let entries: string[] = []
   try {
     entries = readdirSync('/proc')
@@ -90,7 +90,7 @@ export function groupMembers(pgid: number): { pid: number; comm: string }[] {
     }
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
     if (Number(f[2]) !== pgid || f[0] === 'Z') continue
-    out.push({ pid: Number(name), comm: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) })
+    out.push({ pid: Number(name), ppid: Number(f[1]), comm: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) })
   }
   return out
 }

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process'
-import { accessSync, constants, existsSync, lstatSync, readdirSync, readlinkSync, statSync } from 'node:fs'
+import { accessSync, constants, existsSync, lstatSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs'
 import { dirname, isAbsolute, join, normalize, resolve, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Type, type Static } from 'typebox'
@@ -19,6 +19,13 @@ export const ProcessRuntimeConfig = Type.Object(
         "A sandboxed program's network: `internet` (its own network namespace through pasta, with outbound connections and the control plane's port; never the host's loopback or other addresses), `control-plane` (its own namespace with only the control plane's port), `host` (the host's network, loopback included: only for single-tenant machines).",
     }),
     pasta: Type.String({ minLength: 1, default: 'pasta', description: "The pasta program (Debian's passt) that connects a sandbox's network namespace: a name looked up once at start in PATH, or a path." }),
+    limits: Type.Boolean({
+      default: true,
+      description:
+        "Each workload in cgroups of its own with its flavor's memory and CPUs and `pidsLimit` processes (needs root, or a delegated cgroup v2), and its container disk and persistent mount stopped at their sizes (checked every `diskCheckIntervalMs`); `false` enforces none of them.",
+    }),
+    pidsLimit: Type.Integer({ minimum: 0, default: 4096, description: 'Processes and threads one workload may have at once (0: no limit).' }),
+    diskCheckIntervalMs: Type.Integer({ minimum: 100, default: 10_000, description: 'How often the size of a workload\'s container disk and persistent mount is measured against its limit, ms.' }),
     trustTenants: Type.Boolean({
       default: false,
       description:
@@ -91,7 +98,7 @@ const STAGE_ENV = '. "$0" && exec "$@"'
  * program then runs as the unprivileged SANDBOX_UID on the host too, without capabilities and with
  * no_new_privs (setpriv, by its absolute path, with LAUNCH_ENV): files it writes are nobody's.
  */
-export function sandboxArgv(state: Extract<SandboxState, { kind: 'bwrap' }>, binds: SandboxBind[], chdir: string, command: string[], opts: { gpus?: boolean; handshake?: boolean } = {}): string[] {
+export function sandboxArgv(state: Extract<SandboxState, { kind: 'bwrap' }>, binds: SandboxBind[], chdir: string, command: string[], opts: { gpus?: string[]; handshake?: boolean } = {}): string[] {
   const root = process.getuid?.() === 0
   const handshake = opts.handshake ?? true
   const args = [state.bwrap, ...(root ? [] : ['--unshare-user', '--disable-userns']), '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--die-with-parent']
@@ -116,9 +123,11 @@ export function sandboxArgv(state: Extract<SandboxState, { kind: 'bwrap' }>, bin
   } catch {
     // no /etc: nothing to show
   }
-  // A workload given GPUs gets the NVIDIA device nodes and /sys (read-only; the driver's libraries are in /usr).
-  if (opts.gpus) {
-    for (const dev of gpuDevices()) args.push('--dev-bind', dev, dev)
+  // A workload given GPUs gets the device nodes of those GPUs, the driver's control nodes and /sys (read-only;
+  // the driver's libraries are in /usr); not another GPU's node, which CUDA_VISIBLE_DEVICES alone would not keep
+  // from it.
+  if (opts.gpus && opts.gpus.length > 0) {
+    for (const dev of gpuDevices(opts.gpus)) args.push('--dev-bind', dev, dev)
     args.push('--ro-bind-try', '/sys', '/sys')
   }
   // Directories bwrap makes are root's alone: the program (SANDBOX_UID) must traverse /etc.
@@ -197,15 +206,31 @@ export function resolveProgram(program: string, pathList: string = process.env.P
   return null
 }
 
-/** The NVIDIA device nodes of this machine (`/dev/nvidia*`, `/dev/nvidia-caps`), none without a driver. */
-export function gpuDevices(): string[] {
+/** The NVIDIA nodes every GPU workload needs: the driver's control, memory and mode-setting devices. */
+const NVIDIA_SHARED_NODES = ['nvidiactl', 'nvidia-uvm', 'nvidia-uvm-tools', 'nvidia-modeset']
+
+/**
+ * The NVIDIA device nodes a workload given the GPUs of indices `ids` may open: `/dev/nvidia<minor>` of each (the
+ * driver's "Device Minor", in the order nvidia-smi numbers GPUs, by PCI bus id; the index itself where the driver
+ * says nothing) and the shared nodes. None without a driver.
+ */
+export function gpuDevices(ids: string[], procDir = '/proc/driver/nvidia/gpus', devDir = '/dev'): string[] {
+  let present: string[] = []
   try {
-    return readdirSync('/dev')
-      .filter((n) => /^nvidia/.test(n))
-      .map((n) => join('/dev', n))
+    present = readdirSync(devDir)
   } catch {
     return []
   }
+  let minors: string[] = []
+  try {
+    minors = readdirSync(procDir)
+      .sort()
+      .map((bus) => /Device Minor:\s*(\d+)/.exec(readFileSync(join(procDir, bus, 'information'), 'utf8'))?.[1] ?? '')
+  } catch {
+    // no driver information: indices are the minors
+  }
+  const nodes = ids.map((id) => `nvidia${minors[Number(id)] || id}`)
+  return [...nodes, ...NVIDIA_SHARED_NODES].filter((n) => present.includes(n)).map((n) => join(devDir, n))
 }
 
 /**
