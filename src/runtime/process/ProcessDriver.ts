@@ -13,7 +13,7 @@ import { workload } from '../workload.js'
 import { OutputTail } from './OutputTail.js'
 import { groupMembers, groupUsage, processStartMarker, startTicks } from './procfs.js'
 import { type CgroupState, WorkloadCgroup } from './cgroups.js'
-import { connectSandbox, readSandboxPid, stopNetwork } from './network.js'
+import { connectSandbox, readSandboxPid, stopNetwork, wrappedNetwork } from './network.js'
 import { checkMountTarget, FD, LAUNCH_ENV, probeSandbox, programPaths, SANDBOX_UID, sandboxArgv, unreadableBySandbox, unsandboxedArgv, within, workloadEnvScript, type SandboxBind, type SandboxState } from './sandbox.js'
 import { signalWorkload, supervisedArgv } from './supervisor.js'
 
@@ -96,6 +96,8 @@ export class ProcessDriver implements RuntimeDriver {
     const sandbox = this.sandbox.kind === 'bwrap' ? this.sandbox : null
     if (!sandbox) await this.mayRunUnsandboxed(spec, this.sandbox.kind === 'none' ? this.sandbox.reason : '')
     const isolated = sandbox !== null && sandbox.network.mode !== 'host'
+    // As root bwrap makes the network namespace and pasta connects it; as a user pasta makes it around bwrap.
+    const rootNetwork = isolated && process.getuid?.() === 0
     const programs = sandbox ? programPaths(mapping, this.o.dataDir) : []
     if (sandbox) checkMounts(spec.mounts, programs)
     hooks.onPhase?.('CREATING')
@@ -129,14 +131,15 @@ export class ProcessDriver implements RuntimeDriver {
       // As root the program runs as SANDBOX_UID: its writable places are its own.
       if (process.getuid?.() === 0) for (const m of mounts) chownSync(m.path, SANDBOX_UID, SANDBOX_UID)
       const launcher = this.o.unsafeLaunchWithWorkloadEnv ? { ...sandbox, bwrap: 'bwrap', setpriv: sandbox.setpriv && 'setpriv' } : sandbox
-      argv = sandboxArgv(launcher, binds, home, command, { gpus: spec.gpus.virtual ? [] : spec.gpus.ids })
+      const wrap = isolated && !rootNetwork && sandbox.network.mode !== 'host' ? wrappedNetwork(sandbox.network, { hostPorts: controlPlanePorts(spec), published: ports }) : undefined
+      argv = sandboxArgv(launcher, binds, home, command, { gpus: spec.gpus.virtual ? [] : spec.gpus.ids, wrap })
       logs.append('system', `sandboxed (bubblewrap): sees ${mounts.map((m) => m.target).join(', ')} and, read-only, the program's files and the system; network: ${sandbox.network.mode === 'host' ? "the host's" : `its own (${sandbox.network.mode})`}`)
       for (const path of unreadableBySandbox(binds)) logs.append('system', `warning: ${path} is not readable by others: the sandboxed program (uid ${SANDBOX_UID}) cannot read it`)
     }
     // From the worker's env, so bounded: a whole number of seconds the supervisor's shell can compare, at most a day.
     const pingMs = Math.min(MAX_ORPHAN_LIMIT_S * 1000, Math.max(100, Number(env.RUNPOD_PING_INTERVAL ?? 10_000) || 10_000))
     const orphanLimitS = spec.kind === 'worker' ? Math.min(MAX_ORPHAN_LIMIT_S, Math.ceil(orphanTimeoutMs(env, true, pingMs) / 1000) || 30) : 0
-    const networkPidFile = isolated ? join(dir, NETWORK_PID_FILE) : undefined
+    const networkPidFile = rootNetwork ? join(dir, NETWORK_PID_FILE) : undefined
     const supervised = supervisedArgv({ controlPlanes: join(this.o.dataDir, CONTROL_PLANES), controlPlanePid: process.pid, controlPlaneStart: startTicks(process.pid) ?? '', orphanLimitS, networkPidFile, command: argv })
     hooks.onPhase?.('STARTING')
     // Outside the sandbox: /bin/sh by its path, with Hangar's fixed environment, in the workload's own directory.
@@ -184,11 +187,8 @@ export class ProcessDriver implements RuntimeDriver {
       try {
         const inside = await readSandboxPid(child.stdio[FD.info] as Readable)
         enterCgroup()
-        if (sandbox.network.mode !== 'host') {
-          const hostPorts = controlPlanePorts(spec)
-          for (const url of nonLocalControlPlane(spec)) logs.append('system', `warning: the control plane's URL ${url} is not on this host's loopback: the sandbox reaches it only as any outside address`)
-          await connectSandbox(sandbox.network, inside, { hostPorts, published: ports }, networkPidFile!)
-        }
+        for (const url of isolated ? nonLocalControlPlane(spec) : []) logs.append('system', `warning: the control plane's URL ${url} is not on this host's loopback: the sandbox reaches it only as any outside address`)
+        if (rootNetwork && sandbox.network.mode !== 'host') await connectSandbox(sandbox.network, inside, { hostPorts: controlPlanePorts(spec), published: ports }, networkPidFile!)
         ;(child.stdio[FD.go] as Writable).end('go\n')
       } catch (err) {
         signalWorkload(pid, 'SIGKILL')

@@ -50,28 +50,44 @@ export function readSandboxPid(info: Readable, timeoutMs = 10_000): Promise<numb
   })
 }
 
-/**
- * Connects the network namespace of sandbox process `pid` with pasta (Debian's passt), started by its absolute
- * path with LAUNCH_ENV and arguments of Hangar's alone (numbers and fixed flags): the control plane's port and
- * the published ports are spliced through the loopbacks, and in `internet` mode the namespace gets an address
- * and outbound connections, but the gateway is not mapped to the host (`--no-map-gw`) and every address of the
- * host is a blackhole route inside, so the host's loopback and other addresses stay out of reach. pasta does not
- * notice the namespace going: it writes its pid to `pidFile` and is ended with the workload (stopNetwork, and
- * the supervisor). Programs may then listen on ports below 1024 inside (the namespace is theirs).
- */
-export async function connectSandbox(network: Extract<SandboxNetwork, { pasta: string }>, init: number, links: SandboxLinks, pidFile: string): Promise<void> {
-  const root = process.getuid?.() === 0
-  const ns = `/proc/${init}/ns`
-  // pasta's default for each forwarding option is `auto` (every port bound on either side): none unless named.
+/** pasta's options for a sandbox's links (its default for each forwarding option is `auto`: none unless named). */
+function pastaOptions(network: Extract<SandboxNetwork, { pasta: string }>, links: SandboxLinks): string[] {
   const forwards = (flag: string, specs: string[]) => (specs.length > 0 ? specs.flatMap((s) => [flag, s]) : [flag, 'none'])
-  const args = ['--quiet', '--pid', pidFile, '--no-map-gw', '--no-dhcp', '--no-dhcpv6', '-u', 'none', '-U', 'none']
+  const args = ['--quiet', '--no-map-gw', '--no-dhcp', '--no-dhcpv6', '-u', 'none', '-U', 'none']
   if (network.mode === 'internet') args.push('--config-net')
   args.push(...forwards('-T', links.hostPorts.map(String)))
   args.push(...forwards('-t', links.published.map((p) => `${p.ip}/${p.publicPort}:${p.privatePort}`)))
-  // As root pasta must stay uid 0 to enter a namespace of the initial user namespace (it keeps CAP_SYS_ADMIN and
-  // CAP_NET_BIND_SERVICE only, under seccomp, with no_new_privs and an empty filesystem); as a user it enters
-  // the sandbox's own user namespace.
-  args.push(...(root ? ['--runas', '0', '--netns', `${ns}/net`] : ['--userns', `${ns}/user`, '--netns', `${ns}/net`]))
+  return args
+}
+
+/** Set in the namespace before anything of the tenant runs: ports below 1024 allowed, the host's addresses blackholed. */
+const NET_SETUP = 'echo 0 > /proc/sys/net/ipv4/ip_unprivileged_port_start || exit 1; for a in $1; do case $a in *:*) ip -6 route add blackhole "$a" ;; *) ip route add blackhole "$a" ;; esac || exit 1; done'
+
+/**
+ * As an ordinary user, pasta makes the namespaces and runs the sandbox inside them (`pasta ... -- sh -c
+ * NET_SETUP -- bwrap ...`): the prefix of the sandbox's argv. The set-up runs as the namespace's owner before
+ * bwrap, whose own user namespace keeps the program from changing the routes. pasta ends with the sandbox and
+ * exits with its status.
+ */
+export function wrappedNetwork(network: Extract<SandboxNetwork, { pasta: string }>, links: SandboxLinks): string[] {
+  const blackholes = network.mode === 'internet' ? hostAddresses() : []
+  return [network.pasta, ...pastaOptions(network, links), '--', '/bin/sh', '-c', `${NET_SETUP}; shift; exec "$@"`, 'hangar-net', blackholes.join(' ')]
+}
+
+/**
+ * As root: connects the network namespace of sandbox process `init` with pasta (Debian's passt), started by its
+ * absolute path with LAUNCH_ENV and arguments of Hangar's alone (numbers and fixed flags): the control plane's
+ * port and the published ports are spliced through the loopbacks, and in `internet` mode the namespace gets an
+ * address and outbound connections, but the gateway is not mapped to the host (`--no-map-gw`) and every address
+ * of the host is a blackhole route inside (nsenter), so the host's loopback and other addresses stay out of
+ * reach. pasta does not notice the namespace going: it writes its pid to `pidFile` and is ended with the
+ * workload (stopNetwork, and the supervisor). Programs may then listen on ports below 1024 inside.
+ */
+export async function connectSandbox(network: Extract<SandboxNetwork, { pasta: string }>, init: number, links: SandboxLinks, pidFile: string): Promise<void> {
+  const ns = `/proc/${init}/ns`
+  // pasta must stay uid 0 to enter a namespace of the initial user namespace (it keeps CAP_SYS_ADMIN and
+  // CAP_NET_BIND_SERVICE only, under seccomp, with no_new_privs and an empty filesystem).
+  const args = [...pastaOptions(network, links), '--pid', pidFile, '--runas', '0', '--netns', `${ns}/net`]
   // bwrap reports its init before it has dropped its privileges (and is dumpable again): until then pasta, which
   // keeps no CAP_SYS_PTRACE, cannot open its namespaces. Tried again for a moment.
   await attempt(async () => {
@@ -84,10 +100,8 @@ export async function connectSandbox(network: Extract<SandboxNetwork, { pasta: s
       }
     }
   }, `pasta (${network.pasta})`)
-  const enter = root ? [`--net=${ns}/net`] : [`--user=${ns}/user`, '--preserve-credentials', `--net=${ns}/net`]
   const blackholes = network.mode === 'internet' ? hostAddresses() : []
-  const script = 'echo 0 > /proc/sys/net/ipv4/ip_unprivileged_port_start; for a in "$@"; do case $a in *:*) ip -6 route add blackhole "$a" ;; *) ip route add blackhole "$a" ;; esac || exit 1; done'
-  await attempt(() => run('/usr/bin/nsenter', [...enter, '--', '/bin/sh', '-c', script, 'hangar-net', ...blackholes], { env: { ...LAUNCH_ENV }, timeout: 10_000 }), 'the namespace set-up (nsenter)')
+  await attempt(() => run('/usr/bin/nsenter', [`--net=${ns}/net`, '--', '/bin/sh', '-c', NET_SETUP, 'hangar-net', blackholes.join(' ')], { env: { ...LAUNCH_ENV }, timeout: 10_000 }), 'the namespace set-up (nsenter)')
 }
 
 /**

@@ -98,11 +98,14 @@ const STAGE_ENV = '. "$0" && exec "$@"'
  * program then runs as the unprivileged SANDBOX_UID on the host too, without capabilities and with
  * no_new_privs (setpriv, by its absolute path, with LAUNCH_ENV): files it writes are nobody's.
  */
-export function sandboxArgv(state: Extract<SandboxState, { kind: 'bwrap' }>, binds: SandboxBind[], chdir: string, command: string[], opts: { gpus?: string[]; handshake?: boolean } = {}): string[] {
+export function sandboxArgv(state: Extract<SandboxState, { kind: 'bwrap' }>, binds: SandboxBind[], chdir: string, command: string[], opts: { gpus?: string[]; handshake?: boolean; wrap?: string[] } = {}): string[] {
   const root = process.getuid?.() === 0
   const handshake = opts.handshake ?? true
-  const args = [state.bwrap, ...(root ? [] : ['--unshare-user', '--disable-userns']), '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--die-with-parent']
-  if (state.network.mode !== 'host') args.push('--unshare-net')
+  // As a user: a user namespace of its own, where the program is SANDBOX_UID (the user itself outside).
+  const user = root ? [] : ['--unshare-user', '--disable-userns', '--uid', String(SANDBOX_UID), '--gid', String(SANDBOX_UID)]
+  const args = [...(opts.wrap ?? []), state.bwrap, ...user, '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--die-with-parent']
+  // Its own network: made by bwrap (as root; pasta connects it), or by pasta around bwrap (`wrap`, as a user).
+  if (state.network.mode !== 'host' && !opts.wrap) args.push('--unshare-net')
   if (handshake) args.push('--info-fd', String(FD.info))
   args.push('--clearenv', '--setenv', 'PATH', LAUNCH_ENV.PATH)
   // Private, writable /tmp and /dev/shm (Python's multiprocessing, PyTorch's data loaders).
@@ -310,6 +313,14 @@ export function probeSandbox(config: Pick<ProcessRuntimeConfig, 'sandbox' | 'bwr
     network = { mode, pasta }
   }
   const state = { kind: 'bwrap' as const, bwrap, setpriv, network }
+  // As a user, pasta makes the namespaces itself: it needs user namespaces and /dev/net/tun.
+  if (!root && network.mode !== 'host') {
+    const r = spawnSync(network.pasta, ['--quiet', '--config-net', '-t', 'none', '-T', 'none', '-u', 'none', '-U', 'none', '--', '/bin/sh', '-c', 'exit 0'], { timeout: 10_000, encoding: 'utf8', env: { ...LAUNCH_ENV }, stdio: ['ignore', 'ignore', 'pipe'] })
+    if (r.status !== 0) {
+      const said = (r.stderr ?? '').split('\n').filter((l) => l && !/syslog/.test(l)).join('; ')
+      return { kind: 'none', reason: `${JSON.stringify(network.pasta)} cannot give a sandbox its own network as this user (${said || r.error?.message || `exit ${r.status}`}): it needs user namespaces and /dev/net/tun open to this user (Debian's default is 0666)` }
+    }
+  }
   const [program, ...args] = sandboxArgv(state, [], '/', ['/bin/sh', '-c', 'exit 0'], { handshake: false })
   const r = spawnSync(program, args, { timeout: 10_000, encoding: 'utf8', env: { ...LAUNCH_ENV }, stdio: ['ignore', 'ignore', 'pipe'] })
   if (r.error) return { kind: 'none', reason: `cannot run ${JSON.stringify(bwrap)}: ${r.error.message}` }

@@ -58,7 +58,8 @@ export function supervisedArgv(o: { controlPlanes: string; controlPlanePid: numb
 export function signalWorkload(pid: number, signal: NodeJS.Signals): void {
   if (signal === 'SIGKILL' || !commandLine(pid).includes(SUPERVISOR_NAME)) return signalGroup(pid, signal)
   for (const p of groupMembers(pid)) {
-    if (p.pid === pid || p.comm === 'bwrap') continue
+    // pasta (as a user, it runs the sandbox) must outlive the program too: its network goes with it.
+    if (p.pid === pid || p.comm === 'bwrap' || /^pas/.test(p.comm)) continue
     try {
       process.kill(p.pid, signal)
     } catch {
