@@ -7,7 +7,7 @@ import type { Socket } from 'node:net'
  * after closing began, and a connection a client opened but never sent a request on (Node counts that as
  * active and keeps it until headersTimeout, about a minute).
  */
-export function trackConnections(server: Server): { closeUnused(): void } {
+export function trackConnections(server: Server): { closeUnused(): void; tracked(): number } {
   const inFlight = new Map<Socket, number>()
   server.on('connection', (socket: Socket) => {
     inFlight.set(socket, 0)
@@ -16,11 +16,20 @@ export function trackConnections(server: Server): { closeUnused(): void } {
   server.on('request', (req, res) => {
     const socket = req.socket
     inFlight.set(socket, (inFlight.get(socket) ?? 0) + 1)
-    res.once('close', () => inFlight.set(socket, Math.max(0, (inFlight.get(socket) ?? 1) - 1)))
+    res.once('close', () => {
+      // A connection that closed under its response (a client leaving a log stream) closes first and is gone
+      // from the map: putting it back would keep it, with its request and response, for good.
+      const n = inFlight.get(socket)
+      if (n !== undefined) inFlight.set(socket, Math.max(0, n - 1))
+    })
   })
   return {
     closeUnused() {
       for (const [socket, n] of inFlight) if (n === 0) socket.destroy()
+    },
+    /** Connections counted now: open ones only. */
+    tracked() {
+      return inFlight.size
     },
   }
 }

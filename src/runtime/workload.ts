@@ -16,8 +16,11 @@ export function workload(ref: RuntimeRef, ports: PublishedPort[], exited: Promis
     async stop(graceMs: number) {
       if (done) return
       await signal('SIGTERM')
-      const timer = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), graceMs).unref())
-      if ((await Promise.race([exited, timer])) === 'timeout') await signal('SIGKILL')
+      let grace: NodeJS.Timeout | undefined
+      const timer = new Promise<'timeout'>((r) => (grace = setTimeout(() => r('timeout'), graceMs).unref()))
+      // Cleared once it ended: an armed timer would keep this workload (its process, its log) for the whole grace period.
+      const outcome = await Promise.race([exited, timer]).finally(() => clearTimeout(grace))
+      if (outcome === 'timeout') await signal('SIGKILL')
       await exited
     },
   }

@@ -1,5 +1,5 @@
-import { mkdirSync, rmSync } from 'node:fs'
-import { join } from 'node:path'
+import { mkdirSync, rmdirSync, rmSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import type { Allocation } from '../../catalog/Fleet.js'
 import type { PodRecord } from '../../domain/pods/pod.js'
 import type { LogLine } from '../../runtime/WorkerLog.js'
@@ -117,12 +117,31 @@ export class PodRunner {
     if (ref) await this.deps.runtime.remove(ref)
   }
 
-  /** Deletes what a terminated pod leaves on its host: its persistent mount and its log. */
-  async destroy(pod: PodRecord): Promise<void> {
+  /** Deletes the persistent mount of a pod being terminated (a no-op for a pod without one). */
+  async destroyMount(pod: PodRecord): Promise<void> {
     if (pod.mounts.persistent && pod.placement) await this.deps.runtime.removePersistent(pod.placement.hostId, persistentName(pod.id))
-    this.logs.get(pod.id)?.end()
-    this.logs.delete(pod.id)
-    rmSync(this.logFile(pod.id), { force: true })
+  }
+
+  /**
+   * Drops what remains of a terminated pod: its log (ended, so its followers stop) and its files, this log's and
+   * the runtime's copy of the program's output with the folder it was in. Nothing of the pod is kept after it.
+   */
+  forget(podId: string): void {
+    this.logs.get(podId)?.end()
+    this.logs.delete(podId)
+    rmSync(this.logFile(podId), { force: true })
+    const runtimeLog = this.deps.runtime.logPath('pod', podId)
+    rmSync(runtimeLog, { force: true })
+    try {
+      rmdirSync(dirname(runtimeLog))
+    } catch {
+      // Gone already, or something else is still in it: left alone.
+    }
+  }
+
+  /** What this runner still holds for a pod (`program`, `log`, `sample`); none once the pod is terminated. */
+  heldFor(podId: string): string[] {
+    return [this.running.has(podId) && 'program', this.logs.has(podId) && 'log', this.stats.has(podId) && 'sample'].filter((x) => x !== false)
   }
 
   /** The latest resource use of the pod's program (sampled every few seconds), null before the first sample. */

@@ -172,10 +172,12 @@ export class PodService {
       const to = this.target(pod, 'terminate')
       await this.runner.stop(id, pod.runtimeRef, 0)
       this.deps.catalog.fleet.release(id)
-      await this.runner.destroy(pod)
+      await this.runner.destroyMount(pod)
       const from = pod.status
       Object.assign(pod, { status: to, runtimeRef: null, portMappings: [] } satisfies Partial<PodRecord>)
       await this.deps.store.pods.delete(id)
+      // After the delete, so that a log read racing it either sees no pod or gets a log ended here (see logs).
+      this.runner.forget(id)
       this.emit(pod, from)
     })
   }
@@ -183,7 +185,14 @@ export class PodService {
   /** The pod's log, for GET /v2/pods/{id}/logs. */
   async logs(p: Principal, id: string): Promise<WorkerLog> {
     await this.owned(p.accountId, id)
-    return this.runner.logOf(id)
+    const log = this.runner.logOf(id)
+    // A terminate that forgot the pod between the read above and logOf left logOf to make its log anew, with
+    // no one to end it: the follower would be kept open, and the log kept, for good.
+    if (!(await this.deps.store.pods.get(id))) {
+      this.runner.forget(id)
+      throw notFound('pod', id)
+    }
+    return log
   }
 
   /** The host address and port of a RUNNING pod's HTTP port, for the proxy; 404/409 otherwise. */
