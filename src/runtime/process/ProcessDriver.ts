@@ -160,6 +160,9 @@ export class ProcessDriver implements RuntimeDriver {
       throw new Error(message)
     }
     const pid = child.pid!
+    // The hand-shake's pipes are socket pairs: once the sandbox ends, a read on them may say ECONNRESET, which
+    // means no more than that it ended (its exit is reported by the 'exit' event).
+    for (const fd of sandbox ? [FD.info, FD.go] : []) (child.stdio[fd] as Readable).on('error', () => undefined)
     // In a sandbox, once bwrap has made its init and before the go-ahead, so whatever the program starts is
     // inside; without one at once (what it forked in the meantime stays outside).
     const enterCgroup = () => {
