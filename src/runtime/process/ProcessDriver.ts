@@ -96,8 +96,12 @@ export class ProcessDriver implements RuntimeDriver {
     const sandbox = this.sandbox.kind === 'bwrap' ? this.sandbox : null
     if (!sandbox) await this.mayRunUnsandboxed(spec, this.sandbox.kind === 'none' ? this.sandbox.reason : '')
     const isolated = sandbox !== null && sandbox.network.mode !== 'host'
+    // The members of an instant cluster share one network (their primary's, rank 0), as a cluster's machines
+    // share a private network: they reach each other at their cluster addresses and nothing else does.
+    const cluster = isolated ? spec.labels[LABELS.cluster] : undefined
+    const joins = cluster !== undefined && spec.labels[LABELS.clusterRank] !== '0' ? await this.clusterNetwork(cluster) : null
     // As root bwrap makes the network namespace and pasta connects it; as a user pasta makes it around bwrap.
-    const rootNetwork = isolated && process.getuid?.() === 0
+    const rootNetwork = isolated && !joins && process.getuid?.() === 0
     const programs = sandbox ? programPaths(mapping, this.o.dataDir) : []
     if (sandbox) checkMounts(spec.mounts, programs)
     hooks.onPhase?.('CREATING')
@@ -131,7 +135,8 @@ export class ProcessDriver implements RuntimeDriver {
       // As root the program runs as SANDBOX_UID: its writable places are its own.
       if (process.getuid?.() === 0) for (const m of mounts) chownSync(m.path, SANDBOX_UID, SANDBOX_UID)
       const launcher = this.o.unsafeLaunchWithWorkloadEnv ? { ...sandbox, bwrap: 'bwrap', setpriv: sandbox.setpriv && 'setpriv' } : sandbox
-      const wrap = isolated && !rootNetwork && sandbox.network.mode !== 'host' ? wrappedNetwork(sandbox.network, { hostPorts: controlPlanePorts(spec), published: ports }) : undefined
+      const wrap = joins ?? (isolated && !rootNetwork && sandbox.network.mode !== 'host' ? wrappedNetwork(sandbox.network, { hostPorts: controlPlanePorts(spec), published: ports }) : undefined)
+      if (joins && ports.length > 0) logs.append('system', `warning: a cluster member other than rank 0 shares rank 0's network: its ports ${spec.ports.map((p) => p.port).join(', ')} are not published`)
       argv = sandboxArgv(launcher, binds, home, command, { gpus: spec.gpus.virtual ? [] : spec.gpus.ids, wrap })
       logs.append('system', `sandboxed (bubblewrap): sees ${mounts.map((m) => m.target).join(', ')} and, read-only, the program's files and the system; network: ${sandbox.network.mode === 'host' ? "the host's" : `its own (${sandbox.network.mode})`}`)
       for (const path of unreadableBySandbox(binds)) logs.append('system', `warning: ${path} is not readable by others: the sandboxed program (uid ${SANDBOX_UID}) cannot read it`)
@@ -190,6 +195,7 @@ export class ProcessDriver implements RuntimeDriver {
       try {
         const inside = await readSandboxPid(child.stdio[FD.info] as Readable)
         enterCgroup()
+        if (cluster !== undefined && !joins) this.recordClusterNetwork(cluster, inside)
         for (const url of isolated ? nonLocalControlPlane(spec) : []) logs.append('system', `warning: the control plane's URL ${url} is not on this host's loopback: the sandbox reaches it only as any outside address`)
         if (rootNetwork && sandbox.network.mode !== 'host') await connectSandbox(sandbox.network, inside, { hostPorts: controlPlanePorts(spec), published: ports }, networkPidFile!)
         ;(child.stdio[FD.go] as Writable).end('go\n')
@@ -321,6 +327,37 @@ export class ProcessDriver implements RuntimeDriver {
 
   private persistentDir(hostId: string, name: string): string {
     return join(this.o.dataDir, 'persistent', encodeURIComponent(hostId), encodeURIComponent(name))
+  }
+
+  /**
+   * The argv prefix that puts a cluster member in its primary's network namespace (nsenter, by its path, into the
+   * namespaces of the primary's sandbox as recorded when it started); members start beside their primary, so
+   * this waits for it a while, then refuses.
+   */
+  private async clusterNetwork(cluster: string, waitMs = 30_000): Promise<string[]> {
+    type Recorded = { pid: number; marker: string; outer: number; outerMarker: string }
+    const read = (): Recorded | null => {
+      try {
+        const r = JSON.parse(readFileSync(join(this.o.dataDir, CLUSTER_NETWORKS, encodeURIComponent(cluster)), 'utf8')) as Recorded
+        return processStartMarker(r.pid) === r.marker && processStartMarker(r.outer) === r.outerMarker ? r : null
+      } catch {
+        return null
+      }
+    }
+    let recorded = read()
+    for (const until = Date.now() + waitMs; !recorded && Date.now() < until; recorded = read()) await new Promise((resolve) => setTimeout(resolve, 50))
+    if (!recorded) throw new Error(`the cluster's primary (rank 0) has not run on this host for ${waitMs / 1000} s: its members share its network`)
+    // As root the network namespace is bwrap's own (its init's); as a user it is pasta's, whose user namespace
+    // the outer bwrap is in and whose owner may enter it.
+    if (process.getuid?.() === 0) return ['/usr/bin/nsenter', `--net=/proc/${recorded.pid}/ns/net`, '--']
+    return ['/usr/bin/nsenter', '--preserve-credentials', `--user=/proc/${recorded.outer}/ns/user`, `--net=/proc/${recorded.outer}/ns/net`, '--']
+  }
+
+  private recordClusterNetwork(cluster: string, init: number): void {
+    const outer = Number(readFileSync(`/proc/${init}/stat`, 'utf8').split(') ')[1]?.split(' ')[1])
+    const dir = join(this.o.dataDir, CLUSTER_NETWORKS)
+    mkdirSync(dir, { recursive: true })
+    writeFileSync(join(dir, encodeURIComponent(cluster)), JSON.stringify({ pid: init, marker: processStartMarker(init), outer, outerMarker: processStartMarker(outer) }))
   }
 
   /**
@@ -489,6 +526,9 @@ async function diskUsage(path: string): Promise<number> {
 
 /** The longest a worker's supervisor waits for a control plane, whatever the worker's env says, seconds. */
 const MAX_ORPHAN_LIMIT_S = 86_400
+
+/** Where the network namespace of each cluster's primary is recorded (a file per cluster). */
+const CLUSTER_NETWORKS = 'cluster-networks'
 
 /** pasta's pid, in a workload's directory. */
 const NETWORK_PID_FILE = 'network.pid'
