@@ -56,16 +56,34 @@ export interface BenchServer {
   stop(): Promise<void>
 }
 
-export async function startServer(config: Record<string, unknown> = {}, env: Record<string, string> = {}, opts: ServerOptions = {}): Promise<BenchServer> {
+export async function startServer(
+  config: Record<string, unknown> = {},
+  env: Record<string, string> = {},
+  opts: ServerOptions = {},
+): Promise<BenchServer> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'hangar-bench-'))
   const configFile = join(dataDir, 'config.json')
   writeFileSync(configFile, JSON.stringify(config))
-  const args = [...(opts.nodeArgs ?? []), join(SERVER_ROOT, 'bin/hangar.js'), 'serve', '--port', String(opts.port ?? 0), '--data-dir', join(dataDir, 'data'), '--config', configFile]
+  const args = [
+    ...(opts.nodeArgs ?? []),
+    join(SERVER_ROOT, 'bin/hangar.js'),
+    'serve',
+    '--port',
+    String(opts.port ?? 0),
+    '--data-dir',
+    join(dataDir, 'data'),
+    '--config',
+    configFile,
+  ]
   // taskset execs node in its own process: the pid is the server's.
-  const child = spawn(opts.cpus === undefined ? process.execPath : 'taskset', opts.cpus === undefined ? args : ['-c', opts.cpus, process.execPath, ...args], {
-    env: { ...process.env, HANGAR_LOG_LEVEL: 'warn', ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  })
+  const child = spawn(
+    opts.cpus === undefined ? process.execPath : 'taskset',
+    opts.cpus === undefined ? args : ['-c', opts.cpus, process.execPath, ...args],
+    {
+      env: { ...process.env, HANGAR_LOG_LEVEL: 'warn', ...env },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  )
   let out = ''
   const url = await new Promise<string>((resolve, reject) => {
     child.stdout!.on('data', (d) => {
@@ -79,7 +97,11 @@ export async function startServer(config: Record<string, unknown> = {}, env: Rec
   child.stdout!.resume()
   const adminKey = readFileSync(join(dataDir, 'data', 'admin-key'), 'utf8').trim()
   const api = async (method: string, path: string, body?: unknown, key = adminKey) => {
-    const res = await fetch(url + path, { method, headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) }, body: body ? JSON.stringify(body) : undefined })
+    const res = await fetch(url + path, {
+      method,
+      headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    })
     const text = await res.text()
     return { status: res.status, body: text ? JSON.parse(text) : undefined }
   }
@@ -111,10 +133,30 @@ export async function accountKey(s: BenchServer, name: string, rateLimitExempt =
 }
 
 /** Runs autocannon and returns req/s and latency percentiles (ms). */
-export async function load(opts: { url: string; method?: 'GET' | 'POST'; headers?: Record<string, string>; body?: string; connections: number; seconds: number }) {
-  const result = await autocannon({ url: opts.url, method: opts.method ?? 'GET', headers: opts.headers, body: opts.body, connections: opts.connections, duration: opts.seconds })
+export async function load(opts: {
+  url: string
+  method?: 'GET' | 'POST'
+  headers?: Record<string, string>
+  body?: string
+  connections: number
+  seconds: number
+}) {
+  const result = await autocannon({
+    url: opts.url,
+    method: opts.method ?? 'GET',
+    headers: opts.headers,
+    body: opts.body,
+    connections: opts.connections,
+    duration: opts.seconds,
+  })
   const non2xx = result.non2xx + result.errors
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx, total: result.requests.total }
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    non2xx,
+    total: result.requests.total,
+  }
 }
 
 export function percentile(sorted: number[], p: number): number {
@@ -144,7 +186,12 @@ export function rssMb(pid: number): number {
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 
 /** Polls `check` every `everyMs` until it returns true; throws after `timeoutMs`. */
-export async function until(what: string, check: () => Promise<boolean> | boolean, timeoutMs: number, everyMs = 100): Promise<void> {
+export async function until(
+  what: string,
+  check: () => Promise<boolean> | boolean,
+  timeoutMs: number,
+  everyMs = 100,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
@@ -153,16 +200,40 @@ export async function until(what: string, check: () => Promise<boolean> | boolea
 }
 
 /** A small CPU queue endpoint; `overrides` replace top-level fields of the create body. */
-export async function createQueueEndpoint(s: BenchServer, key: string, image: string, overrides: Record<string, unknown> = {}): Promise<string> {
-  const body = { name: `bench-${image.replace(/\W+/g, '-')}`, type: 'QUEUE', image, cpu: [{ id: 'cpu3c', vcpuCount: 2 }], scaling: { type: 'QUEUE_DELAY', queueDelay: 1 }, workers: { min: 0, max: 1, idleTimeout: 60 }, ...overrides }
+export async function createQueueEndpoint(
+  s: BenchServer,
+  key: string,
+  image: string,
+  overrides: Record<string, unknown> = {},
+): Promise<string> {
+  const body = {
+    name: `bench-${image.replace(/\W+/g, '-')}`,
+    type: 'QUEUE',
+    image,
+    cpu: [{ id: 'cpu3c', vcpuCount: 2 }],
+    scaling: { type: 'QUEUE_DELAY', queueDelay: 1 },
+    workers: { min: 0, max: 1, idleTimeout: 60 },
+    ...overrides,
+  }
   const r = await s.api('POST', '/v2/serverless', body, key)
   if (r.status !== 201) throw new Error(`create endpoint: ${r.status} ${JSON.stringify(r.body)}`)
   return r.body.id
 }
 
 /** Waits until `count` workers of an endpoint have called in (ready). */
-export async function waitReady(s: BenchServer, key: string, endpointId: string, count: number, timeoutMs = 30_000): Promise<void> {
-  await until(`${count} ready workers`, async () => (await s.api('GET', `/v2/${endpointId}/health`, undefined, key)).body?.workers?.ready >= count, timeoutMs, 50)
+export async function waitReady(
+  s: BenchServer,
+  key: string,
+  endpointId: string,
+  count: number,
+  timeoutMs = 30_000,
+): Promise<void> {
+  await until(
+    `${count} ready workers`,
+    async () => (await s.api('GET', `/v2/${endpointId}/health`, undefined, key)).body?.workers?.ready >= count,
+    timeoutMs,
+    50,
+  )
 }
 
 /** Config every job workload starts from: quiet logs, no GPU probing, limits that do not cut the load. */
@@ -202,7 +273,13 @@ export async function submitJobs(
   key: string,
   endpointId: string,
   count: number,
-  opts: { connections: number; inFlight: number; body?: (i: number) => unknown; keepIdEvery?: number; deadline?: number },
+  opts: {
+    connections: number
+    inFlight: number
+    body?: (i: number) => unknown
+    keepIdEvery?: number
+    deadline?: number
+  },
 ): Promise<{ ms: number; submitted: number; failed: number; firstError?: string; ids: string[] }> {
   const pool = new Pool(s.url, { connections: opts.connections, keepAliveTimeout: 60_000 })
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' }
@@ -272,7 +349,10 @@ export function childPids(pid: number): number[] {
  * the returned function's call, in µs per job. CPU time, unlike wall time, is barely moved by other
  * programs competing for the cores.
  */
-export function cpuMeter(serverPid: number, workerPids: number[]): (jobs: number) => { server: number; workers: number; client: number } {
+export function cpuMeter(
+  serverPid: number,
+  workerPids: number[],
+): (jobs: number) => { server: number; workers: number; client: number } {
   const s0 = cpuMs(serverPid)
   const w0 = workerPids.reduce((a, p) => a + cpuMs(p), 0)
   const c0 = process.cpuUsage()

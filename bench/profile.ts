@@ -34,7 +34,11 @@ export interface ProfileSummary {
  * Reads the one .cpuprofile a process wrote into `dir` and summarizes it, from the first sample inside a
  * function named `from` (when given: start-up, module loading and schema compilation are left out).
  */
-export function summarizeProfileDir(dir: string, from?: string, top = Number(process.env.HANGAR_BENCH_PROFILE_TOP) || 15): ProfileSummary {
+export function summarizeProfileDir(
+  dir: string,
+  from?: string,
+  top = Number(process.env.HANGAR_BENCH_PROFILE_TOP) || 15,
+): ProfileSummary {
   // CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile: thread 0 is the main thread (others: worker threads).
   const files = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'))
   const file = files.find((f) => /\.\d+\.0\.\d+\.cpuprofile$/.test(f)) ?? files[0]
@@ -86,7 +90,12 @@ export function summarizeProfile(p: CpuProfile, top = 15, from?: string): Profil
       .sort((a, b) => b[1] - a[1])
       .slice(0, n)
       .map(([name, us]) => ({ name, selfMs: Math.round(us / 1000), percent: Math.round((us / busy) * 1000) / 10 }))
-  return { totalMs: Math.round(total / 1000), busyPercent: Math.round((busy / total) * 1000) / 10, functions: rank(fns, top), areas: rank(areas, 12) }
+  return {
+    totalMs: Math.round(total / 1000),
+    busyPercent: Math.round((busy / total) * 1000) / 10,
+    functions: rank(fns, top),
+    areas: rank(areas, 12),
+  }
 }
 
 /**
@@ -95,7 +104,11 @@ export function summarizeProfile(p: CpuProfile, top = 15, from?: string): Profil
  * from other programs in a way that CPU-time differences between runs are not: it is a ratio within
  * one process and one run.
  */
-export function inclusiveShareDir(dir: string, match: (frame: { functionName: string; url: string }) => boolean, from?: string): number {
+export function inclusiveShareDir(
+  dir: string,
+  match: (frame: { functionName: string; url: string }) => boolean,
+  from?: string,
+): number {
   const files = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'))
   const file = files.find((f) => /\.\d+\.0\.\d+\.cpuprofile$/.test(f)) ?? files[0]
   if (!file) throw new Error(`no .cpuprofile in ${dir}`)
@@ -159,7 +172,12 @@ function areaOf(fn: string, url: string): string {
 
 /** Markdown tables of a summary. */
 export function profileMarkdown(title: string, s: ProfileSummary): string {
-  const lines = [`\n### ${title}\n`, `Sampled ${s.totalMs} ms, busy ${s.busyPercent} % of it. Shares below are of busy time.\n`, '| self time | % | function |', '|---|---|---|']
+  const lines = [
+    `\n### ${title}\n`,
+    `Sampled ${s.totalMs} ms, busy ${s.busyPercent} % of it. Shares below are of busy time.\n`,
+    '| self time | % | function |',
+    '|---|---|---|',
+  ]
   for (const f of s.functions) lines.push(`| ${f.selfMs} ms | ${f.percent} | \`${f.name.replace(/\|/g, '\\|')}\` |`)
   lines.push('', '| area | self time | % |', '|---|---|---|')
   for (const a of s.areas) lines.push(`| ${a.name} | ${a.selfMs} ms | ${a.percent} |`)

@@ -36,7 +36,10 @@ const WORKLOADS: Record<string, (ctx: BenchContext) => Promise<Row[]>> = {
 async function main() {
   const args = process.argv.slice(2)
   const ctx: BenchContext = { quick: args.includes('--quick'), sections: [], shared: {} }
-  const only = args.find((a) => a.startsWith('--only='))?.slice(7).split(',')
+  const only = args
+    .find((a) => a.startsWith('--only='))
+    ?.slice(7)
+    .split(',')
   if (only?.includes('2') && !only.includes('1')) only.push('1')
   const rows: Row[] = []
   for (const [id, run] of Object.entries(WORKLOADS)) {
@@ -48,13 +51,19 @@ async function main() {
   }
   const meta = { date: new Date().toISOString(), machine: machine(), commit: commit(), quick: ctx.quick }
   mkdirSync(join(ROOT, 'bench/results'), { recursive: true })
-  writeFileSync(join(ROOT, 'bench/results/latest.json'), JSON.stringify({ ...meta, rows, sections: ctx.sections }, null, 2))
+  writeFileSync(
+    join(ROOT, 'bench/results/latest.json'),
+    JSON.stringify({ ...meta, rows, sections: ctx.sections }, null, 2),
+  )
   const table = [
     `\n## ${meta.date.slice(0, 10)} · ${meta.commit}${ctx.quick ? ' · quick' : ''}\n`,
     `Machine: ${meta.machine}\n`,
     '| workload | metric | value | goal | met | note |',
     '|---|---|---|---|---|---|',
-    ...rows.map((r) => `| ${r.workload} | ${r.metric} | ${Number.isNaN(r.value) ? '-' : `${r.value} ${r.unit}`} | ${r.goal ?? ''} | ${r.met === undefined ? '' : r.met ? 'yes' : 'no'} | ${r.note ?? ''} |`),
+    ...rows.map(
+      (r) =>
+        `| ${r.workload} | ${r.metric} | ${Number.isNaN(r.value) ? '-' : `${r.value} ${r.unit}`} | ${r.goal ?? ''} | ${r.met === undefined ? '' : r.met ? 'yes' : 'no'} | ${r.note ?? ''} |`,
+    ),
     ...ctx.sections,
   ].join('\n')
   console.log(table)

@@ -70,7 +70,8 @@ function typeOf(s: Schema): string {
   if (s.anyOf) return s.anyOf.map(typeOf).join(' or ')
   if (s.enum) return `one of ${s.enum.map((v) => `\`${JSON.stringify(v)}\``).join(', ')}`
   if (s.const !== undefined) return `\`${JSON.stringify(s.const)}\``
-  if (s.type === 'array') return `list of ${plural(typeOf(s.items ?? {}))}${s.minItems ? ` (at least ${s.minItems})` : ''}`
+  if (s.type === 'array')
+    return `list of ${plural(typeOf(s.items ?? {}))}${s.minItems ? ` (at least ${s.minItems})` : ''}`
   if (isRecord(s)) return `map of ${plural(typeOf(Object.values(s.patternProperties!)[0]))}`
   if (s.type === 'object') return 'object'
   const type = Array.isArray(s.type) ? s.type.join(' or ') : (s.type ?? 'any')
@@ -97,17 +98,24 @@ function defaultOf(s: Schema, required: boolean): string {
 
 /** Where a setting can also come from: its environment variable and `hangar serve` flag. */
 function sourcesOf(path: string): string {
-  const env = Object.entries(CONFIG_ENV).filter(([, p]) => p === path).map(([name]) => `\`${name}\``)
+  const env = Object.entries(CONFIG_ENV)
+    .filter(([, p]) => p === path)
+    .map(([name]) => `\`${name}\``)
   const flag = (CONFIG_FLAGS as Record<string, string>)[path]
   const parts = [...(env.length ? [`Environment: ${env.join(', ')}.`] : []), ...(flag ? [`Flag: \`${flag}\`.`] : [])]
   return parts.join(' ')
 }
 
 /** Markdown for a description: `docs/x.md` named in it made a link (these pages are in docs/reference/). */
-const linked = (text: string) => text.replace(/(?<![\w/])docs\/((?:[\w-]+\/)*[\w-]+\.md)/g, (_m, file: string) => `[docs/${file}](../${file})`)
+const linked = (text: string) =>
+  text.replace(/(?<![\w/])docs\/((?:[\w-]+\/)*[\w-]+\.md)/g, (_m, file: string) => `[docs/${file}](../${file})`)
 
 /** `<` outside code spans as an entity, so that `<data-dir>` reads as text and not as an HTML tag. */
-const escapeTags = (text: string) => text.split(/(`[^`]*`)/).map((part, i) => (i % 2 ? part : part.replace(/</g, '&lt;'))).join('')
+const escapeTags = (text: string) =>
+  text
+    .split(/(`[^`]*`)/)
+    .map((part, i) => (i % 2 ? part : part.replace(/</g, '&lt;')))
+    .join('')
 
 /** Markdown for a table cell: pipes and tags escaped, docs linked. */
 const cell = (text: string) => linked(escapeTags(text.replace(/\|/g, '\\|')))
@@ -134,18 +142,33 @@ function rowsBelow(path: string, s: Schema, seen: Map<Schema, string>, rows: Row
   }
 }
 
-function addRow(path: string, s: Schema, required: boolean, seen: Map<Schema, string>, rows: Row[], undescribed: string[], item = false): void {
+function addRow(
+  path: string,
+  s: Schema,
+  required: boolean,
+  seen: Map<Schema, string>,
+  rows: Row[],
+  undescribed: string[],
+  item = false,
+): void {
   let description = s.description ?? ''
   // A union's members may say what each form means (an engine's address alone, or every setting).
   for (const m of s.anyOf ?? []) {
     const form = `As ${article(String(m.type))}`
     const first = isObject(m) ? seen.get(m) : undefined
-    if (first !== undefined) description += ` ${form}, the same as [\`${first}\`](#${anchor(`\`${first.split(/[.[]/)[0]}\``)}).`
-    else if (m.description) description += ` ${form}: ${lower(m.description).replace(/\.?$/, '.')}${isObject(m) ? ' Its settings follow.' : ''}`
+    if (first !== undefined)
+      description += ` ${form}, the same as [\`${first}\`](#${anchor(`\`${first.split(/[.[]/)[0]}\``)}).`
+    else if (m.description)
+      description += ` ${form}: ${lower(m.description).replace(/\.?$/, '.')}${isObject(m) ? ' Its settings follow.' : ''}`
   }
   if (!description && !item) undescribed.push(path)
   const sources = sourcesOf(path)
-  rows.push({ path, type: typeOf(s), default: item ? '' : defaultOf(s, required), description: [description, sources].filter(Boolean).join(' ') })
+  rows.push({
+    path,
+    type: typeOf(s),
+    default: item ? '' : defaultOf(s, required),
+    description: [description, sources].filter(Boolean).join(' '),
+  })
   rowsBelow(path, s, seen, rows, undescribed)
 }
 
@@ -153,7 +176,11 @@ const article = (t: string) => (/^[aeiou]/.test(t) ? `an ${t}` : `a ${t}`)
 const lower = (t: string) => t.charAt(0).toLowerCase() + t.slice(1)
 
 /** Every setting of the schema, by section, and the paths of those without a description. */
-export function configSettings(): { top: Row[]; sections: Array<{ key: string; description: string; rows: Row[] }>; undescribed: string[] } {
+export function configSettings(): {
+  top: Row[]
+  sections: Array<{ key: string; description: string; rows: Row[] }>
+  undescribed: string[]
+} {
   const schema = Config as unknown as Schema
   const seen = new Map<Schema, string>()
   const undescribed: string[] = []
@@ -214,7 +241,11 @@ function helpTexts(cmd: Command): { before: string; after: string } {
   const capture = (event: string) => {
     let text = ''
     // Commander keeps these texts as listeners of its help events (it is an EventEmitter): run them into a string.
-    ;(cmd as unknown as NodeJS.EventEmitter).emit(event, { error: false, command: cmd, write: (s: string) => (text += s) })
+    ;(cmd as unknown as NodeJS.EventEmitter).emit(event, {
+      error: false,
+      command: cmd,
+      write: (s: string) => (text += s),
+    })
     return text.replace(/^\n+|\n+$/g, '')
   }
   return { before: capture('beforeHelp'), after: capture('afterHelp') }
@@ -257,7 +288,10 @@ function renderCommand(cmd: Command, help: Help, common: Set<string>, lines: str
   const subs = help.visibleCommands(cmd).filter((c) => c.name() !== 'help')
   if (subs.length) {
     lines.push('', '| command | description |', '|---|---|')
-    for (const c of subs) lines.push(`| [\`${help.subcommandTerm(c)}\`](#${anchor(commandPath(c))}) | ${cell(help.subcommandDescription(c))} |`)
+    for (const c of subs)
+      lines.push(
+        `| [\`${help.subcommandTerm(c)}\`](#${anchor(commandPath(c))}) | ${cell(help.subcommandDescription(c))} |`,
+      )
   }
   if (after) lines.push('', '```text', after, '```')
   for (const c of subs) renderCommand(c, help, common, lines)

@@ -15,7 +15,10 @@ describe('DataDirLock owners, told apart by pid and start marker', () => {
     const d = join(dir, name)
     rmSync(d, { recursive: true, force: true })
     mkdirSync(d)
-    writeFileSync(join(d, 'hangar.lock'), JSON.stringify({ pid: process.pid, host: hostname(), startedAt: '2026-01-01T00:00:00.000Z', procStart }))
+    writeFileSync(
+      join(d, 'hangar.lock'),
+      JSON.stringify({ pid: process.pid, host: hostname(), startedAt: '2026-01-01T00:00:00.000Z', procStart }),
+    )
     return d
   }
 

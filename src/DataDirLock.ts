@@ -27,7 +27,12 @@ export class DataDirLock {
   /** Takes the lock or throws a DataDirLockedError naming the process that holds it. */
   static acquire(dataDir: string): DataDirLock {
     const path = join(dataDir, 'hangar.lock')
-    const me: Owner = { pid: process.pid, host: hostname(), startedAt: new Date().toISOString(), procStart: processStartMarker(process.pid) }
+    const me: Owner = {
+      pid: process.pid,
+      host: hostname(),
+      startedAt: new Date().toISOString(),
+      procStart: processStartMarker(process.pid),
+    }
     for (let attempt = 0; ; attempt++) {
       try {
         writeFileSync(path, JSON.stringify(me) + '\n', { flag: 'wx', mode: 0o600 })
@@ -68,7 +73,9 @@ export class DataDirLock {
 function readOwner(path: string): Owner | null {
   try {
     const o = JSON.parse(readFileSync(path, 'utf8')) as Partial<Owner>
-    return typeof o.pid === 'number' && typeof o.host === 'string' ? { pid: o.pid, host: o.host, startedAt: String(o.startedAt), procStart: o.procStart ?? null } : null
+    return typeof o.pid === 'number' && typeof o.host === 'string'
+      ? { pid: o.pid, host: o.host, startedAt: String(o.startedAt), procStart: o.procStart ?? null }
+      : null
   } catch {
     return null
   }

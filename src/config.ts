@@ -20,24 +20,45 @@ import { LoadBalancerConfig } from './services/loadBalancer/loadBalancerConfig.j
 export const Config = Type.Object(
   {
     host: Type.String({ default: '127.0.0.1', description: 'Address the server listens on.' }),
-    port: Type.Integer({ minimum: 0, maximum: 65535, default: 8080, description: 'Port the server listens on (0: any free port).' }),
+    port: Type.Integer({
+      minimum: 0,
+      maximum: 65535,
+      default: 8080,
+      description: 'Port the server listens on (0: any free port).',
+    }),
     dataDir: Type.String({
       default: './.hangar',
-      description: 'Where Hangar keeps its data: the SQLite database, `secret.key`, `admin-key`, network volumes, work dirs (see docs/operations.md).',
+      description:
+        'Where Hangar keeps its data: the SQLite database, `secret.key`, `admin-key`, network volumes, work dirs (see docs/operations.md).',
     }),
-    publicUrl: Type.Optional(Type.String({ pattern: '^https?://', description: 'Externally visible base URL, used to build `requestUrls`; derived from host/port when unset.' })),
-    adminApiKey: Type.Optional(Type.String({ minLength: 16, description: 'Sets the admin key on first start instead of generating one.' })),
+    publicUrl: Type.Optional(
+      Type.String({
+        pattern: '^https?://',
+        description: 'Externally visible base URL, used to build `requestUrls`; derived from host/port when unset.',
+      }),
+    ),
+    adminApiKey: Type.Optional(
+      Type.String({ minLength: 16, description: 'Sets the admin key on first start instead of generating one.' }),
+    ),
     logLevel: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
       default: 'info',
-      description: 'pino level. `info`: one line per API request, workers starting, stopping and failing, new scaling targets; `debug` adds the worker protocol and every scaling decision.',
+      description:
+        'pino level. `info`: one line per API request, workers starting, stopping and failing, new scaling targets; `debug` adds the worker protocol and every scaling decision.',
     }),
     lockDataDir: Type.Boolean({
       default: true,
       description:
         "Refuse to start while another Hangar uses the data dir (`<dataDir>/hangar.lock`). Off only where two processes must share one SQLite file on purpose (a test of shared rate limits): both then run workers and an autoscaler over the same database, and what the SQLite store keeps in memory because one process owns the file (job counts, queue positions, parsed endpoints) is each process's own. Several processes on one database is what PostgreSQL is for (see docs/postgresql-and-replicas.md).",
     }),
-    logFormat: Type.Enum(['auto', 'json', 'pretty'], { default: 'auto', description: '`auto`: readable lines on a terminal, JSON otherwise; `json` or `pretty` force one.' }),
-    bodyLimit: Type.Integer({ minimum: 1024, default: 1024 * 1024, description: 'Largest management request body, bytes.' }),
+    logFormat: Type.Enum(['auto', 'json', 'pretty'], {
+      default: 'auto',
+      description: '`auto`: readable lines on a terminal, JSON otherwise; `json` or `pretty` force one.',
+    }),
+    bodyLimit: Type.Integer({
+      minimum: 1024,
+      default: 1024 * 1024,
+      description: 'Largest management request body, bytes.',
+    }),
     limits: LimitsConfig,
     catalog: CatalogConfig,
     fleet: FleetConfig,
@@ -65,7 +86,12 @@ export const Config = Type.Object(
         'This machine\'s Docker or Podman engine (`"unix:///var/run/docker.sock"`, or an object with every setting): its workers then run as containers of their endpoint\'s image instead of local processes. Hosts listed in `fleet.hosts` name their own.',
       ),
     ),
-    workerUrl: Type.Optional(Type.String({ pattern: '^https?://', description: 'Base URL workers reach the control plane at; the address it listens on when unset.' })),
+    workerUrl: Type.Optional(
+      Type.String({
+        pattern: '^https?://',
+        description: 'Base URL workers reach the control plane at; the address it listens on when unset.',
+      }),
+    ),
     internalUrl: Type.Optional(
       Type.String({
         pattern: '^https?://',
@@ -76,10 +102,16 @@ export const Config = Type.Object(
     enginePingIntervalMs: Type.Integer({
       minimum: 50,
       default: 2_000,
-      description: 'How often each container engine is pinged, ms; one that does not answer marks its host down until it does.',
+      description:
+        'How often each container engine is pinged, ms; one that does not answer marks its host down until it does.',
     }),
     billing: BillingConfig,
-    metricsToken: Type.Optional(Type.String({ minLength: 16, description: 'Bearer token Prometheus sends to scrape /metrics; admin keys are accepted too.' })),
+    metricsToken: Type.Optional(
+      Type.String({
+        minLength: 16,
+        description: 'Bearer token Prometheus sends to scrape /metrics; admin keys are accepted too.',
+      }),
+    ),
     metricsFlushMs: Type.Integer({
       minimum: 100,
       default: 10_000,
@@ -95,10 +127,16 @@ export const Config = Type.Object(
     databaseSchema: Type.Optional(
       Type.String({
         pattern: '^[A-Za-z_][A-Za-z0-9_]{0,62}$',
-        description: 'The PostgreSQL schema (created if missing; default `public`); a `schema` parameter in databaseUrl wins.',
+        description:
+          'The PostgreSQL schema (created if missing; default `public`); a `schema` parameter in databaseUrl wins.',
       }),
     ),
-    redisUrl: Type.Optional(Type.String({ pattern: '^rediss?://', description: 'Redis for rate-limit counters shared by several control-plane replicas; in memory when unset.' })),
+    redisUrl: Type.Optional(
+      Type.String({
+        pattern: '^rediss?://',
+        description: 'Redis for rate-limit counters shared by several control-plane replicas; in memory when unset.',
+      }),
+    ),
     rateLimits: Type.Object(
       {
         management: Type.Object(
@@ -110,13 +148,22 @@ export const Config = Type.Object(
           {
             additionalProperties: false,
             default: {},
-            description: 'Management API requests per account per window; admin keys and exempt accounts are not limited.',
+            description:
+              'Management API requests per account per window; admin keys and exempt accounts are not limited.',
           },
         ),
         perWorker: Type.Object(
           {
-            rate: Type.Integer({ minimum: 1, default: 500, description: 'Requests per 10 s each running worker raises the limits to, at least.' }),
-            concurrent: Type.Integer({ minimum: 1, default: 100, description: 'Concurrent requests each running worker raises the limits to, at least.' }),
+            rate: Type.Integer({
+              minimum: 1,
+              default: 500,
+              description: 'Requests per 10 s each running worker raises the limits to, at least.',
+            }),
+            concurrent: Type.Integer({
+              minimum: 1,
+              default: 100,
+              description: 'Concurrent requests each running worker raises the limits to, at least.',
+            }),
           },
           {
             additionalProperties: false,
@@ -126,7 +173,11 @@ export const Config = Type.Object(
           },
         ),
       },
-      { additionalProperties: false, default: {}, description: 'Quotas of the management API, and how running workers raise the limits of job operations.' },
+      {
+        additionalProperties: false,
+        default: {},
+        description: 'Quotas of the management API, and how running workers raise the limits of job operations.',
+      },
     ),
   },
   { additionalProperties: false },
@@ -164,7 +215,9 @@ export const CONFIG_ENV: Record<string, keyof Config | `${keyof Config}.${string
 }
 
 /** The `hangar serve` flags of settings (`--config FILE` names the config file, as HANGAR_CONFIG does). */
-export const CONFIG_FLAGS = { host: '--host', port: '--port', dataDir: '--data-dir' } as const satisfies Partial<Record<keyof Config, string>>
+export const CONFIG_FLAGS = { host: '--host', port: '--port', dataDir: '--data-dir' } as const satisfies Partial<
+  Record<keyof Config, string>
+>
 
 /**
  * HANGAR_ENGINE: an address (`unix:///run/podman/podman.sock`) or the whole engine object as JSON
@@ -180,7 +233,11 @@ function engineFromEnv(v: string, name: string): unknown {
 }
 
 /** Parses and validates the configuration once; throws with every problem listed. */
-export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
+export function loadConfig(
+  flags: ConfigFlags = {},
+  env: NodeJS.ProcessEnv = process.env,
+  overrides: Partial<Config> = {},
+): Config {
   const raw: Record<string, unknown> = {}
   const file = flags.configFile ?? env.HANGAR_CONFIG
   if (file) {
@@ -247,7 +304,10 @@ export interface ClientConfig {
 }
 
 /** Reads the CLI client settings: flags win over HANGAR_URL / HANGAR_API_KEY / HANGAR_DATA_DIR. */
-export function loadClientConfig(flags: { url?: string; apiKey?: string; dataDir?: string }, env: NodeJS.ProcessEnv = process.env): ClientConfig {
+export function loadClientConfig(
+  flags: { url?: string; apiKey?: string; dataDir?: string },
+  env: NodeJS.ProcessEnv = process.env,
+): ClientConfig {
   const port = env.HANGAR_PORT ?? '8080'
   const host = env.HANGAR_HOST ?? '127.0.0.1'
   return {

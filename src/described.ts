@@ -5,5 +5,11 @@ import type { TSchema } from 'typebox'
  * places that each mean something else by it (the configuration reference prints descriptions).
  */
 export function described<T extends TSchema>(schema: T, description: string): T {
-  return Object.defineProperties({}, { ...Object.getOwnPropertyDescriptors(schema), description: { value: description, enumerable: true, writable: true, configurable: true } }) as T
+  return Object.defineProperties(
+    {},
+    {
+      ...Object.getOwnPropertyDescriptors(schema),
+      description: { value: description, enumerable: true, writable: true, configurable: true },
+    },
+  ) as T
 }

@@ -18,11 +18,22 @@ export type LogFormat = 'auto' | 'json' | 'pretty'
  *
  * @example await createLogger('info', 'auto') // readable on a TTY, JSON when piped
  */
-export async function createLogger(level: string, format: LogFormat, stream: NodeJS.WriteStream = process.stdout): Promise<pino.Logger> {
+export async function createLogger(
+  level: string,
+  format: LogFormat,
+  stream: NodeJS.WriteStream = process.stdout,
+): Promise<pino.Logger> {
   const readable = format === 'pretty' || (format === 'auto' && stream.isTTY === true)
   if (!readable) return pino({ level }, stream)
   const { default: pretty } = await import('pino-pretty')
-  const multiline = (v: unknown) => (typeof v === 'string' && v.includes('\n') ? `\n${v.replace(/\n+$/, '').split('\n').map((l) => `      ${l}`).join('\n')}` : JSON.stringify(v))
+  const multiline = (v: unknown) =>
+    typeof v === 'string' && v.includes('\n')
+      ? `\n${v
+          .replace(/\n+$/, '')
+          .split('\n')
+          .map((l) => `      ${l}`)
+          .join('\n')}`
+      : JSON.stringify(v)
   return pino(
     {
       level,
@@ -35,7 +46,8 @@ export async function createLogger(level: string, format: LogFormat, stream: Nod
       colorize: stream.isTTY === true,
       translateTime: 'SYS:HH:MM:ss.l',
       ignore: 'pid,hostname,reqId,requestMs',
-      messageFormat: (log, key) => (log.requestMs !== undefined ? `${String(log[key])} ${String(log.requestMs)} ms` : String(log[key])),
+      messageFormat: (log, key) =>
+        log.requestMs !== undefined ? `${String(log[key])} ${String(log.requestMs)} ms` : String(log[key]),
       customPrettifiers: Object.fromEntries(MULTILINE_FIELDS.map((f) => [f, multiline])),
     }),
   )

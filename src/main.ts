@@ -118,8 +118,10 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   const clock = opts.clock ?? systemClock
   // First: a required sandbox that cannot run stops the start before anything is opened.
   const sandbox = probeSandbox(config.runtime.process)
-  if (sandbox.kind === 'none' && config.runtime.process.sandbox === 'bwrap') throw new Error(`runtime.process.sandbox is "bwrap" but the sandbox cannot run: ${sandbox.reason}`)
-  const logger = opts.logger ?? (config.logLevel === 'silent' ? false : await createLogger(config.logLevel, config.logFormat))
+  if (sandbox.kind === 'none' && config.runtime.process.sandbox === 'bwrap')
+    throw new Error(`runtime.process.sandbox is "bwrap" but the sandbox cannot run: ${sandbox.reason}`)
+  const logger =
+    opts.logger ?? (config.logLevel === 'silent' ? false : await createLogger(config.logLevel, config.logFormat))
   // Only this user may read the data dir (keys, sealed secrets, jobs' input and output).
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 })
   chmodSync(config.dataDir, 0o700)
@@ -136,31 +138,59 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   // One process on SQLite; with PostgreSQL, any number of them: one leads (runs the loops, owns workers and
   // pods), all serve the API, and they wake each other through the change feed.
   const target = config.databaseUrl ? pgTarget({ url: config.databaseUrl, schema: config.databaseSchema }) : null
-  const { leadership, feed } = clusterFor(target ? { dialect: 'postgres', connectionString: target.url, namespace: target.schema, log } : { dialect: 'sqlite' })
+  const { leadership, feed } = clusterFor(
+    target
+      ? { dialect: 'postgres', connectionString: target.url, namespace: target.schema, log }
+      : { dialect: 'sqlite' },
+  )
   await feed.start()
   const accounts = new AccountService({ store, clock, feed })
 
   const machine = await detectMachine(config.fleet.detectGpus)
   // A Kubernetes cluster replaces this machine in the fleet (configured hosts stay): its Nodes, by GPU label.
-  const kube = config.runtime?.kubernetes ? await openKubernetes(config.runtime.kubernetes, config.dataDir, config.fleet.localDataCenterId) : null
-  const catalog = new CatalogService(config.catalog, config.fleet, machine, kube ? new Fleet([...(config.fleet.hosts ? localHosts(config.fleet, machine) : []), ...kube.hosts]) : undefined)
-  const kubeRefresh = kube ? setInterval(() => void kube.refresh().catch(() => undefined), config.runtime!.kubernetes!.capacityRefreshMs).unref() : null
+  const kube = config.runtime?.kubernetes
+    ? await openKubernetes(config.runtime.kubernetes, config.dataDir, config.fleet.localDataCenterId)
+    : null
+  const catalog = new CatalogService(
+    config.catalog,
+    config.fleet,
+    machine,
+    kube ? new Fleet([...(config.fleet.hosts ? localHosts(config.fleet, machine) : []), ...kube.hosts]) : undefined,
+  )
+  const kubeRefresh = kube
+    ? setInterval(
+        () => void kube.refresh().catch(() => undefined),
+        config.runtime!.kubernetes!.capacityRefreshMs,
+      ).unref()
+    : null
   // Registry credentials and jobs' S3 secrets are sealed with a key kept beside (not inside) the database.
   const secrets = SecretBox.open(join(config.dataDir, 'secret.key'))
   const registries = new RegistryService({ store, clock, secrets })
   const templates = new TemplateService({ store, clock, registries })
   // Billing: prices from the catalog (GPU, CPU) and the config (storage); the meter writes the ledger.
-  const prices = new PriceBook({ gpu: (id) => catalog.gpuType(id)?.price, cpu: (id) => catalog.cpuFlavor(id)?.price }, config.billing.prices)
+  const prices = new PriceBook(
+    { gpu: (id) => catalog.gpuType(id)?.price, cpu: (id) => catalog.cpuFlavor(id)?.price },
+    config.billing.prices,
+  )
   const meter = new UsageMeter({ store, clock, prices, log, checkpointMs: config.billing.checkpointMs })
   const billing = new BillingService({ store, clock })
-  const networkVolumes = new NetworkVolumeService({ store, clock, catalog, volumesDir: join(config.dataDir, 'volumes'), meter })
+  const networkVolumes = new NetworkVolumeService({
+    store,
+    clock,
+    catalog,
+    volumesDir: join(config.dataDir, 'volumes'),
+    meter,
+  })
   const sshKeys = new SshKeyService({ store, clock })
 
   // Jobs. The lifecycle is the only writer of job states; events wake waiting requests.
   // Gauges are read when scraped: job tallies of every endpoint, and (below) workers by the status users see.
   const metrics = new PromMetrics({
     now: () => clock.now(),
-    jobCounts: async () => Promise.all((await store.endpoints.listAll()).map(async (e) => ({ endpointId: e.id, ...(await store.jobs.counts(e.id)) }))),
+    jobCounts: async () =>
+      Promise.all(
+        (await store.endpoints.listAll()).map(async (e) => ({ endpointId: e.id, ...(await store.jobs.counts(e.id)) })),
+      ),
     endpoints: async () => (await store.endpoints.listAll()).map((e) => ({ id: e.id, name: e.name, type: e.type })),
     // Pods are built below; they are read only when scraped.
     pods: () => pods.all(),
@@ -178,7 +208,13 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
         (await store.endpoints.listAll()).map(async (e) => {
           const h = workers.health(e.id)
           const c = await store.jobs.counts(e.id)
-          return { endpointId: e.id, workersRunning: h.running, workersIdle: h.idle, workersThrottled: h.throttled, queueDepth: c.inQueue }
+          return {
+            endpointId: e.id,
+            workersRunning: h.running,
+            workersIdle: h.idle,
+            workersThrottled: h.throttled,
+            queueDepth: c.inQueue,
+          }
         }),
       )
     },
@@ -186,7 +222,16 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   const counted = allMetrics(metrics, endpointMetrics)
   const events = new JobEvents(feed)
   const webhookSecrets = new WebhookSecrets({ store, clock, secrets, overlapMs: config.jobs.webhookSecretOverlapMs })
-  const webhooks = new WebhookDispatcher({ store, clock, log, signingKeys: (endpointId, now) => webhookSecrets.signingKeys(endpointId, now), retryDelayMs: config.jobs.webhookRetryDelayMs, timeoutMs: config.jobs.webhookTimeoutMs, metrics: counted, feed })
+  const webhooks = new WebhookDispatcher({
+    store,
+    clock,
+    log,
+    signingKeys: (endpointId, now) => webhookSecrets.signingKeys(endpointId, now),
+    retryDelayMs: config.jobs.webhookRetryDelayMs,
+    timeoutMs: config.jobs.webhookTimeoutMs,
+    metrics: counted,
+    feed,
+  })
   const lifecycle = new JobLifecycle({ store, clock, events, webhooks, metrics: counted })
   // Workers are local processes, or containers on hosts that name a Docker/Podman engine.
   const engines = hostEngines(config)
@@ -199,45 +244,162 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
         : `local workers and pods run without a sandbox (${sandbox.reason}): only the admin account's run on this host; install bubblewrap, or set runtime.process.trustTenants to run every account's`,
     )
   }
-  if (sandbox.kind === 'bwrap' && sandbox.network.mode === 'host') log.warn({ network: 'host' }, 'local workers and pods share this host\'s network (runtime.process.network is "host"): every program reaches the host\'s loopback services and the others\' ports')
+  if (sandbox.kind === 'bwrap' && sandbox.network.mode === 'host')
+    log.warn(
+      { network: 'host' },
+      "local workers and pods share this host's network (runtime.process.network is \"host\"): every program reaches the host's loopback services and the others' ports",
+    )
   // Root is not needed: with user namespaces the sandbox works for an ordinary user (see docs/security.md).
-  if (process.getuid?.() === 0) log.warn({ uid: 0 }, 'running as root: Hangar does not need it (the sandbox uses user namespaces); run it as a user of its own, such as "hangar" (docs/security.md)')
+  if (process.getuid?.() === 0)
+    log.warn(
+      { uid: 0 },
+      'running as root: Hangar does not need it (the sandbox uses user namespaces); run it as a user of its own, such as "hangar" (docs/security.md)',
+    )
   const cgroups = config.runtime.process.limits ? probeCgroups() : null
-  if (cgroups?.kind === 'none') log.warn({ reason: cgroups.reason }, `local workers and pods run without memory, CPU and process limits: ${cgroups.reason}`)
-  const limits = cgroups ? { cgroups, pids: config.runtime.process.pidsLimit, diskCheckIntervalMs: config.runtime.process.diskCheckIntervalMs } : undefined
+  if (cgroups?.kind === 'none')
+    log.warn(
+      { reason: cgroups.reason },
+      `local workers and pods run without memory, CPU and process limits: ${cgroups.reason}`,
+    )
+  const limits = cgroups
+    ? {
+        cgroups,
+        pids: config.runtime.process.pidsLimit,
+        diskCheckIntervalMs: config.runtime.process.diskCheckIntervalMs,
+      }
+    : undefined
   const trustedAccount = async (accountId: string) => (await store.accounts.get(accountId))?.name === ADMIN_ACCOUNT
-  const runtime = buildRuntime(config, workerHostEnv(), { sandbox, trustedAccount, limits }, kube ? { driver: kube.driver, hostIds: kube.hosts.map((h) => h.id) } : undefined)
+  const runtime = buildRuntime(
+    config,
+    workerHostEnv(),
+    { sandbox, trustedAccount, limits },
+    kube ? { driver: kube.driver, hostIds: kube.hosts.map((h) => h.id) } : undefined,
+  )
   // Workers call the control plane at workerUrl, or on its local address (whatever publicUrl says); a
   // host's engine may say how its containers reach it. Known before listen unless the port is 0, so
   // workers of a previous run can be adopted.
-  let workerUrl = config.workerUrl ?? (config.port === 0 ? '' : publicBaseUrl({ ...config, publicUrl: undefined }, config.port))
+  let workerUrl =
+    config.workerUrl ?? (config.port === 0 ? '' : publicBaseUrl({ ...config, publicUrl: undefined }, config.port))
   const kubeHosts = new Set(kube?.hosts.map((h) => h.id))
-  const workerUrlOf = (hostId: string) => engines.get(hostId)?.controlPlaneUrl ?? (kubeHosts.has(hostId) ? config.runtime?.kubernetes?.controlPlaneUrl : undefined) ?? workerUrl
+  const workerUrlOf = (hostId: string) =>
+    engines.get(hostId)?.controlPlaneUrl ??
+    (kubeHosts.has(hostId) ? config.runtime?.kubernetes?.controlPlaneUrl : undefined) ??
+    workerUrl
   const monotonic = opts.monotonic
-  const workers = new WorkerService({ store, clock, monotonic, runtime, catalog, lifecycle, events, config: config.jobs, networkVolumes, installationId: installationId(config.dataDir), baseUrl: workerUrlOf, runtimeOf: (hostId) => runtime.runtimeOf(hostId), log, pullAuth: (ep) => pullAuth(registries, ep), metrics: counted, lbDrainMs: config.loadBalancer.requestTimeoutMs, meter, feed })
+  const workers = new WorkerService({
+    store,
+    clock,
+    monotonic,
+    runtime,
+    catalog,
+    lifecycle,
+    events,
+    config: config.jobs,
+    networkVolumes,
+    installationId: installationId(config.dataDir),
+    baseUrl: workerUrlOf,
+    runtimeOf: (hostId) => runtime.runtimeOf(hostId),
+    log,
+    pullAuth: (ep) => pullAuth(registries, ep),
+    metrics: counted,
+    lbDrainMs: config.loadBalancer.requestTimeoutMs,
+    meter,
+    feed,
+  })
   // LOAD_BALANCER endpoints: health checks make workers ready; the balancer hands requests to ready ones.
   const health = new HealthPoller({ workers, config: config.loadBalancer, log })
-  const balancer = new LoadBalancer({ workers, health: (id) => health.health(id), coldStartTimeoutMs: config.loadBalancer.coldStartTimeoutMs })
+  const balancer = new LoadBalancer({
+    workers,
+    health: (id) => health.health(id),
+    coldStartTimeoutMs: config.loadBalancer.coldStartTimeoutMs,
+  })
   // The scaler drives the workers from queued jobs and waiting requests (it subscribes to both when it starts).
   const dropped = new DroppedTakes(clock)
-  const scaler = new Autoscaler({ store, workers, events, log, clock, monotonic, config: config.jobs, loadBalancer: balancer, dropped })
+  const scaler = new Autoscaler({
+    store,
+    workers,
+    events,
+    log,
+    clock,
+    monotonic,
+    config: config.jobs,
+    loadBalancer: balancer,
+    dropped,
+  })
   // Cycles, closed once both ends exist (each part above is built on the ones before it): the workers list
   // shows the scaler's and the health checks' view of the workers they watch; a READY check hands waiting
   // requests to the balancer's workers; the metrics, which the worker service reports to, count its workers.
   workers.attach({ scaler, health })
   health.onChecked((endpointId, h) => h === 'READY' && balancer.dispatch(endpointId))
-  metrics.countWorkers(() => workers.endpointsWithWorkers().map((endpointId) => ({ endpointId, byStatus: workerCountsOf(workers.health(endpointId)) })))
+  metrics.countWorkers(() =>
+    workers
+      .endpointsWithWorkers()
+      .map((endpointId) => ({ endpointId, byStatus: workerCountsOf(workers.health(endpointId)) })),
+  )
 
-  const jobs = new JobService({ store, clock, events, lifecycle, workerHealth: (id) => workers.health(id), waitingReason: (job) => scaler.waitingReason(job.endpointId, job.lowPriority)?.message, streamWaitMs: config.jobs.streamWaitMs, secrets, idempotencyWindowMs: config.jobs.idempotencyWindowMs })
-  const workerJobs = new WorkerJobService({ store, clock, events, lifecycle, workers, takeWaitMs: config.jobs.takeWaitMs, secrets, dropped, log })
+  const jobs = new JobService({
+    store,
+    clock,
+    events,
+    lifecycle,
+    workerHealth: (id) => workers.health(id),
+    waitingReason: (job) => scaler.waitingReason(job.endpointId, job.lowPriority)?.message,
+    streamWaitMs: config.jobs.streamWaitMs,
+    secrets,
+    idempotencyWindowMs: config.jobs.idempotencyWindowMs,
+  })
+  const workerJobs = new WorkerJobService({
+    store,
+    clock,
+    events,
+    lifecycle,
+    workers,
+    takeWaitMs: config.jobs.takeWaitMs,
+    secrets,
+    dropped,
+    log,
+  })
   const sweeper = new JobSweeper({ store, clock, lifecycle, workers, log, intervalMs: config.jobs.sweepIntervalMs })
   // Cluster hosts are not pinged: a slow or restarting API server does not mean Pods ended (the watch says when they do).
-  const hostMonitor = new HostMonitor({ hosts: runtime.engineHosts().filter((h) => !kubeHosts.has(h)), runtime, fleet: catalog.fleet, workers, log, intervalMs: config.enginePingIntervalMs })
+  const hostMonitor = new HostMonitor({
+    hosts: runtime.engineHosts().filter((h) => !kubeHosts.has(h)),
+    runtime,
+    fleet: catalog.fleet,
+    workers,
+    log,
+    intervalMs: config.enginePingIntervalMs,
+  })
   const podEvents = opts.podEvents ?? new PodEvents()
-  const pods = new PodService({ store, clock, catalog, runtime, templates, registries, networkVolumes, sshKeys, events: podEvents, log, dataDir: config.dataDir, stopGraceMs: config.jobs.stopGraceMs, installationId: installationId(config.dataDir) })
+  const pods = new PodService({
+    store,
+    clock,
+    catalog,
+    runtime,
+    templates,
+    registries,
+    networkVolumes,
+    sshKeys,
+    events: podEvents,
+    log,
+    dataDir: config.dataDir,
+    stopGraceMs: config.jobs.stopGraceMs,
+    installationId: installationId(config.dataDir),
+  })
   const clusters = new ClusterService({ store, clock, catalog, pods, networkVolumes, sshKeys })
   let url = ''
-  const endpoints = new EndpointService({ store, catalog, clock, templates, registries, networkVolumes, publicUrl: () => url, lbDomain: config.loadBalancer.domain, workerVersions: async (id) => workers.versions(id), feed, webhookSecrets })
+  const endpoints = new EndpointService({
+    store,
+    catalog,
+    clock,
+    templates,
+    registries,
+    networkVolumes,
+    publicUrl: () => url,
+    lbDomain: config.loadBalancer.domain,
+    workerVersions: async (id) => workers.versions(id),
+    feed,
+    webhookSecrets,
+  })
   // Counters live in Redis when several replicas must share one budget, else in this process. Job
   // operations of an endpoint are allowed more the more workers it runs.
   const counters: CounterStore = config.redisUrl ? new RedisCounterStore(config.redisUrl) : new MemoryCounterStore()
@@ -275,7 +437,10 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
     // Then the ledger, from what really exists after both recoveries: volumes, pods (compute only when
     // adopted RUNNING); whatever ended with the previous run (workers, dead pods) is closed.
     const podsNow = (await store.pods.list({ includeClusterPods: true })).map((p) => podUsage(prices, p))
-    await meter.recover([...(await networkVolumes.all()).flatMap((v) => volumeUsage(prices, v)), ...podsNow.flatMap((u) => [...u.compute, ...u.disk])])
+    await meter.recover([
+      ...(await networkVolumes.all()).flatMap((v) => volumeUsage(prices, v)),
+      ...podsNow.flatMap((u) => [...u.compute, ...u.disk]),
+    ])
     unmeterPods = podEvents.on((t) => meter.podTransition(t))
     startLoops()
   }
@@ -309,7 +474,36 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   // With several replicas, what needs the leader's live state is forwarded to it, at the address it advertises.
   let internalUrl = ''
   const replicas = leadership.shared ? { leadership, self: () => internalUrl } : undefined
-  const app = await buildApp({ replicas, logger: logger || false, bodyLimit: config.bodyLimit, limits: config.limits, accounts, catalog, templates, endpoints, registries, networkVolumes, sshKeys, rateLimiter, jobs, openai: new OpenAiService(jobs), workerJobs, workers, pods, clusters, balancer, billing, loadBalancer: config.loadBalancer, publicUrl: () => url, metrics, endpointMetrics, podLinks: new PodLinks({ secrets, clock }), metricsToken: config.metricsToken, consoleDir: CONSOLE_DIR, docsDir: DOCS_DIR })
+  const app = await buildApp({
+    replicas,
+    logger: logger || false,
+    bodyLimit: config.bodyLimit,
+    limits: config.limits,
+    accounts,
+    catalog,
+    templates,
+    endpoints,
+    registries,
+    networkVolumes,
+    sshKeys,
+    rateLimiter,
+    jobs,
+    openai: new OpenAiService(jobs),
+    workerJobs,
+    workers,
+    pods,
+    clusters,
+    balancer,
+    billing,
+    loadBalancer: config.loadBalancer,
+    publicUrl: () => url,
+    metrics,
+    endpointMetrics,
+    podLinks: new PodLinks({ secrets, clock }),
+    metricsToken: config.metricsToken,
+    consoleDir: CONSOLE_DIR,
+    docsDir: DOCS_DIR,
+  })
   await opts.configureApp?.(app)
   const connections = trackConnections(app.server)
   try {
@@ -397,5 +591,11 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
 
 /** /health's worker counters under the status names GET .../workers uses (`ready` is idle + running, not a status). */
 function workerCountsOf(h: WorkerHealth): Record<string, number> {
-  return { RUNNING: h.running, IDLE: h.idle, INITIALIZING: h.initializing, THROTTLED: h.throttled, UNHEALTHY: h.unhealthy }
+  return {
+    RUNNING: h.running,
+    IDLE: h.idle,
+    INITIALIZING: h.initializing,
+    THROTTLED: h.throttled,
+    UNHEALTHY: h.unhealthy,
+  }
 }

@@ -10,7 +10,11 @@ describe('authentication and permissions', () => {
   })
   afterAll(() => s.stop())
 
-  const problem = (status: number, detail: RegExp) => ({ title: expect.any(String), status, detail: expect.stringMatching(detail) })
+  const problem = (status: number, detail: RegExp) => ({
+    title: expect.any(String),
+    status,
+    detail: expect.stringMatching(detail),
+  })
 
   it('answers 401 problem+json for a missing key', async () => {
     const r = await s.api('GET', '/v2/catalog/gpus', undefined, null)
@@ -61,7 +65,11 @@ describe('authentication and permissions', () => {
     const t = await startTestServer({}, { clock })
     try {
       await t.api('POST', '/v2/admin/accounts', { name: 'expiring-co' })
-      const created = await t.api('POST', '/v2/admin/keys', { account: 'expiring-co', permission: 'ALL', expiresAt: new Date(clock.now() + 3_600_000).toISOString() })
+      const created = await t.api('POST', '/v2/admin/keys', {
+        account: 'expiring-co',
+        permission: 'ALL',
+        expiresAt: new Date(clock.now() + 3_600_000).toISOString(),
+      })
       expect(created.status).toBe(201)
       expect((await t.api('GET', '/v2/catalog/gpus', undefined, created.body.key)).status).toBe(200)
       clock.advance(3_600_001)
@@ -105,22 +113,48 @@ describe('authentication and permissions', () => {
   })
 
   it('refuses RESTRICTED keys naming endpoints that do not exist or belong to another account, naming each id', async () => {
-    const own = await createEndpoint(s, endpointBody('hangar/echo:latest', { workers: { min: 0, max: 0 } }), await s.accountKey('limits-co'))
-    const foreign = await createEndpoint(s, endpointBody('hangar/echo:latest', { workers: { min: 0, max: 0 } }), await s.accountKey('other-co'))
-    const r = await s.api('POST', '/v2/admin/keys', { account: 'limits-co', permission: 'RESTRICTED', endpointIds: [own.id, 'doesnotexist', foreign.id] })
+    const own = await createEndpoint(
+      s,
+      endpointBody('hangar/echo:latest', { workers: { min: 0, max: 0 } }),
+      await s.accountKey('limits-co'),
+    )
+    const foreign = await createEndpoint(
+      s,
+      endpointBody('hangar/echo:latest', { workers: { min: 0, max: 0 } }),
+      await s.accountKey('other-co'),
+    )
+    const r = await s.api('POST', '/v2/admin/keys', {
+      account: 'limits-co',
+      permission: 'RESTRICTED',
+      endpointIds: [own.id, 'doesnotexist', foreign.id],
+    })
     expect(r.status).toBe(400)
     expect(r.body.errors).toEqual([
       'endpointIds[1]: "doesnotexist" is not an endpoint of account "limits-co"; see /v2/serverless',
       `endpointIds[2]: ${JSON.stringify(foreign.id)} is not an endpoint of account "limits-co"; see /v2/serverless`,
     ])
-    const one = await s.api('POST', '/v2/admin/keys', { account: 'limits-co', permission: 'RESTRICTED', endpointIds: ['doesnotexist'] })
-    expect(one.body.detail).toBe('endpointIds[0]: "doesnotexist" is not an endpoint of account "limits-co"; see /v2/serverless')
-    const ok = await s.api('POST', '/v2/admin/keys', { account: 'limits-co', permission: 'RESTRICTED', endpointIds: [own.id] })
+    const one = await s.api('POST', '/v2/admin/keys', {
+      account: 'limits-co',
+      permission: 'RESTRICTED',
+      endpointIds: ['doesnotexist'],
+    })
+    expect(one.body.detail).toBe(
+      'endpointIds[0]: "doesnotexist" is not an endpoint of account "limits-co"; see /v2/serverless',
+    )
+    const ok = await s.api('POST', '/v2/admin/keys', {
+      account: 'limits-co',
+      permission: 'RESTRICTED',
+      endpointIds: [own.id],
+    })
     expect(ok.status).toBe(201)
   })
 
   it('lets a RESTRICTED key read the catalog but not admin routes', async () => {
-    const ep = await createEndpoint(s, endpointBody('hangar/echo:latest', { workers: { min: 0, max: 0 } }), await s.accountKey('restricted-reader'))
+    const ep = await createEndpoint(
+      s,
+      endpointBody('hangar/echo:latest', { workers: { min: 0, max: 0 } }),
+      await s.accountKey('restricted-reader'),
+    )
     const key = await s.accountKey('restricted-reader', 'RESTRICTED', [ep.id])
     expect((await s.api('GET', '/v2/catalog/gpus', undefined, key)).status).toBe(200)
     expect((await s.api('GET', '/v2/admin/keys', undefined, key)).status).toBe(403)

@@ -22,7 +22,8 @@ describe('pod billing on the injected clock', () => {
   })
   const day = async (s: TestServer, query = '') => {
     await s.hangar.meter.flush()
-    return (await s.api('GET', `/v2/billing/pods?startTime=2026-05-04T00:00:00Z&endTime=2026-05-05T00:00:00Z${query}`)).body
+    return (await s.api('GET', `/v2/billing/pods?startTime=2026-05-04T00:00:00Z&endTime=2026-05-05T00:00:00Z${query}`))
+      .body
   }
 
   it('bills GPUs only while RUNNING and the disks while the pod exists, then nothing; and across a restart without gap or double', async () => {
@@ -30,7 +31,14 @@ describe('pod billing on the injected clock', () => {
     clock.set(T0)
     let s = await startTestServer({}, { clock, dataDir })
     servers.push(s)
-    const pod = await createPod(s, { name: 'billed', image: 'hangar/pod:latest', ports: ['8080/http'], gpu: { id: 'NVIDIA L4' }, disk: 20, mounts: { persistent: { size: 10, path: '/workspace' } } })
+    const pod = await createPod(s, {
+      name: 'billed',
+      image: 'hangar/pod:latest',
+      ports: ['8080/http'],
+      gpu: { id: 'NVIDIA L4' },
+      disk: 20,
+      mounts: { persistent: { size: 10, path: '/workspace' } },
+    })
     await waitPod(s, pod.id, 'RUNNING')
     // RUNNING at T0 for 30 minutes: NVIDIA L4 secure 0.43 USD/h -> 215,000 micro-dollars.
     clock.advance(H / 2)
@@ -40,7 +48,18 @@ describe('pod billing on the injected clock', () => {
     // Stopped: compute stays, disks go on. 1.5 h of 20 GB container disk (0.10/GB-month): 4109 (4109.6);
     // of the 10 GB persistent mount: 2054 (2054.8).
     let r = await day(s, '&grouping=podId')
-    expect(r.records).toEqual([{ startTime: '2026-05-04T00:00:00.000Z', endTime: '2026-05-05T00:00:00.000Z', podId: pod.id, gpuId: 'NVIDIA L4', totalAmount: 0.221163, gpuAmount: 0.215, cpuAmount: 0, diskAmount: 0.006163 }])
+    expect(r.records).toEqual([
+      {
+        startTime: '2026-05-04T00:00:00.000Z',
+        endTime: '2026-05-05T00:00:00.000Z',
+        podId: pod.id,
+        gpuId: 'NVIDIA L4',
+        totalAmount: 0.221163,
+        gpuAmount: 0.215,
+        cpuAmount: 0,
+        diskAmount: 0.006163,
+      },
+    ])
     expect(r.metadata.uniquePodCount).toBe(1)
 
     // Started again, then the control plane restarts (the pod runs on, and is adopted).
@@ -56,7 +75,9 @@ describe('pod billing on the injected clock', () => {
     // 3 more hours RUNNING (one of them with the control plane down): 3 x 430,000; disks for 4.5 h in all.
     r = await day(s)
     expect(r.records.map((x: any) => [x.gpuId, x.gpuAmount])).toEqual([['NVIDIA L4', usd(215_000 + 3 * 430_000)]])
-    expect(r.metadata.totals.diskAmount).toBe(usd(Math.floor((2_000_000 * 4.5) / 730) + Math.floor((1_000_000 * 4.5) / 730)))
+    expect(r.metadata.totals.diskAmount).toBe(
+      usd(Math.floor((2_000_000 * 4.5) / 730) + Math.floor((1_000_000 * 4.5) / 730)),
+    )
     const open = (await s.hangar.store.usage.listOpen()).filter((i) => i.resourceId === pod.id)
     expect(open.map((i) => [i.partId, i.component]).sort()).toEqual([
       ['compute', 'gpu'],

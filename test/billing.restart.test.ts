@@ -53,10 +53,23 @@ describe('billing across control-plane restarts', () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'hangar-billing-crash-'))
     dirs.push(dataDir)
     const configFile = join(dataDir, 'config.json')
-    writeFileSync(configFile, JSON.stringify({ host: '127.0.0.1', port: 0, logLevel: 'silent', fleet: { detectGpus: false }, billing: { checkpointMs: 200 } }))
+    writeFileSync(
+      configFile,
+      JSON.stringify({
+        host: '127.0.0.1',
+        port: 0,
+        logLevel: 'silent',
+        fleet: { detectGpus: false },
+        billing: { checkpointMs: 200 },
+      }),
+    )
     const serve = () =>
       new Promise<{ proc: ChildProcess; url: string }>((resolve, reject) => {
-        const proc = spawn(process.execPath, [join(ROOT, 'bin', 'hangar.js'), 'serve', '--data-dir', join(dataDir, 'data'), '--config', configFile], { stdio: ['ignore', 'pipe', 'pipe'] })
+        const proc = spawn(
+          process.execPath,
+          [join(ROOT, 'bin', 'hangar.js'), 'serve', '--data-dir', join(dataDir, 'data'), '--config', configFile],
+          { stdio: ['ignore', 'pipe', 'pipe'] },
+        )
         procs.push(proc)
         let out = ''
         proc.stdout!.on('data', (c) => {
@@ -70,11 +83,16 @@ describe('billing across control-plane restarts', () => {
     const first = await serve()
     const key = readFileSync(join(dataDir, 'data', 'admin-key'), 'utf8').trim()
     const call = async (url: string, path: string, method = 'GET', body?: unknown) => {
-      const res = await fetch(url + path, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })
+      const res = await fetch(url + path, {
+        method,
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      })
       return (await res.json()) as any
     }
     const vol = await call(first.url, '/v2/network-volumes', 'POST', { name: 'v', size: 10, dataCenter: 'LOCAL-1' })
-    const ep = (await call(first.url, '/v2/serverless', 'POST', endpointBody('hangar/echo:latest', { name: 'crash' }))).id
+    const ep = (await call(first.url, '/v2/serverless', 'POST', endpointBody('hangar/echo:latest', { name: 'crash' })))
+      .id
     expect((await call(first.url, `/v2/${ep}/runsync`, 'POST', { input: {} })).status).toBe('COMPLETED')
     await new Promise((r) => setTimeout(r, 1_000))
     const killedAt = Date.now()
@@ -87,7 +105,9 @@ describe('billing across control-plane restarts', () => {
     await new Promise((r) => second.proc.once('exit', r))
 
     const db = new Database(join(dataDir, 'data', 'hangar.db'), { readonly: true })
-    const rows = db.prepare('SELECT resource_id, component, started_at, ended_at FROM usage_intervals ORDER BY id').all() as Array<{ resource_id: string; component: string; started_at: number; ended_at: number | null }>
+    const rows = db
+      .prepare('SELECT resource_id, component, started_at, ended_at FROM usage_intervals ORDER BY id')
+      .all() as Array<{ resource_id: string; component: string; started_at: number; ended_at: number | null }>
     db.close()
     const worker = rows.filter((r) => r.resource_id === ep)
     expect(worker.map((r) => r.component).sort()).toEqual(['cpu', 'disk'])

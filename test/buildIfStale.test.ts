@@ -11,7 +11,17 @@ const SCRIPT = fileURLToPath(new URL('../scripts/build-if-stale.mjs', import.met
 describe('npm start builds only when sources are newer than dist', () => {
   const dir = mkdtempSync(join(tmpdir(), 'hangar-prestart-'))
   afterAll(() => rmSync(dir, { recursive: true, force: true }))
-  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'x', private: true, scripts: { build: "node -e \"require('fs').mkdirSync('dist',{recursive:true});require('fs').appendFileSync('builds','x')\"" } }))
+  writeFileSync(
+    join(dir, 'package.json'),
+    JSON.stringify({
+      name: 'x',
+      private: true,
+      scripts: {
+        build:
+          "node -e \"require('fs').mkdirSync('dist',{recursive:true});require('fs').appendFileSync('builds','x')\"",
+      },
+    }),
+  )
   mkdirSync(join(dir, 'src'))
   writeFileSync(join(dir, 'src', 'a.ts'), 'export {}\n')
   const prestart = () => spawnSync(process.execPath, [SCRIPT], { cwd: dir, encoding: 'utf8' })

@@ -8,7 +8,19 @@ describe('catalog on the default fleet (no real GPU)', () => {
   let s: TestServer
   beforeAll(async () => {
     s = await startTestServer({
-      catalog: { dataCenters: [{ id: 'EU-DE-1', name: 'Frankfurt rack', region: 'EUROPE', countryCode: 'DE', globalNetwork: true, networkVolumeTypes: ['STANDARD'], compliance: ['GDPR', 'ISO_IEC_27001'] }] },
+      catalog: {
+        dataCenters: [
+          {
+            id: 'EU-DE-1',
+            name: 'Frankfurt rack',
+            region: 'EUROPE',
+            countryCode: 'DE',
+            globalNetwork: true,
+            networkVolumeTypes: ['STANDARD'],
+            compliance: ['GDPR', 'ISO_IEC_27001'],
+          },
+        ],
+      },
     })
   })
   afterAll(() => s.stop())
@@ -17,7 +29,15 @@ describe('catalog on the default fleet (no real GPU)', () => {
     const r = await s.api('GET', '/v2/catalog/gpus')
     expect(r.status).toBe(200)
     const g4090 = r.body.gpus.find((g: any) => g.id === 'NVIDIA GeForce RTX 4090')
-    expect(g4090).toMatchObject({ pool: 'ADA_24', manufacturer: 'NVIDIA', memory: 24, secure: true, price: { serverless: expect.any(Number) }, maxCount: { secure: 8 }, virtual: true })
+    expect(g4090).toMatchObject({
+      pool: 'ADA_24',
+      manufacturer: 'NVIDIA',
+      memory: 24,
+      secure: true,
+      price: { serverless: expect.any(Number) },
+      maxCount: { secure: 8 },
+      virtual: true,
+    })
     expect(g4090).not.toHaveProperty('availability')
     const b200 = r.body.gpus.find((g: any) => g.id === 'NVIDIA B200')
     expect(b200.pool).toBeNull()
@@ -26,18 +46,34 @@ describe('catalog on the default fleet (no real GPU)', () => {
   })
 
   it('adds availability, per data center stock and CUDA versions with include=AVAILABILITY', async () => {
-    const r = await s.api('GET', '/v2/catalog/gpus/NVIDIA%20GeForce%20RTX%204090?include=AVAILABILITY&product=SERVERLESS')
+    const r = await s.api(
+      'GET',
+      '/v2/catalog/gpus/NVIDIA%20GeForce%20RTX%204090?include=AVAILABILITY&product=SERVERLESS',
+    )
     expect(r.status).toBe(200)
-    expect(r.body).toMatchObject({ availability: 'LOW', stock: { total: 2, free: 2 }, cudaVersions: [{ version: '12.4', available: true }] })
+    expect(r.body).toMatchObject({
+      availability: 'LOW',
+      stock: { total: 2, free: 2 },
+      cudaVersions: [{ version: '12.4', available: true }],
+    })
     expect(r.body.dataCenters).toEqual([
       { id: 'LOCAL-1', name: 'This machine', availability: 'LOW' },
       { id: 'EU-DE-1', name: 'Frankfurt rack', availability: 'NONE' },
     ])
-    const three = await s.api('GET', '/v2/catalog/gpus/NVIDIA%20GeForce%20RTX%204090?include=AVAILABILITY&product=SERVERLESS&count=3')
+    const three = await s.api(
+      'GET',
+      '/v2/catalog/gpus/NVIDIA%20GeForce%20RTX%204090?include=AVAILABILITY&product=SERVERLESS&count=3',
+    )
     expect(three.body.availability).toBe('NONE')
-    const noCudaHost = await s.api('GET', '/v2/catalog/gpus/NVIDIA%20GeForce%20RTX%204090?include=AVAILABILITY&product=POD&minCudaVersion=12.8')
+    const noCudaHost = await s.api(
+      'GET',
+      '/v2/catalog/gpus/NVIDIA%20GeForce%20RTX%204090?include=AVAILABILITY&product=POD&minCudaVersion=12.8',
+    )
     expect(noCudaHost.body.availability).toBe('NONE')
-    const h100 = await s.api('GET', '/v2/catalog/gpus/NVIDIA%20H100%2080GB%20HBM3?include=AVAILABILITY&product=POD&minCudaVersion=12.8')
+    const h100 = await s.api(
+      'GET',
+      '/v2/catalog/gpus/NVIDIA%20H100%2080GB%20HBM3?include=AVAILABILITY&product=POD&minCudaVersion=12.8',
+    )
     expect(h100.body.availability).toBe('LOW')
   })
 
@@ -47,7 +83,10 @@ describe('catalog on the default fleet (no real GPU)', () => {
     expect(noProduct.body.errors).toEqual(['product: is required with include'])
     const productAlone = await s.api('GET', '/v2/catalog/gpus?product=POD')
     expect(productAlone.status).toBe(400)
-    const both = await s.api('GET', '/v2/catalog/gpus?include=AVAILABILITY&product=POD&cudaVersions=12.4&minCudaVersion=12')
+    const both = await s.api(
+      'GET',
+      '/v2/catalog/gpus?include=AVAILABILITY&product=POD&cudaVersions=12.4&minCudaVersion=12',
+    )
     expect(both.status).toBe(400)
     expect(both.body.errors).toEqual(['cudaVersions: cannot be combined with minCudaVersion'])
     const badCountry = await s.api('GET', '/v2/catalog/gpus?include=AVAILABILITY&product=POD&countryCodes=de')
@@ -77,19 +116,35 @@ describe('catalog on the default fleet (no real GPU)', () => {
   it('filters data centers by region, compliance (AND), volume types and global networking', async () => {
     const all = await s.api('GET', '/v2/catalog/datacenters')
     expect(all.body.dataCenters.map((d: any) => d.id)).toEqual(['LOCAL-1', 'EU-DE-1'])
-    expect((await s.api('GET', '/v2/catalog/datacenters?regions=EUROPE,ASIA')).body.dataCenters.map((d: any) => d.id)).toEqual(['EU-DE-1'])
-    expect((await s.api('GET', '/v2/catalog/datacenters?compliance=GDPR,ISO_IEC_27001')).body.dataCenters.map((d: any) => d.id)).toEqual(['EU-DE-1'])
+    expect(
+      (await s.api('GET', '/v2/catalog/datacenters?regions=EUROPE,ASIA')).body.dataCenters.map((d: any) => d.id),
+    ).toEqual(['EU-DE-1'])
+    expect(
+      (await s.api('GET', '/v2/catalog/datacenters?compliance=GDPR,ISO_IEC_27001')).body.dataCenters.map(
+        (d: any) => d.id,
+      ),
+    ).toEqual(['EU-DE-1'])
     expect((await s.api('GET', '/v2/catalog/datacenters?compliance=GDPR,HIPAA')).body.dataCenters).toEqual([])
-    expect((await s.api('GET', '/v2/catalog/datacenters?networkVolumeTypes=HIGH_PERFORMANCE')).body.dataCenters.map((d: any) => d.id)).toEqual(['LOCAL-1'])
-    expect((await s.api('GET', '/v2/catalog/datacenters?globalNetwork=true')).body.dataCenters.map((d: any) => d.id)).toEqual(['EU-DE-1'])
+    expect(
+      (await s.api('GET', '/v2/catalog/datacenters?networkVolumeTypes=HIGH_PERFORMANCE')).body.dataCenters.map(
+        (d: any) => d.id,
+      ),
+    ).toEqual(['LOCAL-1'])
+    expect(
+      (await s.api('GET', '/v2/catalog/datacenters?globalNetwork=true')).body.dataCenters.map((d: any) => d.id),
+    ).toEqual(['EU-DE-1'])
     const mars = await s.api('GET', '/v2/catalog/datacenters?regions=EUROPE,MARS')
     expect(mars.status).toBe(422)
-    expect(mars.body.errors).toEqual([expect.stringMatching(/^query\.regions: unknown value "MARS"; expected NORTH_AMERICA, /)])
+    expect(mars.body.errors).toEqual([
+      expect.stringMatching(/^query\.regions: unknown value "MARS"; expected NORTH_AMERICA, /),
+    ])
   })
 
   it('adds GPU and CPU availability to data centers on request', async () => {
     const r = await s.api('GET', '/v2/catalog/datacenters/LOCAL-1?include=GPU_AVAILABILITY,CPU_AVAILABILITY')
-    expect(r.body.gpuAvailability).toEqual(expect.arrayContaining([{ id: 'NVIDIA A40', name: 'A40', availability: 'LOW' }]))
+    expect(r.body.gpuAvailability).toEqual(
+      expect.arrayContaining([{ id: 'NVIDIA A40', name: 'A40', availability: 'LOW' }]),
+    )
     expect(r.body.gpuAvailability).toHaveLength(6)
     expect(r.body.cpuAvailability.map((c: any) => c.id)).toContain('cpu5g')
     expect((await s.api('GET', '/v2/catalog/datacenters/LOCAL-1')).body).not.toHaveProperty('gpuAvailability')
@@ -98,7 +153,10 @@ describe('catalog on the default fleet (no real GPU)', () => {
 
   it('shrinks stock as capacity is placed, read from the one fleet ledger', async () => {
     const fleet = s.hangar.catalog.fleet
-    const a = fleet.reserve('test-alloc', { dataCenterIds: [], gpu: { typeIds: ['NVIDIA A40'], count: 1, allowedCudaVersions: [], minCudaVersion: null } })
+    const a = fleet.reserve('test-alloc', {
+      dataCenterIds: [],
+      gpu: { typeIds: ['NVIDIA A40'], count: 1, allowedCudaVersions: [], minCudaVersion: null },
+    })
     expect(a).toHaveProperty('gpuTypeId', 'NVIDIA A40')
     try {
       const r = await s.api('GET', '/v2/catalog/gpus/NVIDIA%20A40?include=AVAILABILITY&product=SERVERLESS')
@@ -115,10 +173,17 @@ describe('fleet detection', () => {
   const fleet = parseConfig({}).fleet
 
   it('uses real GPUs reported by nvidia-smi and then adds no virtual ones', () => {
-    const gpus = parseNvidiaSmi('0, NVIDIA H100 80GB HBM3\n1, NVIDIA H100 80GB HBM3\n', '| NVIDIA-SMI 550.54   Driver Version: 550.54   CUDA Version: 12.4 |')
-    expect(gpus).toEqual([{ typeId: 'NVIDIA H100 80GB HBM3', count: 2, cudaVersion: '12.4', virtual: false, indices: [0, 1] }])
+    const gpus = parseNvidiaSmi(
+      '0, NVIDIA H100 80GB HBM3\n1, NVIDIA H100 80GB HBM3\n',
+      '| NVIDIA-SMI 550.54   Driver Version: 550.54   CUDA Version: 12.4 |',
+    )
+    expect(gpus).toEqual([
+      { typeId: 'NVIDIA H100 80GB HBM3', count: 2, cudaVersion: '12.4', virtual: false, indices: [0, 1] },
+    ])
     const [host] = localHosts(fleet, { cores: 16, memoryGb: 128, gpus })
-    expect(host.gpus).toEqual([{ typeId: 'NVIDIA H100 80GB HBM3', cudaVersion: '12.4', virtual: false, indices: [0, 1] }])
+    expect(host.gpus).toEqual([
+      { typeId: 'NVIDIA H100 80GB HBM3', cudaVersion: '12.4', virtual: false, indices: [0, 1] },
+    ])
   })
 
   it('adds virtual GPUs only when no real GPU is found, unless turned off', () => {
@@ -133,7 +198,19 @@ describe('fleet detection', () => {
 
 describe('catalog on a machine with a real GPU', () => {
   it('offers the real GPU, not virtual ones', async () => {
-    const s = await startTestServer({ fleet: { hosts: [{ id: 'box', dataCenterId: 'LOCAL-1', vcpus: 8, memoryGb: 32, gpus: [{ typeId: 'NVIDIA L4', count: 1, cudaVersion: '12.2' }] }] } })
+    const s = await startTestServer({
+      fleet: {
+        hosts: [
+          {
+            id: 'box',
+            dataCenterId: 'LOCAL-1',
+            vcpus: 8,
+            memoryGb: 32,
+            gpus: [{ typeId: 'NVIDIA L4', count: 1, cudaVersion: '12.2' }],
+          },
+        ],
+      },
+    })
     try {
       const r = await s.api('GET', '/v2/catalog/gpus?include=AVAILABILITY&product=SERVERLESS')
       const withStock = r.body.gpus.filter((g: any) => g.stock.total > 0)

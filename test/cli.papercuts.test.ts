@@ -80,14 +80,41 @@ describe('CLI papercuts', () => {
   })
 
   it('the workers table shows the line that names a crash cause, not just "exited with code 1"', async () => {
-    const ep = JSON.parse((await hangar('endpoints', 'create', '--name', 'crashy', '--image', 'acme/crash:1', '--cpu', 'cpu3c:2', '--min', '1', '--max', '1', '--json')).out)
-    const worker = await until(async () => (await s.api('GET', `/v2/serverless/${ep.id}/workers`)).body.workers.find((w: { status: string }) => w.status === 'UNHEALTHY'), 30_000, 'a crashed worker')
+    const ep = JSON.parse(
+      (
+        await hangar(
+          'endpoints',
+          'create',
+          '--name',
+          'crashy',
+          '--image',
+          'acme/crash:1',
+          '--cpu',
+          'cpu3c:2',
+          '--min',
+          '1',
+          '--max',
+          '1',
+          '--json',
+        )
+      ).out,
+    )
+    const worker = await until(
+      async () =>
+        (await s.api('GET', `/v2/serverless/${ep.id}/workers`)).body.workers.find(
+          (w: { status: string }) => w.status === 'UNHEALTHY',
+        ),
+      30_000,
+      'a crashed worker',
+    )
     expect(worker.lastError).toContain('Error: HANDLER_PATH is not set')
     expect(worker.lastError).not.toContain('Node.js v')
     const table = await hangar('endpoints', 'workers', ep.id)
     expect(table.out).toMatch(/UNHEALTHY.*: Error: HANDLER_PATH is not set/)
-    expect(errorSummary('worker exited with code 1; its last output:\nTraceback (most recent call last):\n  File "h.py", line 1\nModuleNotFoundError: No module named \'runpod\'')).toBe(
-      "worker exited with code 1: ModuleNotFoundError: No module named 'runpod'",
-    )
+    expect(
+      errorSummary(
+        'worker exited with code 1; its last output:\nTraceback (most recent call last):\n  File "h.py", line 1\nModuleNotFoundError: No module named \'runpod\'',
+      ),
+    ).toBe("worker exited with code 1: ModuleNotFoundError: No module named 'runpod'")
   })
 })

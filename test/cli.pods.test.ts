@@ -20,7 +20,13 @@ describe('hangar pods', () => {
     const con = vi.spyOn(console, 'error').mockImplementation(() => {})
     try {
       const code = await main([...args, '--url', s.url, '--api-key', s.adminKey])
-      return { code, out: out.mock.calls.map((c) => String(c[0])).join('') + err.mock.calls.map((c) => String(c[0])).join('') + con.mock.calls.map((c) => c.join(' ')).join('\n') }
+      return {
+        code,
+        out:
+          out.mock.calls.map((c) => String(c[0])).join('') +
+          err.mock.calls.map((c) => String(c[0])).join('') +
+          con.mock.calls.map((c) => c.join(' ')).join('\n'),
+      }
     } finally {
       out.mockRestore()
       err.mockRestore()
@@ -29,10 +35,29 @@ describe('hangar pods', () => {
   }
 
   it('creates, lists, stops, starts, reads logs and terminates a pod', async () => {
-    const created = await hangar('pods', 'create', '--name', 'cli-pod', '--image', 'hangar/pod:latest', '--cpu', 'cpu3c:2', '--port', '8080/http', '--env', 'A=1', '--json')
+    const created = await hangar(
+      'pods',
+      'create',
+      '--name',
+      'cli-pod',
+      '--image',
+      'hangar/pod:latest',
+      '--cpu',
+      'cpu3c:2',
+      '--port',
+      '8080/http',
+      '--env',
+      'A=1',
+      '--json',
+    )
     expect(created.code, created.out).toBe(0)
     const pod = JSON.parse(created.out)
-    expect(pod).toMatchObject({ name: 'cli-pod', cpu: { id: 'cpu3c', vcpuCount: 2 }, ports: ['8080/http'], env: { A: '1' } })
+    expect(pod).toMatchObject({
+      name: 'cli-pod',
+      cpu: { id: 'cpu3c', vcpuCount: 2 },
+      ports: ['8080/http'],
+      env: { A: '1' },
+    })
     await waitPod(s, pod.id, 'RUNNING')
 
     const list = await hangar('pods', 'list')
@@ -45,7 +70,10 @@ describe('hangar pods', () => {
     expect((await hangar('pods', 'stop', pod.id)).code).toBe(6)
     expect(JSON.parse((await hangar('pods', 'start', pod.id, '--json')).out).status).toBe('PROVISIONING')
     await waitPod(s, pod.id, 'RUNNING')
-    expect(JSON.parse((await hangar('pods', 'get', pod.id, '--json')).out).runtime.ports[0]).toMatchObject({ private: 8080, type: 'http' })
+    expect(JSON.parse((await hangar('pods', 'get', pod.id, '--json')).out).runtime.ports[0]).toMatchObject({
+      private: 8080,
+      type: 'http',
+    })
 
     const logs = await hangar('pods', 'logs', pod.id, '--source', 'system', '--tail', '1000')
     expect(logs.code).toBe(0)
@@ -63,10 +91,29 @@ describe('hangar pods', () => {
   })
 
   it('creates a cluster, lists its members by rank, renames and deletes it', async () => {
-    const created = await hangar('clusters', 'create', '--name', 'cli-cl', '--type', 'RAY', '--gpu', 'NVIDIA GeForce RTX 4090', '--pods', '2', '--image', 'hangar/cluster:latest', '--json')
+    const created = await hangar(
+      'clusters',
+      'create',
+      '--name',
+      'cli-cl',
+      '--type',
+      'RAY',
+      '--gpu',
+      'NVIDIA GeForce RTX 4090',
+      '--pods',
+      '2',
+      '--image',
+      'hangar/cluster:latest',
+      '--json',
+    )
     expect(created.code, created.out).toBe(0)
     const c = JSON.parse(created.out)
-    expect(c).toMatchObject({ name: 'cli-cl', type: 'RAY', compute: { gpuTypeId: 'NVIDIA GeForce RTX 4090', gpuCountPerPod: 1, podCount: 2 }, pods: { total: 2 } })
+    expect(c).toMatchObject({
+      name: 'cli-cl',
+      type: 'RAY',
+      compute: { gpuTypeId: 'NVIDIA GeForce RTX 4090', gpuCountPerPod: 1, podCount: 2 },
+      pods: { total: 2 },
+    })
     const members = await hangar('clusters', 'pods', c.id)
     expect(members.out).toMatch(/RANK\s+ROLE\s+IP/)
     expect(members.out).toMatch(/\n0\s+RAY_HEAD\s+127\./)

@@ -21,7 +21,10 @@ interface Run {
 /** Runs the built `hangar` command as a user would, with `env` added and `stdin` fed to it. */
 function hangarIn(env: Record<string, string>, args: string[], stdin?: string): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, [BIN, ...args], {
+      env: { ...process.env, ...env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    })
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (d) => (stdout += d))
@@ -101,22 +104,50 @@ describe('hangar client commands against a running server', { timeout: 300_000 }
     expect(await json('accounts', 'create', 'acme')).toMatchObject({ name: 'acme', rateLimitExempt: false })
     expect((await hangar('accounts', 'list')).stdout).toMatch(/^ID\s+NAME\s+RATE LIMIT EXEMPT\s+CREATED\n.*acme/ms)
 
-    const created = await hangar('keys', 'create', '--account', 'acme', '--permission', 'READ_ONLY', '--expires', '2099-01-01', '--json')
+    const created = await hangar(
+      'keys',
+      'create',
+      '--account',
+      'acme',
+      '--permission',
+      'READ_ONLY',
+      '--expires',
+      '2099-01-01',
+      '--json',
+    )
     const key = JSON.parse(created.stdout)
     expect(key).toMatchObject({ permission: 'READ_ONLY', expiresAt: '2099-01-01T00:00:00.000Z', accountName: 'acme' })
     expect(key.key).toMatch(/^hk_/)
     expect(created.stderr).toMatch(/shown only now/)
 
-    const restricted = await hangar('keys', 'create', '--account', 'acme', '--permission', 'RESTRICTED', '--endpoint', 'doesnotexist')
+    const restricted = await hangar(
+      'keys',
+      'create',
+      '--account',
+      'acme',
+      '--permission',
+      'RESTRICTED',
+      '--endpoint',
+      'doesnotexist',
+    )
     expect(restricted.code).toBe(6)
-    expect(restricted.stderr).toMatch(/^error: 400 Bad Request: endpointIds\[0\]: "doesnotexist" is not an endpoint of account "acme"/)
+    expect(restricted.stderr).toMatch(
+      /^error: 400 Bad Request: endpointIds\[0\]: "doesnotexist" is not an endpoint of account "acme"/,
+    )
 
     const listed = (await hangar('keys', 'list', '--account', 'acme')).stdout
     expect(listed).toContain(key.id)
     expect(listed).not.toContain(key.key)
 
     // A READ_ONLY key is refused a write: exit 4 with the problem's detail.
-    const refused = await hangarIn({ HANGAR_URL: server.url, HANGAR_API_KEY: key.key }, ['templates', 'create', '--name', 't', '--image', 'x'])
+    const refused = await hangarIn({ HANGAR_URL: server.url, HANGAR_API_KEY: key.key }, [
+      'templates',
+      'create',
+      '--name',
+      't',
+      '--image',
+      'x',
+    ])
     expect(refused.code).toBe(4)
     expect(refused.stderr).toMatch(/^error: 403 Forbidden: .*READ_ONLY/)
 
@@ -151,14 +182,42 @@ describe('hangar client commands against a running server', { timeout: 300_000 }
   })
 
   it('endpoints: create, get, list, update, releases, delete', async () => {
-    const ep = await json('endpoints', 'create', '--name', 'cli-ep', '--image', 'hangar/echo', '--cpu', 'cpu3c:2', '--max', '1', '--scaling', 'QUEUE_DELAY:1', '--env', 'A=1')
-    expect(ep).toMatchObject({ name: 'cli-ep', type: 'QUEUE', image: 'hangar/echo', cpu: [{ id: 'cpu3c', vcpuCount: 2 }], workers: { max: 1 }, scaling: { type: 'QUEUE_DELAY', queueDelay: 1 }, env: { A: '1' } })
+    const ep = await json(
+      'endpoints',
+      'create',
+      '--name',
+      'cli-ep',
+      '--image',
+      'hangar/echo',
+      '--cpu',
+      'cpu3c:2',
+      '--max',
+      '1',
+      '--scaling',
+      'QUEUE_DELAY:1',
+      '--env',
+      'A=1',
+    )
+    expect(ep).toMatchObject({
+      name: 'cli-ep',
+      type: 'QUEUE',
+      image: 'hangar/echo',
+      cpu: [{ id: 'cpu3c', vcpuCount: 2 }],
+      workers: { max: 1 },
+      scaling: { type: 'QUEUE_DELAY', queueDelay: 1 },
+      env: { A: '1' },
+    })
     expect(await json('endpoints', 'get', ep.id)).toMatchObject({ id: ep.id })
-    expect((await hangar('endpoints', 'list')).stdout).toMatch(new RegExp(`${ep.id}\\s+cli-ep\\s+QUEUE\\s+hangar/echo\\s+cpu3c:2\\s+0-1\\s+QUEUE_DELAY 1s`))
+    expect((await hangar('endpoints', 'list')).stdout).toMatch(
+      new RegExp(`${ep.id}\\s+cli-ep\\s+QUEUE\\s+hangar/echo\\s+cpu3c:2\\s+0-1\\s+QUEUE_DELAY 1s`),
+    )
 
     const body = join(dir, 'patch.json')
     writeFileSync(body, JSON.stringify({ env: { A: '2' } }))
-    expect(await json('endpoints', 'update', ep.id, '--body', `@${body}`, '--max', '2')).toMatchObject({ env: { A: '2' }, workers: { max: 2 } })
+    expect(await json('endpoints', 'update', ep.id, '--body', `@${body}`, '--max', '2')).toMatchObject({
+      env: { A: '2' },
+      workers: { max: 2 },
+    })
     const releases = await json('endpoints', 'releases', ep.id)
     expect(releases.releases.length).toBe(2)
     expect(releases.releases[0].diff).toEqual(expect.arrayContaining([expect.objectContaining({ field: 'env.A' })]))
@@ -170,13 +229,40 @@ describe('hangar client commands against a running server', { timeout: 300_000 }
 
   it('jobs: runsync, run + status --wait, stream, health, workers and their logs', async () => {
     // A long idle timeout keeps the worker for the workers and logs commands.
-    const echo = await json('endpoints', 'create', '--name', 'echo', '--image', 'hangar/echo', '--cpu', 'cpu3c:2', '--max', '1', '--idle-timeout', '600', '--scaling', 'QUEUE_DELAY:1')
+    const echo = await json(
+      'endpoints',
+      'create',
+      '--name',
+      'echo',
+      '--image',
+      'hangar/echo',
+      '--cpu',
+      'cpu3c:2',
+      '--max',
+      '1',
+      '--idle-timeout',
+      '600',
+      '--scaling',
+      'QUEUE_DELAY:1',
+    )
     const done = await json('jobs', 'runsync', echo.id, '--input', '{"hello":"world"}', '--wait', '60000')
     expect(done).toMatchObject({ status: 'COMPLETED', output: { hello: 'world' }, workerId: expect.any(String) })
 
-    const queued = JSON.parse((await hangarIn({ HANGAR_URL: server.url, HANGAR_DATA_DIR: dataDir }, ['jobs', 'run', echo.id, '--input', '-', '--json'], '{"n":7}')).stdout)
+    const queued = JSON.parse(
+      (
+        await hangarIn(
+          { HANGAR_URL: server.url, HANGAR_DATA_DIR: dataDir },
+          ['jobs', 'run', echo.id, '--input', '-', '--json'],
+          '{"n":7}',
+        )
+      ).stdout,
+    )
     expect(queued).toMatchObject({ status: 'IN_QUEUE' })
-    expect(await json('jobs', 'status', echo.id, queued.id, '--wait', '60000')).toMatchObject({ id: queued.id, status: 'COMPLETED', output: { n: 7 } })
+    expect(await json('jobs', 'status', echo.id, queued.id, '--wait', '60000')).toMatchObject({
+      id: queued.id,
+      status: 'COMPLETED',
+      output: { n: 7 },
+    })
     expect((await hangar('jobs', 'status', echo.id, queued.id)).stdout).toMatch(/^status:\s+COMPLETED$/m)
 
     const health = await json('jobs', 'health', echo.id)
@@ -196,7 +282,20 @@ describe('hangar client commands against a running server', { timeout: 300_000 }
     expect(logs.code).toBe(0)
     expect(logs.stdout).toMatch(/^\S+ \[system\] /m)
 
-    const stream = await json('endpoints', 'create', '--name', 'stream', '--image', 'hangar/stream', '--cpu', 'cpu3c:2', '--max', '1', '--scaling', 'QUEUE_DELAY:1')
+    const stream = await json(
+      'endpoints',
+      'create',
+      '--name',
+      'stream',
+      '--image',
+      'hangar/stream',
+      '--cpu',
+      'cpu3c:2',
+      '--max',
+      '1',
+      '--scaling',
+      'QUEUE_DELAY:1',
+    )
     const job = await json('jobs', 'run', stream.id, '--input', '{"count":3,"delayMs":50}')
     const streamed = await hangar('jobs', 'stream', stream.id, job.id)
     expect(streamed.code).toBe(0)
@@ -204,14 +303,49 @@ describe('hangar client commands against a running server', { timeout: 300_000 }
   })
 
   it('jobs: a FAILED job exits 8 and can be retried; cancel and purge on a queue nothing takes', async () => {
-    const fail = await json('endpoints', 'create', '--name', 'fail', '--image', 'hangar/fail', '--cpu', 'cpu3c:2', '--max', '1', '--scaling', 'QUEUE_DELAY:1')
-    const failed = await hangar('jobs', 'runsync', fail.id, '--input', '{"message":"boom"}', '--wait', '60000', '--json')
+    const fail = await json(
+      'endpoints',
+      'create',
+      '--name',
+      'fail',
+      '--image',
+      'hangar/fail',
+      '--cpu',
+      'cpu3c:2',
+      '--max',
+      '1',
+      '--scaling',
+      'QUEUE_DELAY:1',
+    )
+    const failed = await hangar(
+      'jobs',
+      'runsync',
+      fail.id,
+      '--input',
+      '{"message":"boom"}',
+      '--wait',
+      '60000',
+      '--json',
+    )
     expect(failed.code).toBe(8)
     const view = JSON.parse(failed.stdout)
     expect(view).toMatchObject({ status: 'FAILED', error: expect.stringContaining('boom') })
     expect(await json('jobs', 'retry', fail.id, view.id)).toMatchObject({ id: view.id, status: 'IN_QUEUE' })
 
-    const parked = await json('endpoints', 'create', '--name', 'parked', '--image', 'hangar/echo', '--cpu', 'cpu3c:2', '--max', '0', '--scaling', 'QUEUE_DELAY:1')
+    const parked = await json(
+      'endpoints',
+      'create',
+      '--name',
+      'parked',
+      '--image',
+      'hangar/echo',
+      '--cpu',
+      'cpu3c:2',
+      '--max',
+      '0',
+      '--scaling',
+      'QUEUE_DELAY:1',
+    )
     const a = await json('jobs', 'run', parked.id)
     await json('jobs', 'run', parked.id)
     await json('jobs', 'run', parked.id)
@@ -224,10 +358,32 @@ describe('hangar client commands against a running server', { timeout: 300_000 }
   })
 
   it('templates: create, list (yours and the catalog), get, update, delete', async () => {
-    const t = await json('templates', 'create', '--name', 'my-tpl', '--image', 'hangar/echo', '--serverless', '--category', 'CPU', '--env', 'X=y')
-    expect(t).toMatchObject({ name: 'my-tpl', image: 'hangar/echo', serverless: true, category: 'CPU', env: { X: 'y' } })
-    expect((await hangar('templates', 'list')).stdout).toMatch(new RegExp(`${t.id}\\s+my-tpl\\s+hangar/echo\\s+true\\s+false\\s+CPU`))
-    expect((await json('templates', 'list', '--catalog', 'official')).map((x: { id: string }) => x.id)).toContain('hangar-echo')
+    const t = await json(
+      'templates',
+      'create',
+      '--name',
+      'my-tpl',
+      '--image',
+      'hangar/echo',
+      '--serverless',
+      '--category',
+      'CPU',
+      '--env',
+      'X=y',
+    )
+    expect(t).toMatchObject({
+      name: 'my-tpl',
+      image: 'hangar/echo',
+      serverless: true,
+      category: 'CPU',
+      env: { X: 'y' },
+    })
+    expect((await hangar('templates', 'list')).stdout).toMatch(
+      new RegExp(`${t.id}\\s+my-tpl\\s+hangar/echo\\s+true\\s+false\\s+CPU`),
+    )
+    expect((await json('templates', 'list', '--catalog', 'official')).map((x: { id: string }) => x.id)).toContain(
+      'hangar-echo',
+    )
     expect(await json('templates', 'get', t.id)).toMatchObject({ id: t.id })
     expect(await json('templates', 'update', t.id, '--disk', '30')).toMatchObject({ disk: 30 })
     expect((await hangar('templates', 'delete', t.id)).code).toBe(0)
@@ -237,7 +393,9 @@ describe('hangar client commands against a running server', { timeout: 300_000 }
   it('volumes: create, list, get, update, delete', async () => {
     const v = await json('volumes', 'create', '--name', 'models', '--size', '10', '--data-center', 'LOCAL-1')
     expect(v).toMatchObject({ name: 'models', size: 10, dataCenter: 'LOCAL-1', type: 'STANDARD' })
-    expect((await hangar('volumes', 'list')).stdout).toMatch(new RegExp(`${v.id}\\s+models\\s+10\\s+LOCAL-1\\s+STANDARD`))
+    expect((await hangar('volumes', 'list')).stdout).toMatch(
+      new RegExp(`${v.id}\\s+models\\s+10\\s+LOCAL-1\\s+STANDARD`),
+    )
     expect(await json('volumes', 'get', v.id)).toEqual(v)
     expect(await json('volumes', 'update', v.id, '--size', '20')).toMatchObject({ size: 20 })
     const shrink = await hangar('volumes', 'update', v.id, '--size', '10')
@@ -248,7 +406,11 @@ describe('hangar client commands against a running server', { timeout: 300_000 }
   })
 
   it('registries: create with the password on stdin, list, get, delete', async () => {
-    const r = await hangarIn({ HANGAR_URL: server.url, HANGAR_DATA_DIR: dataDir }, ['registries', 'create', '--name', 'ghcr', '--username', 'me', '--password-stdin', '--json'], 's3cret\n')
+    const r = await hangarIn(
+      { HANGAR_URL: server.url, HANGAR_DATA_DIR: dataDir },
+      ['registries', 'create', '--name', 'ghcr', '--username', 'me', '--password-stdin', '--json'],
+      's3cret\n',
+    )
     expect(r.code, r.stderr).toBe(0)
     const reg = JSON.parse(r.stdout)
     expect(reg).toEqual({ id: expect.any(String), name: 'ghcr' })
@@ -261,10 +423,16 @@ describe('hangar client commands against a running server', { timeout: 300_000 }
   it('ssh-keys: add (inline and @file), list, remove by comment', async () => {
     const keyFile = join(dir, 'id.pub')
     writeFileSync(keyFile, 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFile me@laptop\n')
-    expect(await json('ssh-keys', 'add', 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIInline ci')).toEqual({ keys: ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIInline ci'] })
+    expect(await json('ssh-keys', 'add', 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIInline ci')).toEqual({
+      keys: ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIInline ci'],
+    })
     expect((await json('ssh-keys', 'add', `@${keyFile}`)).keys).toHaveLength(2)
-    expect((await hangar('ssh-keys', 'list')).stdout).toBe('ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIInline ci\nssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFile me@laptop\n')
-    expect(await json('ssh-keys', 'remove', 'me@laptop')).toEqual({ keys: ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIInline ci'] })
+    expect((await hangar('ssh-keys', 'list')).stdout).toBe(
+      'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIInline ci\nssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFile me@laptop\n',
+    )
+    expect(await json('ssh-keys', 'remove', 'me@laptop')).toEqual({
+      keys: ['ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIInline ci'],
+    })
     expect((await hangar('ssh-keys', 'remove', 'nobody@nowhere')).code).toBe(5)
   })
 })

@@ -78,7 +78,10 @@ describe.skipIf(!reachable)('PgLeadership', () => {
     const admin = new pg.Client({ connectionString: TEST_DATABASE_URL })
     await admin.connect()
     cleanup.push(() => admin.end())
-    await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE 'hangar-leader-%' AND pid IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objid = $1::oid)`, [leaderObjId(ns)])
+    await admin.query(
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE 'hangar-leader-%' AND pid IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objid = $1::oid)`,
+      [leaderObjId(ns)],
+    )
     await until(async () => !a.l.isLeader, 5000, 'loss')
     expect(a.log[1]).toMatch(/^lose: the leadership connection/)
     await until(async () => b.l.isLeader || a.l.isLeader, 3000, 'takeover')
@@ -89,7 +92,12 @@ describe.skipIf(!reachable)('PgLeadership', () => {
   it('never runs onLose before onLead has finished', async () => {
     const ns = `t_${randomUUID()}`
     const order: string[] = []
-    const l: Leadership = new PgLeadership({ connectionString: TEST_DATABASE_URL, namespace: ns, log: silentLog, pollMs: 50 })
+    const l: Leadership = new PgLeadership({
+      connectionString: TEST_DATABASE_URL,
+      namespace: ns,
+      log: silentLog,
+      pollMs: 50,
+    })
     cleanup.push(() => l.stop())
     const slowLead = l.start(
       async () => {
@@ -153,7 +161,9 @@ describe.skipIf(!reachable)('PgChangeFeed', () => {
     const admin = new pg.Client({ connectionString: TEST_DATABASE_URL })
     await admin.connect()
     cleanup.push(() => admin.end())
-    await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'hangar-feed' AND query LIKE 'LISTEN ${'hangar_feed_'}%' AND pid <> pg_backend_pid()`)
+    await admin.query(
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'hangar-feed' AND query LIKE 'LISTEN ${'hangar_feed_'}%' AND pid <> pg_backend_pid()`,
+    )
     await until(async () => gaps > 0, 3000, 'reconnect')
     const heard: string[] = []
     b.on('keys.revoked', (p) => heard.push(p))

@@ -10,7 +10,12 @@ import { startTestServer, type TestServer } from './helpers/server.js'
 const root = fileURLToPath(new URL('..', import.meta.url))
 const built = existsSync(join(root, 'dist/console/index.html'))
 const browserAt = findChromium()
-const skip = browserAt.path === null ? browserAt.reason : !built ? 'the console is not built: run `npm run build` (npm test does)' : null
+const skip =
+  browserAt.path === null
+    ? browserAt.reason
+    : !built
+      ? 'the console is not built: run `npm run build` (npm test does)'
+      : null
 if (skip) console.log(`[console browser tests skipped] ${skip}`)
 
 /** Screenshots of each flow, for people to look at (test-results/ is not committed). */
@@ -27,7 +32,10 @@ describe.skipIf(skip !== null)('web console in a real browser', () => {
     mkdirSync(shots, { recursive: true })
     s = await startTestServer({ jobs: { pingIntervalMs: 500 } })
     // Running as root (CI containers) needs --no-sandbox.
-    browser = await chromium.launch({ executablePath: browserAt.path!, args: ['--no-sandbox', '--disable-dev-shm-usage'] })
+    browser = await chromium.launch({
+      executablePath: browserAt.path!,
+      args: ['--no-sandbox', '--disable-dev-shm-usage'],
+    })
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } })
     page.setDefaultTimeout(20_000)
   }, 60_000)
@@ -77,7 +85,11 @@ describe.skipIf(skip !== null)('web console in a real browser', () => {
     await page.waitForURL(/\/console\/endpoints\/[^/]+\/jobs$/)
     endpointId = /\/endpoints\/([^/]+)\/jobs/.exec(page.url())![1]
     const created = await s.api('GET', `/v2/serverless/${endpointId}`)
-    expect(created.body).toMatchObject({ name: 'browser-echo', image: 'hangar/echo:latest', scaling: { type: 'QUEUE_DELAY', queueDelay: 1 } })
+    expect(created.body).toMatchObject({
+      name: 'browser-echo',
+      image: 'hangar/echo:latest',
+      scaling: { type: 'QUEUE_DELAY', queueDelay: 1 },
+    })
     await shot('3-endpoint-created')
   })
 
@@ -155,14 +167,29 @@ describe.skipIf(skip !== null)('web console in a real browser', () => {
     await page.waitForURL(/\/console\/endpoints\/[^/]+\/overview$/)
     const lbId = /\/endpoints\/([^/]+)\/overview/.exec(page.url())![1]
     const created = (await s.api('GET', `/v2/serverless/${lbId}`)).body
-    expect(created).toMatchObject({ type: 'LOAD_BALANCER', image: 'hangar/http:latest', scaling: { type: 'REQUEST_COUNT', requestCount: 2 }, env: { HEALTH_CHECK_PATH: '/ping' } })
+    expect(created).toMatchObject({
+      type: 'LOAD_BALANCER',
+      image: 'hangar/http:latest',
+      scaling: { type: 'REQUEST_COUNT', requestCount: 2 },
+      env: { HEALTH_CHECK_PATH: '/ping' },
+    })
     // What applies to a load balancer, and nothing of a queue.
     expect(await page.textContent('.urls')).toContain(created.requestUrls.base)
-    expect(await page.textContent('pre.curl')).toContain(`curl -H "Authorization: Bearer $HANGAR_API_KEY" ${created.requestUrls.base}/`)
-    expect(await page.locator('.tabs a').allTextContents()).toEqual(['Overview', 'Metrics', 'Workers', 'Releases', 'Edit'])
+    expect(await page.textContent('pre.curl')).toContain(
+      `curl -H "Authorization: Bearer $HANGAR_API_KEY" ${created.requestUrls.base}/`,
+    )
+    expect(await page.locator('.tabs a').allTextContents()).toEqual([
+      'Overview',
+      'Metrics',
+      'Workers',
+      'Releases',
+      'Edit',
+    ])
     expect(await page.locator('.problem').count()).toBe(0)
     // A request through the proxy starts a worker; the workers tab shows its health, the metrics its request.
-    const res = await fetch(`${created.requestUrls.base}/whoami`, { headers: { authorization: `Bearer ${s.adminKey}` } })
+    const res = await fetch(`${created.requestUrls.base}/whoami`, {
+      headers: { authorization: `Bearer ${s.adminKey}` },
+    })
     expect(res.status).toBe(200)
     await page.click('.tabs a:has-text("Workers")')
     await page.waitForSelector('tbody .badge:has-text("READY")')
@@ -211,13 +238,18 @@ describe.skipIf(skip !== null)('web console in a real browser', () => {
     await page.click('button:has-text("Create pod")')
     const row = page.locator('tbody tr:has-text("browser-pod")')
     await row.locator('.badge:has-text("RUNNING")').waitFor({ timeout: 30_000 })
-    const pod = ((await s.api('GET', '/v2/pods')).body.pods as Array<{ id: string; name: string; cost: number }>).find((p) => p.name === 'browser-pod')!
+    const pod = ((await s.api('GET', '/v2/pods')).body.pods as Array<{ id: string; name: string; cost: number }>).find(
+      (p) => p.name === 'browser-pod',
+    )!
     expect(pod.cost).toBeGreaterThan(0)
     expect(await row.textContent()).toContain(`$${pod.cost.toFixed(3)}/h`)
     // RUNNING comes as the program starts: the link is followed once its port answers.
     await waitPortAnswers((await s.api('GET', `/v2/pods/${pod.id}`)).body, 8080)
     // The HTTP port opens in a new tab through the proxy, with no key typed: the pod's program answers.
-    const [tab] = await Promise.all([page.waitForEvent('popup'), row.locator('a.port-link:has-text("HTTP 8080")').click()])
+    const [tab] = await Promise.all([
+      page.waitForEvent('popup'),
+      row.locator('a.port-link:has-text("HTTP 8080")').click(),
+    ])
     await tab.waitForLoadState()
     expect(new URL(tab.url()).pathname).toBe(`/proxy/${pod.id}/8080/`)
     expect(new URL(tab.url()).search).toBe('')
@@ -249,13 +281,21 @@ describe.skipIf(skip !== null)('web console in a real browser', () => {
   it("shows the installation's manual from the navigation: its pages, links between them, screenshots", async () => {
     await page.click('nav[aria-label=Main] a[href="/console/docs"]')
     await page.waitForSelector('article.doc h1:has-text("Hangar\'s manual")')
-    const pages = readdirSync(join(root, 'docs'), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.md'))
+    const pages = readdirSync(join(root, 'docs'), { recursive: true, encoding: 'utf8' }).filter((f) =>
+      f.endsWith('.md'),
+    )
     expect(await page.locator('.docs-nav a').count()).toBe(pages.length)
     await page.click('.docs-nav a:has-text("Console")')
     await page.waitForSelector('article.doc h1:has-text("Console")')
     expect(new URL(page.url()).pathname).toBe('/console/docs/console')
     // Its screenshots come from the manual's folder too.
-    await expect.poll(() => page.evaluate(() => [...document.querySelectorAll<HTMLImageElement>('article.doc img')].map((i) => i.naturalWidth > 0))).toEqual([true, true])
+    await expect
+      .poll(() =>
+        page.evaluate(() =>
+          [...document.querySelectorAll<HTMLImageElement>('article.doc img')].map((i) => i.naturalWidth > 0),
+        ),
+      )
+      .toEqual([true, true])
     // A link to a heading of another page opens that page there, and a reload shows it again.
     await page.click('article.doc a[href="/console/docs/operations#endpoint-metrics"]')
     await page.waitForSelector('article.doc h1:has-text("Operations")')

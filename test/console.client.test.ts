@@ -17,7 +17,9 @@ describe('console API client and SSE reader', () => {
   afterAll(() => s.stop())
 
   it('turns a 422 problem into errors per field, and leaves unclaimed ones for the banner', async () => {
-    const err = await client.post('/v2/serverless', { name: '', type: 'QUEUE', templateId: 'hangar-echo', workers: { min: 'x' } }).catch((e: unknown) => e)
+    const err = await client
+      .post('/v2/serverless', { name: '', type: 'QUEUE', templateId: 'hangar-echo', workers: { min: 'x' } })
+      .catch((e: unknown) => e)
     expect(err).toBeInstanceOf(ApiError)
     const e = err as ApiError
     expect(e.status).toBe(422)
@@ -40,16 +42,24 @@ describe('console API client and SSE reader', () => {
   it("reads a worker's log stream with the key in a header, resuming after Last-Event-ID", async () => {
     const ep = await createEndpoint(s, endpointBody('hangar/echo:latest'))
     expect((await jobCall(s, 'POST', `/v2/${ep.id}/runsync`, { input: {} })).body.status).toBe('COMPLETED')
-    const workerId = await until(async () => (await client.get<{ workers: Array<{ id: string }> }>(`/v2/serverless/${ep.id}/workers`)).workers[0]?.id)
+    const workerId = await until(
+      async () =>
+        (await client.get<{ workers: Array<{ id: string }> }>(`/v2/serverless/${ep.id}/workers`)).workers[0]?.id,
+    )
     const url = `${s.url}/v2/serverless/${ep.id}/workers/${workerId}/logs?tail=100`
 
     const first: ServerEvent[] = []
     const ac = new AbortController()
-    const reading = readEventStream(url, client.headers(), (e) => {
-      first.push(e)
-      ac.abort()
-    }, ac.signal).catch((err: Error) => err)
-    expect((await reading as Error).name).toBe('AbortError')
+    const reading = readEventStream(
+      url,
+      client.headers(),
+      (e) => {
+        first.push(e)
+        ac.abort()
+      },
+      ac.signal,
+    ).catch((err: Error) => err)
+    expect(((await reading) as Error).name).toBe('AbortError')
     expect(first).toHaveLength(1)
     expect(JSON.parse(first[0].data)).toMatchObject({ source: 'system', line: expect.stringContaining('starting:') })
     expect(first[0].id).toMatch(/\/\d{12}$/)
@@ -63,6 +73,8 @@ describe('console API client and SSE reader', () => {
     expect(rest.map((e) => e.id)).not.toContain(first[0].id)
     expect(rest.length).toBeGreaterThan(0)
 
-    await expect(readEventStream(url, { authorization: 'Bearer nope-nope-nope-nope' }, () => {}, new AbortController().signal)).rejects.toThrow(/malformed API key|unknown API key/)
+    await expect(
+      readEventStream(url, { authorization: 'Bearer nope-nope-nope-nope' }, () => {}, new AbortController().signal),
+    ).rejects.toThrow(/malformed API key|unknown API key/)
   })
 })

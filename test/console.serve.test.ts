@@ -51,7 +51,11 @@ describe('serving the console', () => {
 
   it('prints the console URL when `hangar serve` starts', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'hangar-console-'))
-    const proc = spawn(process.execPath, [join(ROOT, 'bin', 'hangar.js'), 'serve', '--port', '0', '--data-dir', dataDir], { stdio: ['ignore', 'pipe', 'pipe'] })
+    const proc = spawn(
+      process.execPath,
+      [join(ROOT, 'bin', 'hangar.js'), 'serve', '--port', '0', '--data-dir', dataDir],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    )
     try {
       const out = await new Promise<string>((resolve, reject) => {
         let text = ''

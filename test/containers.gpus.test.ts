@@ -6,7 +6,11 @@ import { createPod, readPodLogs, waitPod } from './helpers/pods.js'
 import { startTestServer, type TestServer } from './helpers/server.js'
 
 const CDI_DIR = '/var/run/cdi'
-const skip = containerSkipReason() ?? (process.getuid?.() === 0 ? null : `GPU passthrough tests write a fake CDI spec to ${CDI_DIR}, which needs root: skipped`)
+const skip =
+  containerSkipReason() ??
+  (process.getuid?.() === 0
+    ? null
+    : `GPU passthrough tests write a fake CDI spec to ${CDI_DIR}, which needs root: skipped`)
 if (skip) console.warn(skip)
 
 const GPU = 'NVIDIA L4'
@@ -49,7 +53,13 @@ describe.skipIf(skip !== null)('GPUs reach containers on Podman (a fake CDI devi
             memoryGb: 64,
             // Two real (not virtual) GPUs; the CDI spec knows only the first.
             gpus: [{ typeId: GPU, count: 2, cudaVersion: '12.4' }],
-            engine: { address: containerEnv.dockerHost, network: 'host', gpus: 'cdi', cdiKind: kind, cgroupParent: containerEnv.cgroupParent },
+            engine: {
+              address: containerEnv.dockerHost,
+              network: 'host',
+              gpus: 'cdi',
+              cdiKind: kind,
+              cgroupParent: containerEnv.cgroupParent,
+            },
           },
         ],
       },
@@ -61,14 +71,30 @@ describe.skipIf(skip !== null)('GPUs reach containers on Podman (a fake CDI devi
   })
 
   it('a GPU pod gets its CDI device (env and file), and one whose device the engine cannot inject never starts', async () => {
-    const cmd = ['sh', '-c', 'echo "gpu env: $HANGAR_FAKE_GPU"; test -f /run/hangar-fake-gpu0 && echo "gpu file: present"; exec sleep 600']
-    const first = await createPod(s, { name: 'gpu-0', image: containerEnv.bbImage, gpu: { id: GPU, count: 1 }, cmd, ports: [] })
+    const cmd = [
+      'sh',
+      '-c',
+      'echo "gpu env: $HANGAR_FAKE_GPU"; test -f /run/hangar-fake-gpu0 && echo "gpu file: present"; exec sleep 600',
+    ]
+    const first = await createPod(s, {
+      name: 'gpu-0',
+      image: containerEnv.bbImage,
+      gpu: { id: GPU, count: 1 },
+      cmd,
+      ports: [],
+    })
     await waitPod(s, first.id, 'RUNNING', undefined, 60_000)
     const lines = await readPodLogs(s, first.id, { query: 'tail=100&source=container', match: /gpu file/ })
     expect(lines.map((l) => l.data.line)).toEqual(expect.arrayContaining(['gpu env: 0', 'gpu file: present']))
 
     // The second GPU (index 1) has no CDI device: the pod fails, saying so, instead of running without it.
-    const second = await createPod(s, { name: 'gpu-1', image: containerEnv.bbImage, gpu: { id: GPU, count: 1 }, cmd, ports: [] })
+    const second = await createPod(s, {
+      name: 'gpu-1',
+      image: containerEnv.bbImage,
+      gpu: { id: GPU, count: 1 },
+      cmd,
+      ports: [],
+    })
     const failed = await waitPod(s, second.id, 'ERROR', undefined, 60_000)
     const why = await readPodLogs(s, failed.id, { query: 'tail=100&source=system', match: /unresolvable CDI devices/ })
     expect(why.at(-1)!.data.line).toContain(`unresolvable CDI devices ${kind}=1`)

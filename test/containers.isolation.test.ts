@@ -16,7 +16,22 @@ const skip = containerSkipReason()
 if (skip) console.warn(skip)
 
 /** Bit numbers of capabilities (linux/capability.h). */
-const CAP_BITS: Record<string, number> = { CHOWN: 0, DAC_OVERRIDE: 1, FOWNER: 3, FSETID: 4, KILL: 5, SETGID: 6, SETUID: 7, SETPCAP: 8, NET_BIND_SERVICE: 10, NET_RAW: 13, SYS_CHROOT: 18, MKNOD: 27, AUDIT_WRITE: 29, SETFCAP: 31 }
+const CAP_BITS: Record<string, number> = {
+  CHOWN: 0,
+  DAC_OVERRIDE: 1,
+  FOWNER: 3,
+  FSETID: 4,
+  KILL: 5,
+  SETGID: 6,
+  SETUID: 7,
+  SETPCAP: 8,
+  NET_BIND_SERVICE: 10,
+  NET_RAW: 13,
+  SYS_CHROOT: 18,
+  MKNOD: 27,
+  AUDIT_WRITE: 29,
+  SETFCAP: 31,
+}
 const OTHER_MARKER = 'another-accounts-volume-content-5d21'
 const ATTACK = [
   'echo "--environ"; for f in /proc/1/environ /proc/[0-9]*/environ; do { tr "\\0" "\\n" < "$f"; } 2>/dev/null | grep "^HANGAR_"; done',
@@ -34,7 +49,12 @@ describe.skipIf(skip !== null)('containers isolate tenants', { timeout: 120_000 
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }))
 
   it('runs the attack in an unprivileged container that sees nothing of the host but its own volume', async () => {
-    const engine = { address: containerEnv.dockerHost!, network: 'host' as const, gpus: 'none' as const, cgroupParent: containerEnv.cgroupParent }
+    const engine = {
+      address: containerEnv.dockerHost!,
+      network: 'host' as const,
+      gpus: 'none' as const,
+      cgroupParent: containerEnv.cgroupParent,
+    }
     const driver = new DockerDriver({ hostId: 'podman-a', dataDir, engine })
     writeFileSync(join(dataDir, 'secret.key'), 'SEALING-KEY-must-not-leak')
     const own = join(dataDir, 'volumes', 'LOCAL-1', 'vol_mine')
@@ -43,10 +63,21 @@ describe.skipIf(skip !== null)('containers isolate tenants', { timeout: 120_000 
     mkdirSync(other, { recursive: true })
     writeFileSync(join(other, 'marker.txt'), OTHER_MARKER)
     const w = await driver.start({
-      id: `iso-${process.pid}`, kind: 'worker', hostId: 'podman-a', labels: { 'io.hangar.installation': `iso-test-${process.pid}` },
-      image: containerEnv.bbImage, entrypoint: ['sh', '-c', ATTACK], cmd: [], env: { DATA: dataDir, OTHER: other },
-      gpus: { ids: [], virtual: true }, resources: { vcpus: 0, memoryGb: 0 },
-      mounts: [{ kind: 'disk', target: '/workspace', sizeGb: 1 }, { kind: 'volume', source: own, target: '/runpod-volume' }], ports: [],
+      id: `iso-${process.pid}`,
+      kind: 'worker',
+      hostId: 'podman-a',
+      labels: { 'io.hangar.installation': `iso-test-${process.pid}` },
+      image: containerEnv.bbImage,
+      entrypoint: ['sh', '-c', ATTACK],
+      cmd: [],
+      env: { DATA: dataDir, OTHER: other },
+      gpus: { ids: [], virtual: true },
+      resources: { vcpus: 0, memoryGb: 0 },
+      mounts: [
+        { kind: 'disk', target: '/workspace', sizeGb: 1 },
+        { kind: 'volume', source: own, target: '/runpod-volume' },
+      ],
+      ports: [],
     })
     try {
       await w.exited
@@ -56,12 +87,18 @@ describe.skipIf(skip !== null)('containers isolate tenants', { timeout: 120_000 
       expect(hc.PidMode ?? '').not.toBe('host')
       // Docker reports the request (ALL, then CapAdd); Podman what it dropped from its own default set.
       const dropped = (hc.CapDrop ?? []).map((c: string) => c.replace(/^CAP_/, ''))
-      expect(dropped.includes('ALL') || ['NET_RAW', 'MKNOD', 'AUDIT_WRITE'].every((c) => dropped.includes(c)), `CapDrop ${JSON.stringify(dropped)}`).toBe(true)
+      expect(
+        dropped.includes('ALL') || ['NET_RAW', 'MKNOD', 'AUDIT_WRITE'].every((c) => dropped.includes(c)),
+        `CapDrop ${JSON.stringify(dropped)}`,
+      ).toBe(true)
       for (const cap of hc.CapAdd ?? []) expect(CONTAINER_CAPABILITIES).toContain(cap.replace(/^CAP_/, ''))
       // Bind mounts: the workload's own volume, nothing else of the host (no engine socket).
       const binds = (info.Mounts ?? []).filter((m) => m.Type === 'bind').map((m) => m.Source)
       expect(binds).toEqual([own])
-      const log = w.logs.history().map((l) => l.line).join('\n')
+      const log = w.logs
+        .history()
+        .map((l) => l.line)
+        .join('\n')
       expect(log).toContain('ATTACK-DONE')
       expect(log).not.toContain('SEALING-KEY')
       expect(log).not.toContain(OTHER_MARKER)

@@ -14,7 +14,10 @@ describe('the hangar/contract export in a project of its own', { timeout: 120_00
   const project = mkdtempSync(join(tmpdir(), 'hangar-contract-project-'))
   beforeAll(async () => {
     // The built dist is there: npm test builds first.
-    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'my-client', version: '1.0.0', type: 'module', private: true }))
+    writeFileSync(
+      join(project, 'package.json'),
+      JSON.stringify({ name: 'my-client', version: '1.0.0', type: 'module', private: true }),
+    )
     await run(NPM, ['install', '--no-audit', '--no-fund', '--ignore-scripts', ROOT], { cwd: project })
   })
   afterAll(() => rmSync(project, { recursive: true, force: true }))
@@ -26,6 +29,11 @@ describe('the hangar/contract export in a project of its own', { timeout: 120_00
     ].join('\n')
     writeFileSync(join(project, 'client.js'), script)
     const { stdout } = await run(process.execPath, ['client.js'], { cwd: project })
-    expect(JSON.parse(stdout)).toEqual({ endpoint: 'object', required: ['input'], statuses: expect.arrayContaining(['IN_QUEUE', 'COMPLETED']), closed: 'undefined' })
+    expect(JSON.parse(stdout)).toEqual({
+      endpoint: 'object',
+      required: ['input'],
+      statuses: expect.arrayContaining(['IN_QUEUE', 'COMPLETED']),
+      closed: 'undefined',
+    })
   })
 })

@@ -8,8 +8,6 @@ import { serveWithConfig } from './helpers/process.js'
 import { pidOf } from './helpers/runtime.js'
 import { alive } from './helpers/pods.js'
 
-
-
 /** Waits (briefly) for processes sent SIGKILL to be gone. */
 async function gone(pids: number[]): Promise<number[]> {
   const until = Date.now() + 5_000
@@ -27,12 +25,25 @@ describe('a control plane killed with SIGKILL under load', () => {
   })
 
   it('loses no accepted job or result, and stops the orphaned workers on restart', async () => {
-    writeFileSync(configFile, JSON.stringify({ host: '127.0.0.1', port: 0, logLevel: 'silent', fleet: { detectGpus: false }, jobs: { pingIntervalMs: 500 } }))
+    writeFileSync(
+      configFile,
+      JSON.stringify({
+        host: '127.0.0.1',
+        port: 0,
+        logLevel: 'silent',
+        fleet: { detectGpus: false },
+        jobs: { pingIntervalMs: 500 },
+      }),
+    )
     const first = await serveWithConfig(dataDir, configFile)
     procs.push(first.proc)
     const key = readFileSync(join(dataDir, 'admin-key'), 'utf8').trim()
     const call = async (url: string, path: string, method = 'GET', body?: unknown) => {
-      const res = await fetch(url + path, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })
+      const res = await fetch(url + path, {
+        method,
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      })
       return { status: res.status, body: (await res.json()) as any }
     }
     const created = await call(first.url, '/v2/serverless', 'POST', {
@@ -63,7 +74,11 @@ describe('a control plane killed with SIGKILL under load', () => {
     expect(accepted.length).toBeGreaterThanOrEqual(20)
 
     const db = new Database(join(dataDir, 'hangar.db'), { readonly: true })
-    const orphans = (db.prepare(`SELECT runtime_ref FROM workers WHERE state NOT IN ('EXITED', 'FAILED') AND runtime_ref IS NOT NULL`).all() as Array<{ runtime_ref: string }>).map((r) => pidOf(r.runtime_ref))
+    const orphans = (
+      db
+        .prepare(`SELECT runtime_ref FROM workers WHERE state NOT IN ('EXITED', 'FAILED') AND runtime_ref IS NOT NULL`)
+        .all() as Array<{ runtime_ref: string }>
+    ).map((r) => pidOf(r.runtime_ref))
     const states = db.prepare(`SELECT status, count(*) AS n FROM jobs GROUP BY status`).all()
     db.close()
     expect(orphans.length).toBeGreaterThan(0)
@@ -82,7 +97,11 @@ describe('a control plane killed with SIGKILL under load', () => {
 
     // A graceful stop leaves no worker behind.
     const db2 = new Database(join(dataDir, 'hangar.db'), { readonly: true })
-    const workers2 = (db2.prepare(`SELECT runtime_ref FROM workers WHERE state NOT IN ('EXITED', 'FAILED') AND runtime_ref IS NOT NULL`).all() as Array<{ runtime_ref: string }>).map((r) => pidOf(r.runtime_ref))
+    const workers2 = (
+      db2
+        .prepare(`SELECT runtime_ref FROM workers WHERE state NOT IN ('EXITED', 'FAILED') AND runtime_ref IS NOT NULL`)
+        .all() as Array<{ runtime_ref: string }>
+    ).map((r) => pidOf(r.runtime_ref))
     db2.close()
     second.proc.kill('SIGTERM')
     await new Promise((r) => second.proc.once('exit', r))

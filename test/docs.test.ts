@@ -1,5 +1,14 @@
 import { execFileSync } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { request } from 'node:http'
 import { dirname, join, relative, resolve } from 'node:path'
@@ -48,14 +57,19 @@ describe('the manual (README.md and docs/)', () => {
         const [path, hash] = href.split('#')
         const target = path ? relative(ROOT, resolve(ROOT, dirname(file), decodeURI(path))) : file
         if (!existsSync(join(ROOT, target))) broken.push(`${file}: ${href} (no file ${target})`)
-        else if (hash && target.endsWith('.md') && !anchors(read(target)).includes(hash)) broken.push(`${file}: ${href} (no heading #${hash} in ${target})`)
+        else if (hash && target.endsWith('.md') && !anchors(read(target)).includes(hash))
+          broken.push(`${file}: ${href} (no heading #${hash} in ${target})`)
       }
     }
     expect(broken).toEqual([])
   })
 
   it("links every page from docs/README.md, the manual's index", () => {
-    const linked = new Set(linkTargets(read('docs/README.md')).filter((h) => !external(h)).map((h) => relative(ROOT, resolve(ROOT, 'docs', h.split('#')[0]))))
+    const linked = new Set(
+      linkTargets(read('docs/README.md'))
+        .filter((h) => !external(h))
+        .map((h) => relative(ROOT, resolve(ROOT, 'docs', h.split('#')[0]))),
+    )
     const pages = markdownFiles().filter((f) => f.startsWith('docs/') && f !== 'docs/README.md')
     expect(pages.filter((p) => !linked.has(p))).toEqual([])
   })
@@ -75,11 +89,20 @@ describe('the manual (README.md and docs/)', () => {
     }
     expect([...tags].sort()).toEqual(['containers', 'containers-check', 'containers-install'])
     for (const tag of tags) {
-      const run = (fn: string) => execFileSync('bash', ['-c', `source .ci/readme-steps.sh && ${fn} ${tag}`], { cwd: ROOT, encoding: 'utf8' }).trim()
+      const run = (fn: string) =>
+        execFileSync('bash', ['-c', `source .ci/readme-steps.sh && ${fn} ${tag}`], {
+          cwd: ROOT,
+          encoding: 'utf8',
+        }).trim()
       expect(run('hangar_readme_file')).toBe('docs/containers.md')
       expect(run('hangar_readme_block')).not.toBe('')
     }
-    expect(execFileSync('bash', ['-c', 'source .ci/readme-steps.sh && hangar_readme_block containers-check'], { cwd: ROOT, encoding: 'utf8' }).trim()).toBe('hangar engine check')
+    expect(
+      execFileSync('bash', ['-c', 'source .ci/readme-steps.sh && hangar_readme_block containers-check'], {
+        cwd: ROOT,
+        encoding: 'utf8',
+      }).trim(),
+    ).toBe('hangar engine check')
   })
 })
 
@@ -94,7 +117,7 @@ describe("the console's Markdown", () => {
       'a <b onclick="x()">b</b> [js](javascript:alert(1)) [web](https://example.com/) [cli](reference/cli.md#hangar-serve)',
       '[repo](../bench/RESULTS.md) [here](#title) ![shot](console-pods.png) ![away](https://example.com/x.png)',
       '',
-      '## Capacity: the catalog\'s stock is real',
+      "## Capacity: the catalog's stock is real",
     ].join('\n')
     const { html, title } = renderDoc(md, 'getting-started.md')
     expect(title).toBe('Title')
@@ -169,7 +192,16 @@ describe('serving the manual at /console/docs/', () => {
   })
 
   it("answers other paths below /console/docs/ with the console's page, and never a file outside the manual", async () => {
-    for (const path of ['/console/docs', '/console/docs/', '/console/docs/getting-started', '/console/docs/tool.ts', '/console/docs/../outside.md', '/console/docs/%2e%2e/outside.md', '/console/docs/.hidden.md', '/console/docs/reference/..%2f..%2foutside.md']) {
+    for (const path of [
+      '/console/docs',
+      '/console/docs/',
+      '/console/docs/getting-started',
+      '/console/docs/tool.ts',
+      '/console/docs/../outside.md',
+      '/console/docs/%2e%2e/outside.md',
+      '/console/docs/.hidden.md',
+      '/console/docs/reference/..%2f..%2foutside.md',
+    ]) {
       const r = await rawGet(url, path)
       expect(r.body, path).not.toBe('secret')
       if (r.status === 200) expect(r.body, path).toBe('<div id="app"></div>')
@@ -193,7 +225,9 @@ describe("an installation's own manual", () => {
     const res = await fetch(`${s.url}/console/docs/getting-started.md`)
     expect(res.status).toBe(200)
     expect(await res.text()).toBe(read('docs/getting-started.md'))
-    const index = (await (await fetch(`${s.url}/console/docs/index.json`)).json()) as { pages: Array<{ path: string; title: string }> }
+    const index = (await (await fetch(`${s.url}/console/docs/index.json`)).json()) as {
+      pages: Array<{ path: string; title: string }>
+    }
     expect(index.pages[0]).toEqual({ path: 'README.md', title: "Hangar's manual" })
     expect(index.pages.map((p) => p.path).sort()).toEqual(
       markdownFiles()

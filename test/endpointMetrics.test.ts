@@ -17,10 +17,15 @@ describe('GET /v2/serverless/{id}/metrics', () => {
     const ep = await createEndpoint(s, endpointBody('hangar/echo:latest'))
     const empty = await s.api('GET', `/v2/serverless/${ep.id}/metrics`)
     expect(empty.status).toBe(200)
-    expect(empty.body).toMatchObject({ window: 'hour', intervalSeconds: 60, totals: { completed: 0, failed: 0, coldStarts: 0 } })
+    expect(empty.body).toMatchObject({
+      window: 'hour',
+      intervalSeconds: 60,
+      totals: { completed: 0, failed: 0, coldStarts: 0 },
+    })
     expect(empty.body.times).toHaveLength(60)
 
-    for (let i = 0; i < 3; i++) expect((await jobCall(s, 'POST', `/v2/${ep.id}/runsync`, { input: { i } })).body.status).toBe('COMPLETED')
+    for (let i = 0; i < 3; i++)
+      expect((await jobCall(s, 'POST', `/v2/${ep.id}/runsync`, { input: { i } })).body.status).toBe('COMPLETED')
 
     const m = (await s.api('GET', `/v2/serverless/${ep.id}/metrics?window=hour`)).body
     const now = m.times.length - 1
@@ -54,7 +59,11 @@ describe('GET /v2/serverless/{id}/metrics', () => {
     s = await startTestServer({ metricsFlushMs: 100 }, { dataDir })
     try {
       const again = (await s.api('GET', `/v2/serverless/${ep.id}/metrics?window=day`)).body
-      expect(again).toMatchObject({ window: 'day', intervalSeconds: 900, totals: { completed: 3, failed: 0, coldStarts: 1 } })
+      expect(again).toMatchObject({
+        window: 'day',
+        intervalSeconds: 900,
+        totals: { completed: 3, failed: 0, coldStarts: 1 },
+      })
       expect(again.times).toHaveLength(96)
       expect((await s.api('GET', `/v2/serverless/${ep.id}/metrics?window=week`)).body.totals.completed).toBe(3)
     } finally {

@@ -10,7 +10,11 @@ describe('problem+json errors', () => {
   afterAll(() => s.stop())
 
   const send = (method: string, path: string, body: string | undefined, contentType?: string) =>
-    fetch(s.url + path, { method, headers: { authorization: `Bearer ${s.adminKey}`, ...(contentType ? { 'content-type': contentType } : {}) }, body })
+    fetch(s.url + path, {
+      method,
+      headers: { authorization: `Bearer ${s.adminKey}`, ...(contentType ? { 'content-type': contentType } : {}) },
+      body,
+    })
 
   async function expectProblem(res: Response, status: number) {
     expect(res.status).toBe(status)
@@ -28,12 +32,23 @@ describe('problem+json errors', () => {
   it('treats an empty body labelled JSON as no body, and names refused prototype keys', async () => {
     const r = await send('POST', '/v2/admin/keys/key_nonexistent/revoke', '', 'application/json')
     expect(r.status).toBe(404)
-    const proto = await expectProblem(await send('POST', '/v2/admin/accounts', '{"name":"x","__proto__":{"admin":true}}', 'application/json'), 400)
+    const proto = await expectProblem(
+      await send('POST', '/v2/admin/accounts', '{"name":"x","__proto__":{"admin":true}}', 'application/json'),
+      400,
+    )
     expect(proto.detail).toMatch(/__proto__/)
   })
 
   it('answers 422 listing every schema violation of a body, one entry each', async () => {
-    const body = await expectProblem(await send('POST', '/v2/admin/keys', JSON.stringify({ permission: 'SOME', bogus: 1, endpointIds: 'x' }), 'application/json'), 422)
+    const body = await expectProblem(
+      await send(
+        'POST',
+        '/v2/admin/keys',
+        JSON.stringify({ permission: 'SOME', bogus: 1, endpointIds: 'x' }),
+        'application/json',
+      ),
+      422,
+    )
     expect(body.errors).toEqual(
       expect.arrayContaining([
         "$: additional properties 'bogus' not allowed",
@@ -75,27 +90,35 @@ describe('problem+json errors', () => {
     expect(r.status).toBe(404)
     expect(r.body.detail).toBe('GPU type "NVIDIA Nonexistent" was not found')
   })
-
 })
 
 describe('internal errors', () => {
   it('answers 500 with only a request id, never the message or stack', async () => {
     const lines: string[] = []
     const logger = pino({ level: 'error' }, { write: (l: string) => lines.push(l) })
-    const s = await startTestServer({}, {
-      logger,
-      configureApp: (app) => {
-        app.get('/v2/boom', async () => {
-          throw new Error('secret internal detail /etc/passwd')
-        })
+    const s = await startTestServer(
+      {},
+      {
+        logger,
+        configureApp: (app) => {
+          app.get('/v2/boom', async () => {
+            throw new Error('secret internal detail /etc/passwd')
+          })
+        },
       },
-    })
+    )
     try {
-      const res = await fetch(`${s.url}/v2/boom`, { headers: { authorization: `Bearer ${s.adminKey}`, 'x-request-id': 'req-42' } })
+      const res = await fetch(`${s.url}/v2/boom`, {
+        headers: { authorization: `Bearer ${s.adminKey}`, 'x-request-id': 'req-42' },
+      })
       expect(res.status).toBe(500)
       const text = await res.text()
       expect(text).not.toMatch(/secret|passwd|at .*\.ts/)
-      expect(JSON.parse(text)).toEqual({ title: 'Internal Server Error', status: 500, detail: expect.stringContaining('req-42') })
+      expect(JSON.parse(text)).toEqual({
+        title: 'Internal Server Error',
+        status: 500,
+        detail: expect.stringContaining('req-42'),
+      })
       expect(lines.join('')).toContain('secret internal detail')
     } finally {
       await s.stop()

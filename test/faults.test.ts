@@ -14,7 +14,11 @@ describe('worker faults', () => {
     const ep = (await createEndpoint(s, endpointBody('hangar/sleep:latest', { name: 'crashy' }))).id
     const run = await jobCall(s, 'POST', `/v2/${ep}/run`, { input: { exit: 3 } })
     const final = await waitFinal(s, ep, run.body.id, 60_000)
-    expect(final).toMatchObject({ status: 'FAILED', retries: 3, error: expect.stringMatching(/^the job lost its worker 3 times; last: worker \w+ exited \(code 3\)$/) })
+    expect(final).toMatchObject({
+      status: 'FAILED',
+      retries: 3,
+      error: expect.stringMatching(/^the job lost its worker 3 times; last: worker \w+ exited \(code 3\)$/),
+    })
     const health = await jobCall(s, 'GET', `/v2/${ep}/health`)
     expect(health.body.jobs).toMatchObject({ failed: 1, retried: 3 })
     expect(health.body.workers.unhealthy).toBeGreaterThanOrEqual(1)
@@ -38,7 +42,12 @@ describe('worker faults', () => {
 
   it('tells "no capacity" apart from crashing workers in /health', async () => {
     // Eight 8-GPU workers of one type cannot be placed on the default fleet: the job waits, throttled.
-    const ep = (await createEndpoint(s, endpointBody('hangar/echo:latest', { name: 'big', cpu: undefined, gpu: { pools: ['ADA_80_PRO'], count: 8 } }))).id
+    const ep = (
+      await createEndpoint(
+        s,
+        endpointBody('hangar/echo:latest', { name: 'big', cpu: undefined, gpu: { pools: ['ADA_80_PRO'], count: 8 } }),
+      )
+    ).id
     const run = await jobCall(s, 'POST', `/v2/${ep}/run`, { input: {} })
     const health = await waitUntil(async () => {
       const h = await jobCall(s, 'GET', `/v2/${ep}/health`)

@@ -26,9 +26,15 @@ const PASSWORD = 'pw-import-5e4d3c2b1a'
 const available = await pgAvailableOrSkip('the SQLite-to-PostgreSQL import tests')
 
 /** Runs the built `hangar` CLI; resolves with its exit code and output. */
-function hangar(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function hangar(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, [BIN, ...args], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (d) => (stdout += d))
@@ -42,9 +48,15 @@ async function counts(schema: string): Promise<Record<string, number>> {
   const client = new pg.Client({ connectionString: PG_TEST_URL })
   await client.connect()
   try {
-    const tables = (await client.query<{ table_name: string }>("SELECT table_name FROM information_schema.tables WHERE table_schema = $1 AND table_type = 'BASE TABLE' ORDER BY 1", [schema])).rows
+    const tables = (
+      await client.query<{ table_name: string }>(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = $1 AND table_type = 'BASE TABLE' ORDER BY 1",
+        [schema],
+      )
+    ).rows
     const out: Record<string, number> = {}
-    for (const { table_name: t } of tables) out[t] = Number((await client.query<{ n: string }>(`SELECT count(*) AS n FROM "${schema}"."${t}"`)).rows[0].n)
+    for (const { table_name: t } of tables)
+      out[t] = Number((await client.query<{ n: string }>(`SELECT count(*) AS n FROM "${schema}"."${t}"`)).rows[0].n)
     return out
   } finally {
     await client.end()
@@ -57,7 +69,12 @@ describe.skipIf(!available)('hangar import --from-sqlite', () => {
   const schema = freshSchemaName('hangar_import')
   const target = { HANGAR_DATABASE_URL: PG_TEST_URL, HANGAR_DATABASE_SCHEMA: schema }
   /** The manual worker: it records its protocol environment and leaves taking jobs to the test. */
-  const images = { 'test/manual:latest': { command: [process.execPath, join(import.meta.dirname, 'fixtures', 'envdump.mjs')], env: { DUMP_TO: dump } } }
+  const images = {
+    'test/manual:latest': {
+      command: [process.execPath, join(import.meta.dirname, 'fixtures', 'envdump.mjs')],
+      env: { DUMP_TO: dump },
+    },
+  }
   // The manual worker writes a file outside its own disk (in the data dir, even): no process sandbox for it.
   const runtime = { process: { sandbox: 'off', trustTenants: true } }
 
@@ -81,24 +98,56 @@ describe.skipIf(!available)('hangar import --from-sqlite', () => {
     const sqlite = await startTestServer({ images, runtime }, { dataDir, sqlite: true })
     try {
       made.alice = await sqlite.accountKey('import-alice')
-      made.aliceId = (await sqlite.api('GET', '/v2/admin/accounts')).body.accounts.find((a: { name: string }) => a.name === 'import-alice').id
-      made.template = (await sqlite.api('POST', '/v2/templates', { name: 'moved', image: 'acme/moved:1' }, made.alice)).body.id
-      made.registry = (await sqlite.api('POST', '/v2/registries', { name: 'private', username: 'robot', password: PASSWORD }, made.alice)).body.id
-      made.volume = (await sqlite.api('POST', '/v2/network-volumes', { name: 'models', size: 10, dataCenter: 'LOCAL-1' }, made.alice)).body.id
+      made.aliceId = (await sqlite.api('GET', '/v2/admin/accounts')).body.accounts.find(
+        (a: { name: string }) => a.name === 'import-alice',
+      ).id
+      made.template = (
+        await sqlite.api('POST', '/v2/templates', { name: 'moved', image: 'acme/moved:1' }, made.alice)
+      ).body.id
+      made.registry = (
+        await sqlite.api(
+          'POST',
+          '/v2/registries',
+          { name: 'private', username: 'robot', password: PASSWORD },
+          made.alice,
+        )
+      ).body.id
+      made.volume = (
+        await sqlite.api('POST', '/v2/network-volumes', { name: 'models', size: 10, dataCenter: 'LOCAL-1' }, made.alice)
+      ).body.id
       expect((await sqlite.api('PUT', '/v2/account/ssh-keys', { keys: [ED25519] }, made.alice)).status).toBe(200)
 
       made.echo = (await createEndpoint(sqlite, endpointBody('hangar/echo:latest', { name: 'echo' }), made.alice)).id
       made.completed = []
       for (let i = 0; i < 2; i++) {
-        const id = (await jobCall(sqlite, 'POST', `/v2/${made.echo}/run`, { input: { done: i } }, { key: made.alice })).body.id
-        expect((await jobCall(sqlite, 'GET', `/v2/${made.echo}/status-sync/${id}?wait=20000`, undefined, { key: made.alice })).body.status).toBe('COMPLETED')
+        const id = (await jobCall(sqlite, 'POST', `/v2/${made.echo}/run`, { input: { done: i } }, { key: made.alice }))
+          .body.id
+        expect(
+          (
+            await jobCall(sqlite, 'GET', `/v2/${made.echo}/status-sync/${id}?wait=20000`, undefined, {
+              key: made.alice,
+            })
+          ).body.status,
+        ).toBe('COMPLETED')
         made.completed.push({ id, output: { done: i } })
       }
       // No worker may start here: these wait, in this order, one of them low priority (taken last).
-      made.held = (await createEndpoint(sqlite, endpointBody('test/manual:latest', { name: 'held', workers: { min: 0, max: 0 } }), made.alice)).id
+      made.held = (
+        await createEndpoint(
+          sqlite,
+          endpointBody('test/manual:latest', { name: 'held', workers: { min: 0, max: 0 } }),
+          made.alice,
+        )
+      ).id
       made.queued = []
       for (const [i, lowPriority] of [false, true, false].entries()) {
-        const r = await jobCall(sqlite, 'POST', `/v2/${made.held}/run`, { input: { queued: i }, ...(lowPriority ? { policy: { lowPriority: true } } : {}) }, { key: made.alice })
+        const r = await jobCall(
+          sqlite,
+          'POST',
+          `/v2/${made.held}/run`,
+          { input: { queued: i }, ...(lowPriority ? { policy: { lowPriority: true } } : {}) },
+          { key: made.alice },
+        )
         expect(r.status, JSON.stringify(r.body)).toBe(200)
         made.queued.push(r.body.id)
       }
@@ -124,8 +173,16 @@ describe.skipIf(!available)('hangar import --from-sqlite', () => {
     expect(firstImport.stderr).toBe('')
     expect(firstImport.code).toBe(0)
     expect(firstImport.stdout).toContain(`into postgres 127.0.0.1:5432/test schema ${schema}`)
-    const rows = Object.fromEntries([...firstImport.stdout.matchAll(/^ {2}(\w+) +(\d+)$/gm)].map((m) => [m[1], Number(m[2])]))
-    expect(rows).toMatchObject({ accounts: 2, documents: expect.any(Number), jobs: 5, pods: 1, usage_intervals: expect.any(Number) })
+    const rows = Object.fromEntries(
+      [...firstImport.stdout.matchAll(/^ {2}(\w+) +(\d+)$/gm)].map((m) => [m[1], Number(m[2])]),
+    )
+    expect(rows).toMatchObject({
+      accounts: 2,
+      documents: expect.any(Number),
+      jobs: 5,
+      pods: 1,
+      usage_intervals: expect.any(Number),
+    })
     expect(rows.api_keys).toBeGreaterThanOrEqual(2)
     expect(firstImport.stdout).toMatch(/secret\.key +registry passwords are sealed with it/)
   })
@@ -134,7 +191,11 @@ describe.skipIf(!available)('hangar import --from-sqlite', () => {
     const before = await counts(schema)
     const refused = await hangar(['import', '--from-sqlite', join(dataDir, 'hangar.db')], target)
     expect(refused.code).toBe(6)
-    expect(refused.stderr).toMatch(new RegExp(`error: PostgreSQL schema ${schema} already holds data \\(accounts: 2, api_keys: \\d+, .*\\); nothing was copied`))
+    expect(refused.stderr).toMatch(
+      new RegExp(
+        `error: PostgreSQL schema ${schema} already holds data \\(accounts: 2, api_keys: \\d+, .*\\); nothing was copied`,
+      ),
+    )
     expect(await counts(schema)).toEqual(before)
 
     const forced = await hangar(['import', '--from-sqlite', dataDir, '--force'], target)
@@ -144,38 +205,80 @@ describe.skipIf(!available)('hangar import --from-sqlite', () => {
   })
 
   it('serves the moved data on PostgreSQL: keys, resources, finished jobs, the queue in its order, sealed secrets', async () => {
-    s = await startTestServer({ images, runtime, databaseUrl: PG_TEST_URL, databaseSchema: schema, jobs: { takeWaitMs: 1_000 } }, { dataDir })
+    s = await startTestServer(
+      { images, runtime, databaseUrl: PG_TEST_URL, databaseSchema: schema, jobs: { takeWaitMs: 1_000 } },
+      { dataDir },
+    )
     expect(s.hangar.store.dialect).toBe('postgres')
     const { alice } = made
     // The admin key from the data dir and the account's key both open the API as before.
-    expect((await s.api('GET', '/v2/admin/accounts')).body.accounts.map((a: { name: string }) => a.name)).toContain('import-alice')
-    expect((await s.api('GET', `/v2/templates/${made.template}`, undefined, alice)).body).toMatchObject({ name: 'moved', image: 'acme/moved:1' })
-    expect((await s.api('GET', '/v2/registries', undefined, alice)).body).toEqual({ registries: [{ id: made.registry, name: 'private' }] })
-    expect((await s.api('GET', `/v2/network-volumes/${made.volume}`, undefined, alice)).body).toMatchObject({ name: 'models', size: 10 })
+    expect((await s.api('GET', '/v2/admin/accounts')).body.accounts.map((a: { name: string }) => a.name)).toContain(
+      'import-alice',
+    )
+    expect((await s.api('GET', `/v2/templates/${made.template}`, undefined, alice)).body).toMatchObject({
+      name: 'moved',
+      image: 'acme/moved:1',
+    })
+    expect((await s.api('GET', '/v2/registries', undefined, alice)).body).toEqual({
+      registries: [{ id: made.registry, name: 'private' }],
+    })
+    expect((await s.api('GET', `/v2/network-volumes/${made.volume}`, undefined, alice)).body).toMatchObject({
+      name: 'models',
+      size: 10,
+    })
     expect((await s.api('GET', '/v2/account/ssh-keys', undefined, alice)).body).toEqual({ keys: [ED25519] })
-    expect((await s.api('GET', `/v2/pods/${made.pod}`, undefined, alice)).body).toMatchObject({ name: 'moved-pod', status: 'EXITED' })
+    expect((await s.api('GET', `/v2/pods/${made.pod}`, undefined, alice)).body).toMatchObject({
+      name: 'moved-pod',
+      status: 'EXITED',
+    })
     expect((await s.api('GET', `/v2/serverless/${made.echo}`, undefined, alice)).body).toMatchObject({ name: 'echo' })
     for (const job of made.completed) {
-      expect((await jobCall(s, 'GET', `/v2/${made.echo}/status/${job.id}`, undefined, { key: alice })).body).toMatchObject({ id: job.id, status: 'COMPLETED', output: job.output })
+      expect(
+        (await jobCall(s, 'GET', `/v2/${made.echo}/status/${job.id}`, undefined, { key: alice })).body,
+      ).toMatchObject({ id: job.id, status: 'COMPLETED', output: job.output })
     }
 
     // The registry password still opens: it was sealed with the data dir's secret.key.
-    const registries = new RegistryService({ store: s.hangar.store, clock: systemClock, secrets: SecretBox.open(join(dataDir, 'secret.key')) })
-    expect(await registries.credentials(made.aliceId, made.registry)).toMatchObject({ username: 'robot', password: PASSWORD })
+    const registries = new RegistryService({
+      store: s.hangar.store,
+      clock: systemClock,
+      secrets: SecretBox.open(join(dataDir, 'secret.key')),
+    })
+    expect(await registries.credentials(made.aliceId, made.registry)).toMatchObject({
+      username: 'robot',
+      password: PASSWORD,
+    })
 
     // The queue counts (kept by triggers on PostgreSQL) came along with the copied jobs.
-    expect((await jobCall(s, 'GET', `/v2/${made.held}/health`, undefined, { key: alice })).body.jobs).toMatchObject({ inQueue: 3, inProgress: 0 })
+    expect((await jobCall(s, 'GET', `/v2/${made.held}/health`, undefined, { key: alice })).body.jobs).toMatchObject({
+      inQueue: 3,
+      inProgress: 0,
+    })
     // A job submitted after the move queues behind the moved ones (the sequence was set past them).
-    const after = (await jobCall(s, 'POST', `/v2/${made.held}/run`, { input: { after: true } }, { key: alice })).body.id as string
-    expect((await s.api('PATCH', `/v2/serverless/${made.held}`, { workers: { min: 1, max: 1 } }, alice)).status).toBe(200)
-    const { env } = await until(async () => (existsSync(dump) ? (JSON.parse(readFileSync(dump, 'utf8')) as { env: Record<string, string> }) : undefined), 20_000, 'the manual worker to start')
+    const after = (await jobCall(s, 'POST', `/v2/${made.held}/run`, { input: { after: true } }, { key: alice })).body
+      .id as string
+    expect((await s.api('PATCH', `/v2/serverless/${made.held}`, { workers: { min: 1, max: 1 } }, alice)).status).toBe(
+      200,
+    )
+    const { env } = await until(
+      async () =>
+        existsSync(dump) ? (JSON.parse(readFileSync(dump, 'utf8')) as { env: Record<string, string> }) : undefined,
+      20_000,
+      'the manual worker to start',
+    )
     const taken: string[] = []
     for (let i = 0; i < 4; i++) {
-      const r = await fetch(`${env.RUNPOD_WEBHOOK_GET_JOB}&job_in_progress=0`, { headers: { authorization: env.RUNPOD_AI_API_KEY } })
+      const r = await fetch(`${env.RUNPOD_WEBHOOK_GET_JOB}&job_in_progress=0`, {
+        headers: { authorization: env.RUNPOD_AI_API_KEY },
+      })
       expect(r.status).toBe(200)
       const job = (await r.json()) as { id: string }
       taken.push(job.id)
-      const done = await fetch(env.RUNPOD_WEBHOOK_POST_OUTPUT.replace('$ID', job.id), { method: 'POST', headers: { authorization: env.RUNPOD_AI_API_KEY, 'content-type': 'application/json' }, body: JSON.stringify({ output: 'ok' }) })
+      const done = await fetch(env.RUNPOD_WEBHOOK_POST_OUTPUT.replace('$ID', job.id), {
+        method: 'POST',
+        headers: { authorization: env.RUNPOD_AI_API_KEY, 'content-type': 'application/json' },
+        body: JSON.stringify({ output: 'ok' }),
+      })
       expect(done.status).toBe(200)
     }
     expect(taken).toEqual([made.queued[0], made.queued[2], after, made.queued[1]])
@@ -203,16 +306,25 @@ describe.skipIf(!available)('importFromSqlite', () => {
   it('knows every table and column the SQLite migrations create: the PostgreSQL migrations have them all', async () => {
     const db = new Database(freshSqlite('parity'), { readonly: true })
     const sqlite = Object.fromEntries(
-      (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as Array<{ name: string }>).map(({ name }) => [
+      (
+        db
+          .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+          .all() as Array<{ name: string }>
+      ).map(({ name }) => [
         name,
-        (db.prepare('SELECT name FROM pragma_table_info(?) ORDER BY name').all(name) as Array<{ name: string }>).map((c) => c.name),
+        (db.prepare('SELECT name FROM pragma_table_info(?) ORDER BY name').all(name) as Array<{ name: string }>).map(
+          (c) => c.name,
+        ),
       ]),
     )
     db.close()
     const { pool } = createPool({ url: PG_TEST_URL, schema, poolSize: 1 })
     try {
       await migratePg(pool, schema)
-      const { rows } = await pool.query<{ t: string; c: string }>('SELECT table_name AS t, column_name AS c FROM information_schema.columns WHERE table_schema = $1 ORDER BY table_name, column_name', [schema])
+      const { rows } = await pool.query<{ t: string; c: string }>(
+        'SELECT table_name AS t, column_name AS c FROM information_schema.columns WHERE table_schema = $1 ORDER BY table_name, column_name',
+        [schema],
+      )
       const postgres: Record<string, string[]> = {}
       for (const r of rows) (postgres[r.t] ??= []).push(r.c)
       // Tables only PostgreSQL has, derived from the others by triggers (an import fills them as it copies).
@@ -247,13 +359,17 @@ describe.skipIf(!available)('importFromSqlite', () => {
     const db = new Database(file)
     db.exec('DELETE FROM schema_migrations WHERE version = 60')
     db.close()
-    await expect(importFromSqlite({ from: join(dir, 'behind'), url: PG_TEST_URL, schema })).rejects.toThrow(`lacks migrations 60 of this Hangar: run \`hangar migrate --data-dir ${join(dir, 'behind')}\``)
+    await expect(importFromSqlite({ from: join(dir, 'behind'), url: PG_TEST_URL, schema })).rejects.toThrow(
+      `lacks migrations 60 of this Hangar: run \`hangar migrate --data-dir ${join(dir, 'behind')}\``,
+    )
   })
 
   it('refuses a data dir whose server still runs', async () => {
     const s = await startTestServer({}, { sqlite: true })
     try {
-      await expect(importFromSqlite({ from: s.dataDir, url: PG_TEST_URL, schema })).rejects.toThrow(/is in use by another Hangar .*\(the import reads a stopped install\)/)
+      await expect(importFromSqlite({ from: s.dataDir, url: PG_TEST_URL, schema })).rejects.toThrow(
+        /is in use by another Hangar .*\(the import reads a stopped install\)/,
+      )
     } finally {
       await s.stop()
     }

@@ -36,7 +36,9 @@ describe('job operation limits', () => {
     const ep = await createEndpoint(s, parked())
     const statuses: number[] = []
     for (let batch = 0; batch < 20; batch++) {
-      const res = await Promise.all(Array.from({ length: 50 }, () => jobCall(s, 'POST', `/v2/${ep.id}/run`, { input: {} })))
+      const res = await Promise.all(
+        Array.from({ length: 50 }, () => jobCall(s, 'POST', `/v2/${ep.id}/run`, { input: {} })),
+      )
       statuses.push(...res.map((r) => r.status))
     }
     expect(statuses.filter((x) => x === 200)).toHaveLength(1000)
@@ -52,7 +54,10 @@ describe('job operation limits', () => {
     // /status-sync shares the /status limits: 400 concurrent. Hold 400 (the job never runs: max 0 workers).
     const aborts = Array.from({ length: 400 }, () => new AbortController())
     const held = aborts.map((a) =>
-      fetch(`${s.url}/v2/${ep.id}/status-sync/${job.body.id}?wait=20000`, { headers: { authorization: s.adminKey }, signal: a.signal }).catch(() => null),
+      fetch(`${s.url}/v2/${ep.id}/status-sync/${job.body.id}?wait=20000`, {
+        headers: { authorization: s.adminKey },
+        signal: a.signal,
+      }).catch(() => null),
     )
     // Wait until the server holds all of them: the 401st is refused as concurrent.
     let over
@@ -79,7 +84,10 @@ describe('job operation limits', () => {
 
   it('raises the limit with running workers (dynamic rule: running workers x per-worker allowance)', async () => {
     clock.advance(10_000)
-    const ep = await createEndpoint(s, endpointBody('hangar/echo:latest', { workers: { min: 1, max: 1, idleTimeout: 60 } }))
+    const ep = await createEndpoint(
+      s,
+      endpointBody('hangar/echo:latest', { workers: { min: 1, max: 1, idleTimeout: 60 } }),
+    )
     // Wait for the worker kept by workers.min to be up.
     for (let i = 0; i < 200; i++) {
       const h = await jobCall(s, 'GET', `/v2/${ep.id}/health`)

@@ -14,7 +14,11 @@ const job = (id: string, over: Partial<JobRecord> = {}): JobRecord => contractJo
 function recount(file: string, endpointId: string) {
   const db = new Database(file, { readonly: true })
   try {
-    const rows = db.prepare('SELECT status, low_priority AS low, count(*) AS n, coalesce(sum(retries), 0) AS r FROM jobs WHERE endpoint_id = ? GROUP BY status, low_priority').all(endpointId) as Array<{ status: string; low: number; n: number; r: number }>
+    const rows = db
+      .prepare(
+        'SELECT status, low_priority AS low, count(*) AS n, coalesce(sum(retries), 0) AS r FROM jobs WHERE endpoint_id = ? GROUP BY status, low_priority',
+      )
+      .all(endpointId) as Array<{ status: string; low: number; n: number; r: number }>
     const c = { inQueue: 0, inQueueLow: 0, inProgress: 0, completed: 0, failed: 0, retried: 0 }
     for (const r of rows) {
       c.retried += r.r
@@ -25,7 +29,11 @@ function recount(file: string, endpointId: string) {
       else if (r.status === 'COMPLETED') c.completed += r.n
       else if (r.status === 'FAILED' || r.status === 'TIMED_OUT') c.failed += r.n
     }
-    const oldest = db.prepare(`SELECT min(created_at) AS t FROM jobs WHERE endpoint_id = ? AND status = 'IN_QUEUE' AND low_priority = 0`).get(endpointId) as { t: number | null }
+    const oldest = db
+      .prepare(
+        `SELECT min(created_at) AS t FROM jobs WHERE endpoint_id = ? AND status = 'IN_QUEUE' AND low_priority = 0`,
+      )
+      .get(endpointId) as { t: number | null }
     return { ...c, oldestQueuedAt: oldest.t }
   } finally {
     db.close()
@@ -54,7 +62,11 @@ describe('SQLite job store: group commit and counts', () => {
   })
 
   it('fails a write alone: the others of the same commit stand', async () => {
-    const results = await Promise.allSettled([store.jobs.insert(job('a')), store.jobs.insert(job('a')), store.jobs.insert(job('b'))])
+    const results = await Promise.allSettled([
+      store.jobs.insert(job('a')),
+      store.jobs.insert(job('a')),
+      store.jobs.insert(job('b')),
+    ])
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled'])
     expect((results[1] as PromiseRejectedResult).reason.message).toMatch(/UNIQUE constraint failed: jobs.id/)
     expect(recount(file, 'ep1').inQueue).toBe(2)
@@ -79,24 +91,46 @@ describe('SQLite job store: group commit and counts', () => {
     await jobs.insert(job('other', { endpointId: 'ep2' }))
     const taken = await jobs.take('ep1', 'w1', 5, 2_000)
     expect(taken.map((j) => j.id)).toEqual(['j1', 'j2', 'j3', 'j5', 'j6'])
-    await jobs.transition('j1', ['IN_PROGRESS'], { status: 'COMPLETED', output: { ok: true }, completedAt: 3_000, retainFrom: 3_000 }, 'w1')
+    await jobs.transition(
+      'j1',
+      ['IN_PROGRESS'],
+      { status: 'COMPLETED', output: { ok: true }, completedAt: 3_000, retainFrom: 3_000 },
+      'w1',
+    )
     await jobs.transition('j2', ['IN_PROGRESS'], { status: 'FAILED', error: 'boom', completedAt: 3_000 }, 'w1')
     // Lost its worker: back to the queue with a retry counted (the source state is looked up).
-    await jobs.transition('j3', ['IN_PROGRESS'], { status: 'IN_QUEUE', workerId: null, startedAt: null, retries: 1 }, 'w1')
+    await jobs.transition(
+      'j3',
+      ['IN_PROGRESS'],
+      { status: 'IN_QUEUE', workerId: null, startedAt: null, retries: 1 },
+      'w1',
+    )
     // Cancel from either waiting or running state.
     await jobs.transition('j5', ['IN_QUEUE', 'IN_PROGRESS'], { status: 'CANCELLED', completedAt: 3_000 })
     await jobs.transition('j7', ['IN_QUEUE', 'IN_PROGRESS'], { status: 'CANCELLED', completedAt: 3_000 })
     // Retry: FAILED back to the queue, at its end.
-    await jobs.transition('j2', ['FAILED', 'TIMED_OUT'], { status: 'IN_QUEUE', error: null, createdAt: 4_000, requeueAtEnd: true, clearStream: true })
+    await jobs.transition('j2', ['FAILED', 'TIMED_OUT'], {
+      status: 'IN_QUEUE',
+      error: null,
+      createdAt: 4_000,
+      requeueAtEnd: true,
+      clearStream: true,
+    })
     // A move that does not apply changes nothing.
     expect(await jobs.transition('j1', ['IN_PROGRESS'], { status: 'TIMED_OUT' }, 'w1')).toBeUndefined()
     // A patch without a state change (the status ttl) leaves the counts.
-    await jobs.transition('j8', ['IN_QUEUE', 'IN_PROGRESS', 'COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT'], { ttlMs: 20_000, expiresAt: 21_000 })
+    await jobs.transition('j8', ['IN_QUEUE', 'IN_PROGRESS', 'COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT'], {
+      ttlMs: 20_000,
+      expiresAt: 21_000,
+    })
     await jobs.delete('j6')
     await jobs.delete('j9')
     expect(await jobs.delete('j9')).toBe(false)
     expect(await jobs.counts('ep1')).toEqual(recount(file, 'ep1'))
-    expect((await jobs.activeEndpoints()).find((e) => e.endpointId === 'ep1')).toEqual({ endpointId: 'ep1', ...recount(file, 'ep1') })
+    expect((await jobs.activeEndpoints()).find((e) => e.endpointId === 'ep1')).toEqual({
+      endpointId: 'ep1',
+      ...recount(file, 'ep1'),
+    })
 
     expect(await jobs.purgeQueued('ep1')).toBe(7)
     expect(await jobs.get('j0')).toBeUndefined()

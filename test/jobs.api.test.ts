@@ -14,7 +14,9 @@ describe('queue job operations', () => {
     s = await startTestServer({ jobs: { pingIntervalMs: 500 } })
     echo = (await createEndpoint(s, endpointBody('hangar/echo:latest'))).id
     // max 0: nothing ever takes its jobs, so they stay queued.
-    parked = (await createEndpoint(s, endpointBody('hangar/echo:latest', { name: 'parked', workers: { min: 0, max: 0 } }))).id
+    parked = (
+      await createEndpoint(s, endpointBody('hangar/echo:latest', { name: 'parked', workers: { min: 0, max: 0 } }))
+    ).id
     fail = (await createEndpoint(s, endpointBody('hangar/fail:latest'))).id
     stream = (await createEndpoint(s, endpointBody('hangar/stream:latest'))).id
   })
@@ -25,7 +27,13 @@ describe('queue job operations', () => {
     expect(run.status).toBe(200)
     expect(run.body).toEqual({ id: expect.stringMatching(UUID), status: 'IN_QUEUE' })
     const done = await waitFinal(s, echo, run.body.id)
-    expect(done).toMatchObject({ id: run.body.id, status: 'COMPLETED', output: { n: 1 }, delayTime: expect.any(Number), executionTime: expect.any(Number) })
+    expect(done).toMatchObject({
+      id: run.body.id,
+      status: 'COMPLETED',
+      output: { n: 1 },
+      delayTime: expect.any(Number),
+      executionTime: expect.any(Number),
+    })
     const status = await jobCall(s, 'GET', `/v2/${echo}/status/${run.body.id}`)
     expect(status.status).toBe(200)
     expect(status.body).toEqual(done)
@@ -41,7 +49,10 @@ describe('queue job operations', () => {
   it('accepts the key bare or as Bearer; 401 for a wrong key or one without permission; 404 for unknown ids', async () => {
     expect((await jobCall(s, 'GET', `/v2/${echo}/health`, undefined, { bare: true })).status).toBe(200)
     expect((await jobCall(s, 'GET', `/v2/${echo}/health`)).status).toBe(200)
-    const wrong = await jobCall(s, 'GET', `/v2/${echo}/health`, undefined, { key: 'hk_notAKeyThatExistsAnywhere00', bare: true })
+    const wrong = await jobCall(s, 'GET', `/v2/${echo}/health`, undefined, {
+      key: 'hk_notAKeyThatExistsAnywhere00',
+      bare: true,
+    })
     expect(wrong.status).toBe(401)
     expect(wrong.body.detail).toMatch(/unknown API key/)
     const reader = await s.accountKey('reader', 'READ_ONLY')
@@ -69,8 +80,14 @@ describe('queue job operations', () => {
       [{ input: {}, policy: { executionTimeout: 4_999 } }, ['policy.executionTimeout: must be >= 5000']],
       [{ input: {}, policy: { ttl: 9_999 } }, ['policy.ttl: must be >= 10000']],
       [{ input: {}, policy: { ttl: 604_800_001 } }, ['policy.ttl: must be <= 604800000']],
-      [{ input: {}, policy: { executionTimeout: 604_800_001, extra: true } }, ['policy.executionTimeout: must be <= 604800000', "policy: additional properties 'extra' not allowed"]],
-      [{ input: {}, s3Config: { accessId: 'a' } }, ['s3Config.accessSecret: is required', 's3Config.bucketName: is required', 's3Config.endpointUrl: is required']],
+      [
+        { input: {}, policy: { executionTimeout: 604_800_001, extra: true } },
+        ['policy.executionTimeout: must be <= 604800000', "policy: additional properties 'extra' not allowed"],
+      ],
+      [
+        { input: {}, s3Config: { accessId: 'a' } },
+        ['s3Config.accessSecret: is required', 's3Config.bucketName: is required', 's3Config.endpointUrl: is required'],
+      ],
       [{ input: {}, webhook: 'not a url' }, ['webhook: must be a valid uri, got "not a url"']],
     ]
     for (const [body, errors] of cases) {
@@ -79,7 +96,9 @@ describe('queue job operations', () => {
       expect(r.body.errors).toEqual(expect.arrayContaining(errors))
     }
     // One mistake, one error (issue 19): not a second one for the same value.
-    expect((await jobCall(s, 'POST', `/v2/${parked}/run`, { input: {}, webhook: 'not a url' })).body.errors).toHaveLength(1)
+    expect(
+      (await jobCall(s, 'POST', `/v2/${parked}/run`, { input: {}, webhook: 'not a url' })).body.errors,
+    ).toHaveLength(1)
     const malformed = await jobCall(s, 'POST', `/v2/${parked}/run`, '{"input": ')
     expect(malformed.status).toBe(400)
   })
@@ -115,7 +134,10 @@ describe('queue job operations', () => {
     expect(c.status).toBe(200)
     expect(c.body).toEqual({ id: run.body.id, status: 'CANCELLED' })
     expect((await jobCall(s, 'GET', `/v2/${parked}/status/${run.body.id}`)).body.status).toBe('CANCELLED')
-    expect((await jobCall(s, 'POST', `/v2/${parked}/cancel/${run.body.id}`, {})).body).toEqual({ id: run.body.id, status: 'CANCELLED' })
+    expect((await jobCall(s, 'POST', `/v2/${parked}/cancel/${run.body.id}`, {})).body).toEqual({
+      id: run.body.id,
+      status: 'CANCELLED',
+    })
   })
 
   it('accepts bodyless cancel and purge-queue labelled application/json, as the Python client sends them', async () => {
@@ -159,7 +181,13 @@ describe('queue job operations', () => {
 
   it('counts completed and failed jobs and workers in /health', async () => {
     const h = await jobCall(s, 'GET', `/v2/${fail}/health`)
-    expect(h.body.jobs).toMatchObject({ failed: expect.any(Number), completed: 0, inQueue: 0, inProgress: 0, retried: 0 })
+    expect(h.body.jobs).toMatchObject({
+      failed: expect.any(Number),
+      completed: 0,
+      inQueue: 0,
+      inProgress: 0,
+      retried: 0,
+    })
     expect(h.body.jobs.failed).toBeGreaterThanOrEqual(1)
     expect(h.body.workers.idle + h.body.workers.running).toBe(1)
   })
@@ -177,7 +205,11 @@ describe('queue job operations', () => {
     }
     expect(status).toBe('COMPLETED')
     expect(seen).toEqual(['a', 'b', { c: 3 }])
-    expect((await jobCall(s, 'GET', `/v2/${stream}/stream/${run.body.id}`)).body).toEqual({ id: run.body.id, status: 'COMPLETED', stream: [] })
+    expect((await jobCall(s, 'GET', `/v2/${stream}/stream/${run.body.id}`)).body).toEqual({
+      id: run.body.id,
+      status: 'COMPLETED',
+      stream: [],
+    })
     expect((await jobCall(s, 'GET', `/v2/${stream}/status/${run.body.id}`)).body.output).toEqual(['a', 'b', { c: 3 }])
   })
 

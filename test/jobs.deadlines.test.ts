@@ -13,7 +13,9 @@ describe('job deadlines and stopping running jobs', () => {
   beforeAll(async () => {
     clock = new ManualClock()
     s = await startTestServer({ jobs: { pingIntervalMs: 500, sweepIntervalMs: 3_600_000 } }, { clock })
-    sleep = (await createEndpoint(s, endpointBody('hangar/sleep:latest', { workers: { min: 0, max: 2, idleTimeout: 60 } }))).id
+    sleep = (
+      await createEndpoint(s, endpointBody('hangar/sleep:latest', { workers: { min: 0, max: 2, idleTimeout: 60 } }))
+    ).id
     echo = (await createEndpoint(s, endpointBody('hangar/echo:latest'))).id
   })
   afterAll(() => s.stop())
@@ -30,7 +32,10 @@ describe('job deadlines and stopping running jobs', () => {
   })
 
   it('times a job out after its executionTimeout (overriding the endpoint timeout) and stops it in the worker', async () => {
-    const run = await jobCall(s, 'POST', `/v2/${sleep}/run`, { input: { ms: 60_000 }, policy: { executionTimeout: 5_000 } })
+    const run = await jobCall(s, 'POST', `/v2/${sleep}/run`, {
+      input: { ms: 60_000 },
+      policy: { executionTimeout: 5_000 },
+    })
     const running = await waitStatus(s, sleep, run.body.id, 'IN_PROGRESS')
     clock.advance(4_999)
     await s.hangar.sweeper.sweep()
@@ -38,10 +43,17 @@ describe('job deadlines and stopping running jobs', () => {
     clock.advance(1)
     await s.hangar.sweeper.sweep()
     const timedOut = await jobCall(s, 'GET', `/v2/${sleep}/status/${run.body.id}`)
-    expect(timedOut.body).toMatchObject({ status: 'TIMED_OUT', error: 'execution timeout: the job ran longer than 5000 ms', executionTime: 5_000 })
+    expect(timedOut.body).toMatchObject({
+      status: 'TIMED_OUT',
+      error: 'execution timeout: the job ran longer than 5000 ms',
+      executionTime: 5_000,
+    })
     await readLogsUntil(s, sleep, running.workerId, new RegExp(`job ${run.body.id}: stopped`))
     // TIMED_OUT can be retried: back in the queue under the same id.
-    expect((await jobCall(s, 'POST', `/v2/${sleep}/retry/${run.body.id}`)).body).toEqual({ id: run.body.id, status: 'IN_QUEUE' })
+    expect((await jobCall(s, 'POST', `/v2/${sleep}/retry/${run.body.id}`)).body).toEqual({
+      id: run.body.id,
+      status: 'IN_QUEUE',
+    })
     await waitStatus(s, sleep, run.body.id, 'IN_PROGRESS')
     expect((await jobCall(s, 'POST', `/v2/${sleep}/cancel/${run.body.id}`)).body.status).toBe('CANCELLED')
   })
@@ -89,7 +101,9 @@ describe('job deadlines and stopping running jobs', () => {
   })
 
   it('deletes a waiting job when its TTL elapses', async () => {
-    const parked = (await createEndpoint(s, endpointBody('hangar/echo:latest', { name: 'parked', workers: { min: 0, max: 0 } }))).id
+    const parked = (
+      await createEndpoint(s, endpointBody('hangar/echo:latest', { name: 'parked', workers: { min: 0, max: 0 } }))
+    ).id
     const run = await jobCall(s, 'POST', `/v2/${parked}/run`, { input: {}, policy: { ttl: 10_000 } })
     clock.advance(10_000)
     await s.hangar.sweeper.sweep()

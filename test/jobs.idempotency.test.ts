@@ -10,7 +10,13 @@ import { startReplica, type Replica } from './helpers/replicas.js'
 import { startTestServer, type TestServer } from './helpers/server.js'
 
 /** POSTs a submission with an Idempotency-Key (or none: `key` undefined). */
-async function submit(base: string, apiKey: string, path: string, body: unknown, key?: string): Promise<{ status: number; body: any }> {
+async function submit(
+  base: string,
+  apiKey: string,
+  path: string,
+  body: unknown,
+  key?: string,
+): Promise<{ status: number; body: any }> {
   const headers: Record<string, string> = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }
   if (key !== undefined) headers['idempotency-key'] = key
   const res = await fetch(base + path, { method: 'POST', headers, body: JSON.stringify(body) })
@@ -18,9 +24,13 @@ async function submit(base: string, apiKey: string, path: string, body: unknown,
 }
 
 /** 100 submissions with one key at once: exactly one job; each answer is that job (200) or "still being accepted" (409). */
-async function hundredAtOnce(targets: Array<(body: unknown, key: string) => Promise<{ status: number; body: any }>>): Promise<string> {
+async function hundredAtOnce(
+  targets: Array<(body: unknown, key: string) => Promise<{ status: number; body: any }>>,
+): Promise<string> {
   const key = `burst-${Math.random()}`
-  const answers = await Promise.all(Array.from({ length: 100 }, (_, i) => targets[i % targets.length]({ input: { n: 1 } }, key)))
+  const answers = await Promise.all(
+    Array.from({ length: 100 }, (_, i) => targets[i % targets.length]({ input: { n: 1 } }, key)),
+  )
   const ids = new Set(answers.filter((a) => a.status === 200).map((a) => a.body.id))
   expect(answers.filter((a) => a.status !== 200 && a.status !== 409)).toEqual([])
   expect(ids.size).toBe(1)
@@ -36,7 +46,9 @@ describe('Idempotency-Key on /run and /runsync', () => {
   beforeAll(async () => {
     s = await startTestServer({ jobs: { pingIntervalMs: 500 } })
     // No workers: its jobs stay IN_QUEUE, so every job made is still there to count.
-    parked = (await createEndpoint(s, endpointBody('hangar/echo:latest', { name: 'parked', workers: { min: 0, max: 0 } }))).id
+    parked = (
+      await createEndpoint(s, endpointBody('hangar/echo:latest', { name: 'parked', workers: { min: 0, max: 0 } }))
+    ).id
     echo = (await createEndpoint(s, endpointBody('hangar/echo:latest'))).id
   })
   afterAll(() => s.stop())
@@ -81,7 +93,9 @@ describe('Idempotency-Key on /run and /runsync', () => {
     const r = await run({ input: {} }, '"unterminated')
     expect(r.status).toBe(400)
     expect(r.body.detail).toMatch(/^Idempotency-Key header: .* not a well-formed quoted string/)
-    expect((await run({ input: {} }, 'x'.repeat(256))).body.detail).toBe('Idempotency-Key header: must be at most 255 characters, got 256')
+    expect((await run({ input: {} }, 'x'.repeat(256))).body.detail).toBe(
+      'Idempotency-Key header: must be at most 255 characters, got 256',
+    )
   })
 
   it('leaves submissions without a key alone', async () => {
@@ -110,7 +124,9 @@ describe('Idempotency-Key of a job no longer kept', () => {
       clock.advance(10_000)
       const again = await submit(s.url, s.adminKey, `/v2/${ep}/run`, body, 'k-gone')
       expect(again.status).toBe(404)
-      expect(again.body.detail).toBe(`job "${first.body.id}", submitted earlier with Idempotency-Key "k-gone", is no longer kept (its TTL or result retention elapsed); it is not run again: send a new key to submit it anew`)
+      expect(again.body.detail).toBe(
+        `job "${first.body.id}", submitted earlier with Idempotency-Key "k-gone", is no longer kept (its TTL or result retention elapsed); it is not run again: send a new key to submit it anew`,
+      )
       // Once the key's window ended, the key makes a new job.
       clock.advance(3_600_000)
       const fresh = await submit(s.url, s.adminKey, `/v2/${ep}/run`, body, 'k-gone')
@@ -158,7 +174,17 @@ describe.skipIf(!pgUp)('Idempotency-Key on two PostgreSQL replicas', () => {
 
   it('makes exactly one job of 100 concurrent submissions with one key, half to each replica', async () => {
     const configFile = join(dataDir, 'config.json')
-    writeFileSync(configFile, JSON.stringify({ host: '127.0.0.1', port: 0, logLevel: 'warn', fleet: { detectGpus: false }, databaseUrl: PG_TEST_URL, databaseSchema: schema }))
+    writeFileSync(
+      configFile,
+      JSON.stringify({
+        host: '127.0.0.1',
+        port: 0,
+        logLevel: 'warn',
+        fleet: { detectGpus: false },
+        databaseUrl: PG_TEST_URL,
+        databaseSchema: schema,
+      }),
+    )
     replicas.push(await startReplica('a', dataDir, configFile))
     replicas.push(await startReplica('b', dataDir, configFile))
     const [a, b] = replicas
@@ -169,7 +195,9 @@ describe.skipIf(!pgUp)('Idempotency-Key on two PostgreSQL replicas', () => {
       body: JSON.stringify(endpointBody('hangar/echo:latest', { workers: { min: 0, max: 0 } })),
     })
     const ep = ((await created.json()) as { id: string }).id
-    const id = await hundredAtOnce([a, b].map((r) => (body: unknown, key: string) => submit(r.url, apiKey, `/v2/${ep}/run`, body, key)))
+    const id = await hundredAtOnce(
+      [a, b].map((r) => (body: unknown, key: string) => submit(r.url, apiKey, `/v2/${ep}/run`, body, key)),
+    )
     const db = new pg.Client({ connectionString: PG_TEST_URL })
     await db.connect()
     try {

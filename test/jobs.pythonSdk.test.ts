@@ -5,7 +5,8 @@ import { pythonSdkMissing, pythonWorkerImage } from './helpers/python.js'
 import { startTestServer, type TestServer } from './helpers/server.js'
 
 const missing = pythonSdkMissing()
-if (missing) console.warn(`skipping the Python runpod SDK workers: ${missing} (set HANGAR_REQUIRE_PYTHON=1 to fail instead)`)
+if (missing)
+  console.warn(`skipping the Python runpod SDK workers: ${missing} (set HANGAR_REQUIRE_PYTHON=1 to fail instead)`)
 
 /**
  * Unmodified Python workers on the `runpod` SDK (release 1.12.0), the kind nearly every worker in the wild
@@ -15,7 +16,12 @@ if (missing) console.warn(`skipping the Python runpod SDK workers: ${missing} (s
  */
 describe.skipIf(missing !== null)('Python workers on the runpod SDK', () => {
   let s: TestServer
-  const ep: Record<'plain' | 'stream' | 'concurrent' | 'openai', string> = { plain: '', stream: '', concurrent: '', openai: '' }
+  const ep: Record<'plain' | 'stream' | 'concurrent' | 'openai', string> = {
+    plain: '',
+    stream: '',
+    concurrent: '',
+    openai: '',
+  }
   const run = async (id: string, input: unknown) => {
     const r = await jobCall(s, 'POST', `/v2/${id}/run`, { input })
     expect(r.status).toBe(200)
@@ -25,10 +31,17 @@ describe.skipIf(missing !== null)('Python workers on the runpod SDK', () => {
   beforeAll(async () => {
     s = await startTestServer({
       jobs: { pingIntervalMs: 1_000, takeWaitMs: 5_000 },
-      images: Object.fromEntries((['plain', 'stream', 'concurrent', 'openai'] as const).map((h) => [`py/${h}:1`, pythonWorkerImage(h)])),
+      images: Object.fromEntries(
+        (['plain', 'stream', 'concurrent', 'openai'] as const).map((h) => [`py/${h}:1`, pythonWorkerImage(h)]),
+      ),
     })
     for (const h of Object.keys(ep) as Array<keyof typeof ep>) {
-      ep[h] = (await createEndpoint(s, endpointBody(`py/${h}:1`, { name: `py-${h}`, workers: { min: 1, max: 1, idleTimeout: 600 } }))).id
+      ep[h] = (
+        await createEndpoint(
+          s,
+          endpointBody(`py/${h}:1`, { name: `py-${h}`, workers: { min: 1, max: 1, idleTimeout: 600 } }),
+        )
+      ).id
     }
   }, 60_000)
   afterAll(() => s?.stop())
@@ -36,7 +49,10 @@ describe.skipIf(missing !== null)('Python workers on the runpod SDK', () => {
   it('runs a plain handler through /runsync', async () => {
     const r = await jobCall(s, 'POST', `/v2/${ep.plain}/runsync?wait=60000`, { input: { prompt: 'hello' } })
     expect(r.status).toBe(200)
-    expect(r.body).toMatchObject({ status: 'COMPLETED', output: { echo: { prompt: 'hello' }, worker: expect.any(String) } })
+    expect(r.body).toMatchObject({
+      status: 'COMPLETED',
+      output: { echo: { prompt: 'hello' }, worker: expect.any(String) },
+    })
     expect(r.body.retries).toBeUndefined()
   })
 
@@ -44,7 +60,11 @@ describe.skipIf(missing !== null)('Python workers on the runpod SDK', () => {
     const id = await run(ep.plain, { n: 42 })
     const done = await waitFinal(s, ep.plain, id, 60_000)
     expect(done).toMatchObject({ id, status: 'COMPLETED', output: { echo: { n: 42 } } })
-    expect((await jobCall(s, 'GET', `/v2/${ep.plain}/status/${id}`)).body).toMatchObject({ status: 'COMPLETED', executionTime: expect.any(Number), delayTime: expect.any(Number) })
+    expect((await jobCall(s, 'GET', `/v2/${ep.plain}/status/${id}`)).body).toMatchObject({
+      status: 'COMPLETED',
+      executionTime: expect.any(Number),
+      delayTime: expect.any(Number),
+    })
   })
 
   it('streams a generator handler with return_aggregate_stream through /stream, and keeps the aggregate', async () => {
@@ -58,7 +78,10 @@ describe.skipIf(missing !== null)('Python workers on the runpod SDK', () => {
       status = r.body.status
     }
     expect(chunks).toEqual(['chunk 1', 'chunk 2', 'chunk 3', 'chunk 4'])
-    expect((await jobCall(s, 'GET', `/v2/${ep.stream}/status/${id}`)).body).toMatchObject({ status: 'COMPLETED', output: ['chunk 1', 'chunk 2', 'chunk 3', 'chunk 4'] })
+    expect((await jobCall(s, 'GET', `/v2/${ep.stream}/status/${id}`)).body).toMatchObject({
+      status: 'COMPLETED',
+      output: ['chunk 1', 'chunk 2', 'chunk 3', 'chunk 4'],
+    })
   })
 
   it('runs several jobs at once on one worker with an async handler and concurrency_modifier', async () => {
@@ -85,7 +108,11 @@ describe.skipIf(missing !== null)('Python workers on the runpod SDK', () => {
     const done = await waitFinal(s, ep.plain, id, 60_000)
     expect(done.status).toBe('FAILED')
     const error = JSON.parse(done.error as string) as Record<string, string>
-    expect(error).toMatchObject({ error_type: "<class 'ValueError'>", error_message: 'no such model', runpod_version: expect.any(String) })
+    expect(error).toMatchObject({
+      error_type: "<class 'ValueError'>",
+      error_message: 'no such model',
+      runpod_version: expect.any(String),
+    })
     expect(error.error_traceback).toMatch(/Traceback[\s\S]*ValueError: no such model/)
     expect(error.worker_id).toBe(done.workerId)
   })
@@ -114,7 +141,13 @@ describe.skipIf(missing !== null)('Python workers on the runpod SDK', () => {
     // The SDK long-polls job-stop and cancels the handler's task. It drops a stop that arrives before it has
     // started the job's task (here the cancel may come that early): the worker's next pings still list the
     // job, and Hangar sends the stop again.
-    const lines = await readLogsUntil(s, ep.concurrent, running.workerId, new RegExp(`"requestId": "${id}", "message": "Job stopped."`), 30_000)
+    const lines = await readLogsUntil(
+      s,
+      ep.concurrent,
+      running.workerId,
+      new RegExp(`"requestId": "${id}", "message": "Job stopped."`),
+      30_000,
+    )
     expect(lines.some((l) => l.data.line.includes('Stopping job.') && l.data.line.includes(id))).toBe(true)
     // Same worker, next job.
     const next = await waitFinal(s, ep.concurrent, await run(ep.concurrent, { seconds: 0 }), 60_000)
@@ -123,14 +156,26 @@ describe.skipIf(missing !== null)('Python workers on the runpod SDK', () => {
   }, 60_000)
 
   it('answers OpenAI clients on /openai/v1 from a worker-vllm-style handler', async () => {
-    const client = new OpenAI({ apiKey: s.adminKey, baseURL: `${s.url}/v2/${ep.openai}/openai/v1`, maxRetries: 0, timeout: 60_000 })
+    const client = new OpenAI({
+      apiKey: s.adminKey,
+      baseURL: `${s.url}/v2/${ep.openai}/openai/v1`,
+      maxRetries: 0,
+      timeout: 60_000,
+    })
     expect((await client.models.list()).data.map((m) => m.id)).toEqual(['py-echo'])
-    const answer = await client.chat.completions.create({ model: 'py-echo', messages: [{ role: 'user', content: 'hello from python' }] })
+    const answer = await client.chat.completions.create({
+      model: 'py-echo',
+      messages: [{ role: 'user', content: 'hello from python' }],
+    })
     expect(answer.choices[0].message).toMatchObject({ role: 'assistant', content: 'hello from python' })
     expect(answer.usage?.completion_tokens).toBe(3)
     let text = ''
     let finish: string | null = null
-    for await (const chunk of await client.chat.completions.create({ model: 'py-echo', stream: true, messages: [{ role: 'user', content: 'one two three four' }] })) {
+    for await (const chunk of await client.chat.completions.create({
+      model: 'py-echo',
+      stream: true,
+      messages: [{ role: 'user', content: 'one two three four' }],
+    })) {
       text += chunk.choices[0].delta.content ?? ''
       finish = chunk.choices[0].finish_reason ?? finish
     }
@@ -147,9 +192,20 @@ describe.skipIf(missing !== null)('Python workers on the runpod SDK', () => {
       sent = new Response(mine).text()
       return new Response(theirs, res)
     }
-    const client = new OpenAI({ apiKey: s.adminKey, baseURL: `${s.url}/v2/${ep.openai}/openai/v1`, maxRetries: 0, timeout: 60_000, fetch: recording })
+    const client = new OpenAI({
+      apiKey: s.adminKey,
+      baseURL: `${s.url}/v2/${ep.openai}/openai/v1`,
+      maxRetries: 0,
+      timeout: 60_000,
+      fetch: recording,
+    })
     const chunks: OpenAI.ChatCompletionChunk[] = []
-    const params = { model: 'py-echo', stream: true, messages: [{ role: 'user', content: 'one two three' }], x_split_events: true } as OpenAI.ChatCompletionCreateParamsStreaming
+    const params = {
+      model: 'py-echo',
+      stream: true,
+      messages: [{ role: 'user', content: 'one two three' }],
+      x_split_events: true,
+    } as OpenAI.ChatCompletionCreateParamsStreaming
     for await (const chunk of await client.chat.completions.create(params)) chunks.push(chunk)
     // Every event parsed: the role, one per word, the stop; each naming the model the cut went through.
     expect(chunks.map((c) => c.choices[0].delta.content ?? '').join('')).toBe('one two three')
@@ -164,11 +220,35 @@ describe.skipIf(missing !== null)('Python workers on the runpod SDK', () => {
 
   it('counts every job of the suite in /health, none retried', async () => {
     // plain: runsync, run, progress, refresh and the job after it completed; raise and error failed.
-    expect((await jobCall(s, 'GET', `/v2/${ep.plain}/health`)).body.jobs).toEqual({ completed: 5, failed: 2, inProgress: 0, inQueue: 0, retried: 0 })
-    expect((await jobCall(s, 'GET', `/v2/${ep.stream}/health`)).body.jobs).toEqual({ completed: 1, failed: 0, inProgress: 0, inQueue: 0, retried: 0 })
+    expect((await jobCall(s, 'GET', `/v2/${ep.plain}/health`)).body.jobs).toEqual({
+      completed: 5,
+      failed: 2,
+      inProgress: 0,
+      inQueue: 0,
+      retried: 0,
+    })
+    expect((await jobCall(s, 'GET', `/v2/${ep.stream}/health`)).body.jobs).toEqual({
+      completed: 1,
+      failed: 0,
+      inProgress: 0,
+      inQueue: 0,
+      retried: 0,
+    })
     // concurrent: four at once and the one after the cancel; the cancelled one is neither.
-    expect((await jobCall(s, 'GET', `/v2/${ep.concurrent}/health`)).body.jobs).toEqual({ completed: 5, failed: 0, inProgress: 0, inQueue: 0, retried: 0 })
-    expect((await jobCall(s, 'GET', `/v2/${ep.openai}/health`)).body.jobs).toMatchObject({ completed: 4, failed: 0, inProgress: 0, inQueue: 0, retried: 0 })
+    expect((await jobCall(s, 'GET', `/v2/${ep.concurrent}/health`)).body.jobs).toEqual({
+      completed: 5,
+      failed: 0,
+      inProgress: 0,
+      inQueue: 0,
+      retried: 0,
+    })
+    expect((await jobCall(s, 'GET', `/v2/${ep.openai}/health`)).body.jobs).toMatchObject({
+      completed: 4,
+      failed: 0,
+      inProgress: 0,
+      inQueue: 0,
+      retried: 0,
+    })
   })
 })
 

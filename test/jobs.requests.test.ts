@@ -18,7 +18,13 @@ describe('GET /v2/{endpointId}/requests', () => {
     const r = await jobCall(s, 'GET', `/v2/${held}/requests?limit=2`)
     expect(r.status).toBe(200)
     expect(r.body.requests.map((j: { id: string }) => j.id)).toEqual([ids[2], ids[1]])
-    expect(r.body.requests[0]).toMatchObject({ status: 'IN_QUEUE', sync: false, workerId: null, startedAt: null, retries: 0 })
+    expect(r.body.requests[0]).toMatchObject({
+      status: 'IN_QUEUE',
+      sync: false,
+      workerId: null,
+      startedAt: null,
+      retries: 0,
+    })
     expect(Date.parse(r.body.requests[0].createdAt)).not.toBeNaN()
     const all = await jobCall(s, 'GET', `/v2/${held}/requests`)
     expect(all.body.requests).toHaveLength(3)

@@ -17,7 +17,9 @@ describe('runpod-sdk against Hangar', () => {
     echo = (await createEndpoint(s, endpointBody('hangar/echo:latest'))).id
     stream = (await createEndpoint(s, endpointBody('hangar/stream:latest'))).id
     sleep = (await createEndpoint(s, endpointBody('hangar/sleep:latest'))).id
-    parked = (await createEndpoint(s, endpointBody('hangar/echo:latest', { name: 'parked', workers: { min: 0, max: 0 } }))).id
+    parked = (
+      await createEndpoint(s, endpointBody('hangar/echo:latest', { name: 'parked', workers: { min: 0, max: 0 } }))
+    ).id
     // runSync prints each status it polls; keep the test output clean.
     vi.spyOn(console, 'log').mockImplementation(() => {})
   })
@@ -28,7 +30,13 @@ describe('runpod-sdk against Hangar', () => {
 
   it('runSync returns the completed job with its output', async () => {
     const r = await sdk.endpoint(echo)!.runSync({ input: { prompt: 'hello' } })
-    expect(r).toMatchObject({ status: 'COMPLETED', output: { prompt: 'hello' }, started: true, completed: true, succeeded: true })
+    expect(r).toMatchObject({
+      status: 'COMPLETED',
+      output: { prompt: 'hello' },
+      started: true,
+      completed: true,
+      succeeded: true,
+    })
   })
 
   it('runSync follows a job past its first wait through status-sync', async () => {

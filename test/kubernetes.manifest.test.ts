@@ -6,12 +6,18 @@ import type { WorkloadSpec } from '../src/runtime/RuntimeDriver.js'
 
 /** The Pod a workload becomes, without a cluster (the tests on a real one are kubernetes.e2e and runtime.kubernetes). */
 describe('the Pod of a workload', () => {
-  const config = parseConfig({ runtime: { kubernetes: { namespace: 'hangar', oversubscription: 2, storageClass: 'nfs' } } }).runtime!.kubernetes!
+  const config = parseConfig({
+    runtime: { kubernetes: { namespace: 'hangar', oversubscription: 2, storageClass: 'nfs' } },
+  }).runtime!.kubernetes!
   const spec: WorkloadSpec = {
     id: 'wABC',
     kind: 'worker',
     hostId: 'k8s-nvidia-l4',
-    labels: { 'io.hangar.endpoint': 'ep1', 'io.hangar.control-plane': 'http://hangar:8080', 'io.hangar.allocation': '{"id":"x"}' },
+    labels: {
+      'io.hangar.endpoint': 'ep1',
+      'io.hangar.control-plane': 'http://hangar:8080',
+      'io.hangar.allocation': '{"id":"x"}',
+    },
     image: 'ghcr.io/acme/worker:1',
     entrypoint: ['python', '-u'],
     cmd: ['handler.py'],
@@ -24,22 +30,45 @@ describe('the Pod of a workload', () => {
     ],
     ports: [{ port: 8000, protocol: 'http' }],
   }
-  const pod = podManifest({ spec, name: 'hangar-worker-wabc-1a2b3c', config, nodeSelector: { 'nvidia.com/gpu.product': 'NVIDIA-L4' }, ports: [{ privatePort: 8000, publicPort: 8000, protocol: 'http' }], runtimeEnv: { HANGAR_PORT_8000: '8000' }, pullSecret: 'hangar-registry-ghcr' })
+  const pod = podManifest({
+    spec,
+    name: 'hangar-worker-wabc-1a2b3c',
+    config,
+    nodeSelector: { 'nvidia.com/gpu.product': 'NVIDIA-L4' },
+    ports: [{ privatePort: 8000, publicPort: 8000, protocol: 'http' }],
+    runtimeEnv: { HANGAR_PORT_8000: '8000' },
+    pullSecret: 'hangar-registry-ghcr',
+  })
 
   it('carries the labels a label can hold, and all of them in the annotation', () => {
-    expect(pod.metadata?.labels).toEqual({ 'app.kubernetes.io/managed-by': 'hangar', 'hangar.io/pod-name': 'hangar-worker-wabc-1a2b3c', 'io.hangar.endpoint': 'ep1' })
+    expect(pod.metadata?.labels).toEqual({
+      'app.kubernetes.io/managed-by': 'hangar',
+      'hangar.io/pod-name': 'hangar-worker-wabc-1a2b3c',
+      'io.hangar.endpoint': 'ep1',
+    })
     expect(JSON.parse(pod.metadata!.annotations![LABELS_ANNOTATION])).toEqual(spec.labels)
     expect(isLabel('io.hangar.control-plane', 'http://hangar:8080')).toBe(false)
   })
 
   it('asks for the GPUs, the flavor (requests = limits / oversubscription), the node of its GPU type and the pull Secret', () => {
     const c = pod.spec!.containers[0]
-    expect(c.resources).toEqual({ limits: { cpu: '4000m', memory: '16384Mi', 'nvidia.com/gpu': '2' }, requests: { cpu: '2000m', memory: '8192Mi', 'nvidia.com/gpu': '2' } })
+    expect(c.resources).toEqual({
+      limits: { cpu: '4000m', memory: '16384Mi', 'nvidia.com/gpu': '2' },
+      requests: { cpu: '2000m', memory: '8192Mi', 'nvidia.com/gpu': '2' },
+    })
     expect(pod.spec!.nodeSelector).toEqual({ 'nvidia.com/gpu.product': 'NVIDIA-L4' })
     expect(pod.spec!.imagePullSecrets).toEqual([{ name: 'hangar-registry-ghcr' }])
     expect(pod.spec!.restartPolicy).toBe('Never')
-    expect(c).toMatchObject({ image: 'ghcr.io/acme/worker:1', command: ['python', '-u'], args: ['handler.py'], ports: [{ containerPort: 8000, protocol: 'TCP' }] })
-    expect(c.env).toEqual([{ name: 'A', value: '1' }, { name: 'HANGAR_PORT_8000', value: '8000' }])
+    expect(c).toMatchObject({
+      image: 'ghcr.io/acme/worker:1',
+      command: ['python', '-u'],
+      args: ['handler.py'],
+      ports: [{ containerPort: 8000, protocol: 'TCP' }],
+    })
+    expect(c.env).toEqual([
+      { name: 'A', value: '1' },
+      { name: 'HANGAR_PORT_8000', value: '8000' },
+    ])
   })
 
   it('mounts the container disk as a sized emptyDir and the network volume as its claim', () => {
@@ -56,7 +85,12 @@ describe('the Pod of a workload', () => {
 
   it('reads quantities and names hosts by GPU label', () => {
     expect([cpu('2'), cpu('500m'), cpu(undefined)]).toEqual([2, 0.5, 0])
-    expect([bytes('24581684Ki'), bytes('4Gi'), bytes('1e9'), bytes('128974848')]).toEqual([24581684 * 1024, 4 * 1024 ** 3, 1e9, 128974848])
+    expect([bytes('24581684Ki'), bytes('4Gi'), bytes('1e9'), bytes('128974848')]).toEqual([
+      24581684 * 1024,
+      4 * 1024 ** 3,
+      1e9,
+      128974848,
+    ])
     expect([clusterHostId(null), clusterHostId('NVIDIA-A100-SXM4-80GB')]).toEqual(['k8s', 'k8s-nvidia-a100-sxm4-80gb'])
   })
 })

@@ -18,7 +18,12 @@ describe('LOAD_BALANCER traffic through requestUrls.base', () => {
   beforeAll(async () => {
     s = await startTestServer({
       jobs: { pingIntervalMs: 500, crashBackoffMs: 100 },
-      loadBalancer: { healthIntervalMs: 100, startingHealthIntervalMs: 30, requestTimeoutMs: 1_500, maxBodyBytes: 4 * MB },
+      loadBalancer: {
+        healthIntervalMs: 100,
+        startingHealthIntervalMs: 30,
+        requestTimeoutMs: 1_500,
+        maxBodyBytes: 4 * MB,
+      },
     })
     ep = (await createEndpoint(s, lbBody())) as typeof ep
   })
@@ -35,7 +40,11 @@ describe('LOAD_BALANCER traffic through requestUrls.base', () => {
 
   it('passes 1 MB bodies both ways byte for byte', async () => {
     const body = randomBytes(MB)
-    const res = await lbFetch(s, ep.id, '/echo', { method: 'POST', body, headers: { 'content-type': 'application/octet-stream' } })
+    const res = await lbFetch(s, ep.id, '/echo', {
+      method: 'POST',
+      body,
+      headers: { 'content-type': 'application/octet-stream' },
+    })
     expect(res.status).toBe(200)
     expect(Buffer.from(await res.arrayBuffer()).equals(body)).toBe(true)
   })
@@ -43,7 +52,13 @@ describe('LOAD_BALANCER traffic through requestUrls.base', () => {
   it('keeps the API key and hop-by-hop headers from the worker and says who forwarded', async () => {
     // node:http, since fetch and undici refuse to send a Connection header.
     const seen = await new Promise<Record<string, string>>((resolve, reject) => {
-      const headers = { authorization: `Bearer ${s.adminKey}`, 'x-app': 'a', connection: 'keep-alive, x-trace', 'x-trace': 't', 'keep-alive': 'timeout=5' }
+      const headers = {
+        authorization: `Bearer ${s.adminKey}`,
+        'x-app': 'a',
+        connection: 'keep-alive, x-trace',
+        'x-trace': 't',
+        'keep-alive': 'timeout=5',
+      }
       http
         .get(`${s.url}/lb/${ep.id}/headers?x=1`, { headers }, (res) => {
           let text = ''
@@ -78,9 +93,14 @@ describe('LOAD_BALANCER traffic through requestUrls.base', () => {
   })
 
   it('proxies WebSocket upgrades: text and binary messages echo back', async () => {
-    const ws = new WebSocket(`${s.url.replace('http', 'ws')}/lb/${ep.id}/ws`, { headers: { authorization: `Bearer ${s.adminKey}` } })
+    const ws = new WebSocket(`${s.url.replace('http', 'ws')}/lb/${ep.id}/ws`, {
+      headers: { authorization: `Bearer ${s.adminKey}` },
+    })
     await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject))
-    const next = () => new Promise<{ data: Buffer; binary: boolean }>((resolve) => ws.once('message', (data, binary) => resolve({ data: data as Buffer, binary })))
+    const next = () =>
+      new Promise<{ data: Buffer; binary: boolean }>((resolve) =>
+        ws.once('message', (data, binary) => resolve({ data: data as Buffer, binary })),
+      )
     let reply = next()
     ws.send('hello')
     expect(await reply).toEqual({ data: Buffer.from('hello'), binary: false })
@@ -104,7 +124,11 @@ describe('LOAD_BALANCER traffic through requestUrls.base', () => {
     expect((await lbFetch(s, ep.id, '/whoami', { key: other })).status).toBe(403)
     const ws = new WebSocket(`${s.url.replace('http', 'ws')}/lb/${ep.id}/ws`)
     const refused = await new Promise<{ status: number; challenge?: string }>((resolve) =>
-      ws.once('unexpected-response', (_req, r) => resolve({ status: r.statusCode ?? 0, challenge: r.headers['www-authenticate'] })).once('error', () => resolve({ status: -1 })),
+      ws
+        .once('unexpected-response', (_req, r) =>
+          resolve({ status: r.statusCode ?? 0, challenge: r.headers['www-authenticate'] }),
+        )
+        .once('error', () => resolve({ status: -1 })),
     )
     expect(refused).toEqual({ status: 401, challenge: 'Bearer realm="hangar"' })
   })
@@ -113,10 +137,16 @@ describe('LOAD_BALANCER traffic through requestUrls.base', () => {
     const declared = await lbFetch(s, ep.id, '/echo', { method: 'POST', body: Buffer.alloc(5 * MB) })
     expect(declared.status).toBe(413)
     // No length declared: the proxy counts what passes and stops the upload past the limit.
-    const chunks = Readable.from((function* () {
-      for (let i = 0; i < 5; i++) yield Buffer.alloc(MB)
-    })())
-    const chunked = await request(`${s.url}/lb/${ep.id}/count`, { method: 'POST', body: chunks, headers: { authorization: `Bearer ${s.adminKey}`, 'content-type': 'application/octet-stream' } })
+    const chunks = Readable.from(
+      (function* () {
+        for (let i = 0; i < 5; i++) yield Buffer.alloc(MB)
+      })(),
+    )
+    const chunked = await request(`${s.url}/lb/${ep.id}/count`, {
+      method: 'POST',
+      body: chunks,
+      headers: { authorization: `Bearer ${s.adminKey}`, 'content-type': 'application/octet-stream' },
+    })
     expect(chunked.statusCode).toBe(413)
     expect(((await chunked.body.json()) as { detail: string }).detail).toMatch(/larger than/)
   })
@@ -131,10 +161,14 @@ describe('LOAD_BALANCER traffic through requestUrls.base', () => {
     const res = await lbFetch(s, ep.id, '/crash')
     expect(res.status).toBe(502)
     expect(res.headers.get('content-type')).toMatch(/problem\+json/)
-    const again = await until(async () => {
-      const r = await lbFetch(s, ep.id, '/whoami')
-      return r.status === 200 ? r : undefined
-    }, 30_000, 'a replacement worker')
+    const again = await until(
+      async () => {
+        const r = await lbFetch(s, ep.id, '/whoami')
+        return r.status === 200 ? r : undefined
+      },
+      30_000,
+      'a replacement worker',
+    )
     expect(again.status).toBe(200)
   })
 })
@@ -155,28 +189,67 @@ describe('LOAD_BALANCER scaling', () => {
   afterAll(() => s.stop())
 
   it('runs more than one worker under concurrent load (REQUEST_COUNT 1)', async () => {
-    const ep = await createEndpoint(s, lbBody({ name: 'rc1', scaling: { type: 'REQUEST_COUNT', requestCount: 1 }, workers: { min: 0, max: 3, idleTimeout: 60 } }))
-    const answers = await Promise.all([1, 2, 3].map(() => lbFetch(s, ep.id, '/slow?ms=1500').then((r) => r.json() as Promise<{ worker: string }>)))
+    const ep = await createEndpoint(
+      s,
+      lbBody({
+        name: 'rc1',
+        scaling: { type: 'REQUEST_COUNT', requestCount: 1 },
+        workers: { min: 0, max: 3, idleTimeout: 60 },
+      }),
+    )
+    const answers = await Promise.all(
+      [1, 2, 3].map(() => lbFetch(s, ep.id, '/slow?ms=1500').then((r) => r.json() as Promise<{ worker: string }>)),
+    )
     expect(new Set(answers.map((a) => a.worker)).size).toBeGreaterThan(1)
   })
 
   it('drains a worker on scale-down: its request finishes, it takes no new one, then stops', async () => {
-    const ep = await createEndpoint(s, lbBody({ name: 'drain', scaling: { type: 'REQUEST_COUNT', requestCount: 1 }, workers: { min: 2, max: 2, idleTimeout: 60 } }))
+    const ep = await createEndpoint(
+      s,
+      lbBody({
+        name: 'drain',
+        scaling: { type: 'REQUEST_COUNT', requestCount: 1 },
+        workers: { min: 2, max: 2, idleTimeout: 60 },
+      }),
+    )
     const ready = async () => {
       const list = await s.api('GET', `/v2/serverless/${ep.id}/workers`)
-      return list.body.workers.filter((w: { health?: string }) => w.health === 'READY').length === 2 ? list.body.workers : undefined
+      return list.body.workers.filter((w: { health?: string }) => w.health === 'READY').length === 2
+        ? list.body.workers
+        : undefined
     }
     await until(ready, 20_000, 'two ready workers')
     const slow = [lbFetch(s, ep.id, '/slow?ms=2500'), lbFetch(s, ep.id, '/slow?ms=2500')]
-    await until(async () => ((await s.api('GET', `/v2/serverless/${ep.id}/workers`)).body.summary.running === 2 ? true : undefined), 10_000, 'both busy')
+    await until(
+      async () =>
+        (await s.api('GET', `/v2/serverless/${ep.id}/workers`)).body.summary.running === 2 ? true : undefined,
+      10_000,
+      'both busy',
+    )
     expect((await s.api('PATCH', `/v2/serverless/${ep.id}`, { workers: { min: 0, max: 1 } })).status).toBe(200)
-    const retiring = await until(async () => (await s.api('GET', `/v2/serverless/${ep.id}/workers`)).body.workers.find((w: { retiring: boolean }) => w.retiring), 10_000, 'a retiring worker')
+    const retiring = await until(
+      async () =>
+        (await s.api('GET', `/v2/serverless/${ep.id}/workers`)).body.workers.find(
+          (w: { retiring: boolean }) => w.retiring,
+        ),
+      10_000,
+      'a retiring worker',
+    )
     const done = await Promise.all(slow.map(async (p) => (await p).json() as Promise<{ worker: string }>))
     // Both requests finished, the draining worker's included.
     expect(done.map((d) => d.worker)).toContain(retiring.id)
     const after = (await (await lbFetch(s, ep.id, '/whoami')).json()) as { worker: string }
     expect(after.worker).not.toBe(retiring.id)
-    await until(async () => ((await s.api('GET', `/v2/serverless/${ep.id}/workers`)).body.workers.every((w: { id: string }) => w.id !== retiring.id) ? true : undefined), 10_000, 'the drained worker gone')
+    await until(
+      async () =>
+        (await s.api('GET', `/v2/serverless/${ep.id}/workers`)).body.workers.every(
+          (w: { id: string }) => w.id !== retiring.id,
+        )
+          ? true
+          : undefined,
+      10_000,
+      'the drained worker gone',
+    )
   })
 
   it('scales to zero after the idle timeout and back on the next request', async () => {
@@ -198,7 +271,13 @@ describe('LOAD_BALANCER workers that never become healthy, and host-based addres
   beforeAll(async () => {
     s = await startTestServer({
       jobs: { pingIntervalMs: 500, crashBackoffMs: 200 },
-      loadBalancer: { domain: 'lb.test', healthIntervalMs: 100, startingHealthIntervalMs: 30, coldStartTimeoutMs: 2_500, unhealthyAfter: 2 },
+      loadBalancer: {
+        domain: 'lb.test',
+        healthIntervalMs: 100,
+        startingHealthIntervalMs: 30,
+        coldStartTimeoutMs: 2_500,
+        unhealthyAfter: 2,
+      },
     })
   })
   afterAll(() => s.stop())
@@ -209,17 +288,25 @@ describe('LOAD_BALANCER workers that never become healthy, and host-based addres
     expect(res.status).toBe(503)
     expect(res.headers.get('x-worker-id')).toBeNull()
     expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0)
-    const list = await until(async () => {
-      const l = await s.api('GET', `/v2/serverless/${ep.id}/workers`)
-      return l.body.summary.unhealthy > 0 ? l.body : undefined
-    }, 10_000, 'an unhealthy worker')
-    expect(list.workers.find((w: { status: string }) => w.status === 'UNHEALTHY').lastError).toMatch(/health checks in a row.*HTTP 500/)
+    const list = await until(
+      async () => {
+        const l = await s.api('GET', `/v2/serverless/${ep.id}/workers`)
+        return l.body.summary.unhealthy > 0 ? l.body : undefined
+      },
+      10_000,
+      'an unhealthy worker',
+    )
+    expect(list.workers.find((w: { status: string }) => w.status === 'UNHEALTHY').lastError).toMatch(
+      /health checks in a row.*HTTP 500/,
+    )
   })
 
   it('serves {endpointId}.{domain} with the path unchanged, and says so in requestUrls', async () => {
     const ep = await createEndpoint(s, lbBody({ name: 'byhost', env: { HTTP_INIT_MS: '0' } }))
     expect(ep.requestUrls.base).toBe(`http://${ep.id}.lb.test`)
-    const res = await request(`${s.url}/headers`, { headers: { host: `${ep.id}.lb.test`, authorization: `Bearer ${s.adminKey}` } })
+    const res = await request(`${s.url}/headers`, {
+      headers: { host: `${ep.id}.lb.test`, authorization: `Bearer ${s.adminKey}` },
+    })
     expect(res.statusCode).toBe(200)
     const seen = (await res.body.json()) as Record<string, string>
     expect(seen['x-forwarded-host']).toBe(`${ep.id}.lb.test`)

@@ -14,13 +14,34 @@ const config = {
   billing: { checkpointMs: 200 },
   jobs: { stopGraceMs: 2_000 },
   catalog: {
-    dataCenters: [{ id: 'DC-B', name: 'B', region: 'EUROPE', globalNetwork: false, networkVolumeTypes: ['STANDARD'], compliance: [] }],
+    dataCenters: [
+      {
+        id: 'DC-B',
+        name: 'B',
+        region: 'EUROPE',
+        globalNetwork: false,
+        networkVolumeTypes: ['STANDARD'],
+        compliance: [],
+      },
+    ],
   },
   fleet: {
     detectGpus: false,
     hosts: [
-      { id: 'b1', dataCenterId: 'DC-B', vcpus: 16, memoryGb: 64, gpus: [{ typeId: GPU, count: 2, cudaVersion: '12.4', virtual: true }] },
-      { id: 'b2', dataCenterId: 'DC-B', vcpus: 16, memoryGb: 64, gpus: [{ typeId: GPU, count: 2, cudaVersion: '12.4', virtual: true }] },
+      {
+        id: 'b1',
+        dataCenterId: 'DC-B',
+        vcpus: 16,
+        memoryGb: 64,
+        gpus: [{ typeId: GPU, count: 2, cudaVersion: '12.4', virtual: true }],
+      },
+      {
+        id: 'b2',
+        dataCenterId: 'DC-B',
+        vcpus: 16,
+        memoryGb: 64,
+        gpus: [{ typeId: GPU, count: 2, cudaVersion: '12.4', virtual: true }],
+      },
     ],
   },
 }
@@ -42,14 +63,18 @@ describe('the published Runpod MCP server against Hangar', () => {
   let stderr = ''
 
   const call = async (name: string, args: Record<string, unknown> = {}): Promise<ToolResult> => {
-    const r = (await client.callTool({ name, arguments: args })) as { isError?: boolean; content: Array<{ type: string; text: string }> }
+    const r = (await client.callTool({ name, arguments: args })) as {
+      isError?: boolean
+      content: Array<{ type: string; text: string }>
+    }
     expect(r.content[0]?.type).toBe('text')
     return { isError: r.isError === true, body: JSON.parse(r.content[0].text) }
   }
   /** Calls a tool that must succeed; on failure the message carries what it returned and the server's log. */
   const ok = async (name: string, args: Record<string, unknown> = {}): Promise<any> => {
     const r = await call(name, args)
-    if (r.isError) throw new Error(`${name} failed: ${JSON.stringify(r.body)}\nMCP server stderr:\n${stderr.slice(-2000)}`)
+    if (r.isError)
+      throw new Error(`${name} failed: ${JSON.stringify(r.body)}\nMCP server stderr:\n${stderr.slice(-2000)}`)
     return r.body
   }
   const podStatus = (id: string, status: string) =>
@@ -65,7 +90,9 @@ describe('the published Runpod MCP server against Hangar', () => {
   beforeAll(async () => {
     s = await startTestServer(config)
     key = await s.accountKey('agent')
-    const entry = createRequire(import.meta.url).resolve('@runpod/mcp-server/package.json').replace(/package\.json$/, 'dist/stdio.mjs')
+    const entry = createRequire(import.meta.url)
+      .resolve('@runpod/mcp-server/package.json')
+      .replace(/package\.json$/, 'dist/stdio.mjs')
     const transport = new StdioClientTransport({
       command: process.execPath,
       args: [entry],
@@ -87,7 +114,8 @@ describe('the published Runpod MCP server against Hangar', () => {
   afterAll(async () => {
     await client?.close()
     if (s) {
-      for (const c of (await s.api('GET', '/v2/clusters', undefined, key)).body?.clusters ?? []) await s.api('DELETE', `/v2/clusters/${c.id}`, undefined, key)
+      for (const c of (await s.api('GET', '/v2/clusters', undefined, key)).body?.clusters ?? [])
+        await s.api('DELETE', `/v2/clusters/${c.id}`, undefined, key)
       await terminateAll(s, key)
       await s.stop()
     }
@@ -95,7 +123,23 @@ describe('the published Runpod MCP server against Hangar', () => {
 
   it('lists the pod, cluster, billing, volume, template and endpoint tools', async () => {
     const names = (await client.listTools()).tools.map((t) => t.name)
-    for (const name of ['create-pod', 'get-pod', 'list-pods', 'pod-action', 'delete-pod', 'create-cluster', 'get-cluster', 'delete-cluster', 'list-billing', 'list-pod-billing', 'list-cluster-billing', 'list-network-volumes', 'create-network-volume', 'list-templates', 'list-endpoints']) {
+    for (const name of [
+      'create-pod',
+      'get-pod',
+      'list-pods',
+      'pod-action',
+      'delete-pod',
+      'create-cluster',
+      'get-cluster',
+      'delete-cluster',
+      'list-billing',
+      'list-pod-billing',
+      'list-cluster-billing',
+      'list-network-volumes',
+      'create-network-volume',
+      'list-templates',
+      'list-endpoints',
+    ]) {
       expect(names).toContain(name)
     }
   })
@@ -103,10 +147,19 @@ describe('the published Runpod MCP server against Hangar', () => {
   let podId: string
   it('creates a pod, sees it RUNNING, stops and starts it, lists it', async () => {
     const created = await ok('create-pod', { body: podBody({ name: 'via-mcp' }) })
-    expect(created).toMatchObject({ id: expect.any(String), name: 'via-mcp', image: 'hangar/pod:latest', status: 'PROVISIONING' })
+    expect(created).toMatchObject({
+      id: expect.any(String),
+      name: 'via-mcp',
+      image: 'hangar/pod:latest',
+      status: 'PROVISIONING',
+    })
     podId = created.id
     const running = await podStatus(podId, 'RUNNING')
-    expect(running).toMatchObject({ actions: ['stop', 'restart', 'terminate'], cpu: { id: 'cpu3c', vcpuCount: 2 }, dataCenterId: 'DC-B' })
+    expect(running).toMatchObject({
+      actions: ['stop', 'restart', 'terminate'],
+      cpu: { id: 'cpu3c', vcpuCount: 2 },
+      dataCenterId: 'DC-B',
+    })
 
     const stopped = await ok('pod-action', { id: podId, body: { action: 'stop' } })
     expect(stopped).toMatchObject({ id: podId, status: 'EXITED', actions: ['start', 'terminate'] })
@@ -114,7 +167,11 @@ describe('the published Runpod MCP server against Hangar', () => {
     expect(started.id).toBe(podId)
     await podStatus(podId, 'RUNNING')
 
-    expect(await ok('update-pod', { id: podId, body: { name: 'via-mcp-renamed' } })).toMatchObject({ id: podId, name: 'via-mcp-renamed', status: 'RUNNING' })
+    expect(await ok('update-pod', { id: podId, body: { name: 'via-mcp-renamed' } })).toMatchObject({
+      id: podId,
+      name: 'via-mcp-renamed',
+      status: 'RUNNING',
+    })
     const again = await call('pod-action', { id: podId, body: { action: 'start' } })
     expect(again.isError).toBe(true)
     expect(again.body.status).toBe(409)
@@ -153,9 +210,25 @@ describe('the published Runpod MCP server against Hangar', () => {
   })
 
   it('creates and deletes a 2-node cluster', async () => {
-    const created = await ok('create-cluster', { body: { name: 'mcp-train', type: 'TRAINING', compute: { gpuTypeId: GPU, gpuCountPerPod: 1, podCount: 2 }, image: 'hangar/cluster:latest' } })
-    expect(created).toMatchObject({ id: expect.any(String), name: 'mcp-train', dataCenterId: 'DC-B', pods: { total: 2 } })
-    await until(async () => (await ok('get-cluster', { id: created.id })).pods.byStatus.RUNNING === 2, 20_000, 'both members RUNNING')
+    const created = await ok('create-cluster', {
+      body: {
+        name: 'mcp-train',
+        type: 'TRAINING',
+        compute: { gpuTypeId: GPU, gpuCountPerPod: 1, podCount: 2 },
+        image: 'hangar/cluster:latest',
+      },
+    })
+    expect(created).toMatchObject({
+      id: expect.any(String),
+      name: 'mcp-train',
+      dataCenterId: 'DC-B',
+      pods: { total: 2 },
+    })
+    await until(
+      async () => (await ok('get-cluster', { id: created.id })).pods.byStatus.RUNNING === 2,
+      20_000,
+      'both members RUNNING',
+    )
     const members = await ok('list-cluster-pods', { id: created.id })
     expect(members.pods.map((p: any) => p.cluster.rank)).toEqual([0, 1])
     await new Promise((r) => setTimeout(r, 500))
@@ -174,7 +247,11 @@ describe('the published Runpod MCP server against Hangar', () => {
     const logs = await ok('stream-pod-logs', { podId, tail: 100, maxWaitMs: 1_500 })
     expect(logs.truncated).toBe(false)
     expect(logs.count).toBeGreaterThan(0)
-    expect(logs.items[0]).toMatchObject({ ts: expect.any(String), source: expect.any(String), line: expect.any(String) })
+    expect(logs.items[0]).toMatchObject({
+      ts: expect.any(String),
+      source: expect.any(String),
+      line: expect.any(String),
+    })
   })
 
   it('reads the catalog and manages network volumes and templates; lists endpoints', async () => {
@@ -184,15 +261,31 @@ describe('the published Runpod MCP server against Hangar', () => {
     expect(JSON.stringify(dcs)).toContain('DC-B')
 
     const vol = await ok('create-network-volume', { body: { name: 'mcp-data', size: 10, dataCenter: 'DC-B' } })
-    expect(vol).toMatchObject({ id: expect.any(String), name: 'mcp-data', size: 10, dataCenter: 'DC-B', type: 'STANDARD' })
+    expect(vol).toMatchObject({
+      id: expect.any(String),
+      name: 'mcp-data',
+      size: 10,
+      dataCenter: 'DC-B',
+      type: 'STANDARD',
+    })
     expect((await ok('list-network-volumes')).networkVolumes.map((v: any) => v.id)).toEqual([vol.id])
-    expect(await ok('update-network-volume', { id: vol.id, body: { size: 20 } })).toMatchObject({ id: vol.id, size: 20 })
+    expect(await ok('update-network-volume', { id: vol.id, body: { size: 20 } })).toMatchObject({
+      id: vol.id,
+      size: 20,
+    })
     expect(await ok('delete-network-volume', { id: vol.id })).toEqual({ status: 204 })
     expect((await ok('list-network-volumes')).networkVolumes).toEqual([])
 
-    const tpl = await ok('create-template', { body: { name: 'mcp-tpl', image: 'hangar/pod:latest', ports: ['8080/http'] } })
+    const tpl = await ok('create-template', {
+      body: { name: 'mcp-tpl', image: 'hangar/pod:latest', ports: ['8080/http'] },
+    })
     expect(tpl).toMatchObject({ id: expect.any(String), name: 'mcp-tpl', image: 'hangar/pod:latest' })
-    expect((await ok('list-templates')).templates).toContainEqual({ id: tpl.id, name: 'mcp-tpl', image: 'hangar/pod:latest', serverless: false })
+    expect((await ok('list-templates')).templates).toContainEqual({
+      id: tpl.id,
+      name: 'mcp-tpl',
+      image: 'hangar/pod:latest',
+      serverless: false,
+    })
     expect(await ok('get-template', { id: tpl.id })).toMatchObject({ id: tpl.id, name: 'mcp-tpl' })
     expect(await ok('delete-template', { id: tpl.id })).toEqual({ status: 204 })
 
@@ -209,7 +302,10 @@ describe('the published Runpod MCP server against Hangar', () => {
     expect(run).toMatchObject({ id: expect.any(String) })
     const done = await ok('get-job-status', { endpointId: ep.id, jobId: run.id, wait: 20_000 })
     expect(done).toMatchObject({ id: run.id, status: 'COMPLETED', output: { a: 1 } })
-    expect(await ok('endpoint-health', { endpointId: ep.id })).toMatchObject({ jobs: { completed: expect.any(Number) }, workers: expect.any(Object) })
+    expect(await ok('endpoint-health', { endpointId: ep.id })).toMatchObject({
+      jobs: { completed: expect.any(Number) },
+      workers: expect.any(Object),
+    })
     expect(await ok('delete-endpoint', { id: ep.id })).toEqual({ status: 204 })
   })
 

@@ -46,7 +46,8 @@ describe('/metrics', () => {
     hookUrl = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`
     echo = (await createEndpoint(s, endpointBody('hangar/echo:latest'))).id
     // No worker may start here, so its jobs stay queued.
-    held = (await createEndpoint(s, endpointBody('hangar/echo:latest', { name: 'held', workers: { min: 0, max: 0 } }))).id
+    held = (await createEndpoint(s, endpointBody('hangar/echo:latest', { name: 'held', workers: { min: 0, max: 0 } })))
+      .id
   })
   afterAll(async () => {
     await s.stop()
@@ -79,10 +80,14 @@ describe('/metrics', () => {
     expect(statuses).toEqual([200, 200, 200, 429])
 
     // The webhook is delivered off the job path: wait for its counter.
-    const m = await until(async () => {
-      const m = await scrape(s)
-      return value(m, 'hangar_webhook_deliveries_total', { outcome: 'delivered' }) === 1 ? m : undefined
-    }, 20_000, 'webhook delivered metric')
+    const m = await until(
+      async () => {
+        const m = await scrape(s)
+        return value(m, 'hangar_webhook_deliveries_total', { outcome: 'delivered' }) === 1 ? m : undefined
+      },
+      20_000,
+      'webhook delivered metric',
+    )
 
     expect(value(m, 'hangar_jobs_finished_total', { endpoint: echo, status: 'COMPLETED' })).toBe(4)
     expect(value(m, 'hangar_jobs', { endpoint: echo, status: 'COMPLETED' })).toBe(4)
@@ -102,12 +107,27 @@ describe('/metrics', () => {
     expect(cold[0].count).toBe(1)
     expect(cold[0].sum).toBeGreaterThan(0)
     const workers = samples(m, 'hangar_workers', { endpoint: echo })
-    expect(workers.map((w) => w.labels.status).sort()).toEqual(['IDLE', 'INITIALIZING', 'RUNNING', 'THROTTLED', 'UNHEALTHY'])
-    expect(value(m, 'hangar_workers', { endpoint: echo, status: 'IDLE' }) + value(m, 'hangar_workers', { endpoint: echo, status: 'RUNNING' })).toBe(1)
+    expect(workers.map((w) => w.labels.status).sort()).toEqual([
+      'IDLE',
+      'INITIALIZING',
+      'RUNNING',
+      'THROTTLED',
+      'UNHEALTHY',
+    ])
+    expect(
+      value(m, 'hangar_workers', { endpoint: echo, status: 'IDLE' }) +
+        value(m, 'hangar_workers', { endpoint: echo, status: 'RUNNING' }),
+    ).toBe(1)
 
     // Latency is labelled by route pattern: no job or endpoint id in any route label.
     const http = samples(m, 'hangar_http_request_duration_seconds')
-    expect(value(m, 'hangar_http_request_duration_seconds', { route: '/v2/:endpointId/runsync', method: 'POST', status_code: '200' })).toBe(3)
+    expect(
+      value(m, 'hangar_http_request_duration_seconds', {
+        route: '/v2/:endpointId/runsync',
+        method: 'POST',
+        status_code: '200',
+      }),
+    ).toBe(3)
     expect(value(m, 'hangar_http_request_duration_seconds', { route: '/v2/templates', status_code: '429' })).toBe(1)
     for (const h of http) expect(h.labels.route).not.toMatch(new RegExp(`${echo}|${held}`))
 
@@ -116,9 +136,17 @@ describe('/metrics', () => {
 
     // An endpoint without workers reads 0 in every status rather than having no series.
     const none = samples(m, 'hangar_workers', { endpoint: held })
-    expect(none.map((w) => [w.labels.status, w.value]).sort()).toEqual([['IDLE', 0], ['INITIALIZING', 0], ['RUNNING', 0], ['THROTTLED', 0], ['UNHEALTHY', 0]])
+    expect(none.map((w) => [w.labels.status, w.value]).sort()).toEqual([
+      ['IDLE', 0],
+      ['INITIALIZING', 0],
+      ['RUNNING', 0],
+      ['THROTTLED', 0],
+      ['UNHEALTHY', 0],
+    ])
     // Names come as an info series to join on.
-    expect(samples(m, 'hangar_endpoint_info', { endpoint: held })).toEqual([expect.objectContaining({ labels: { endpoint: held, name: 'held', type: 'QUEUE' }, value: 1 })])
+    expect(samples(m, 'hangar_endpoint_info', { endpoint: held })).toEqual([
+      expect.objectContaining({ labels: { endpoint: held, name: 'held', type: 'QUEUE' }, value: 1 }),
+    ])
   })
 
   it('keeps the route labels bounded: 1,000 different console asset paths make one series', async () => {
@@ -126,18 +154,25 @@ describe('/metrics', () => {
     const index = await (await fetch(`${s.url}/console/`)).text()
     const asset = /src="(\/console\/assets\/[^"]+\.js)"/.exec(index)?.[1]
     if (asset) expect((await fetch(s.url + asset)).status).toBe(200)
-    for (let i = 0; i < 1000; i++) await (await fetch(`${s.url}/console/assets/index-${i.toString(36)}${i}.js`)).arrayBuffer()
+    for (let i = 0; i < 1000; i++)
+      await (await fetch(`${s.url}/console/assets/index-${i.toString(36)}${i}.js`)).arrayBuffer()
     const m = await scrape(s)
     const http = samples(m, 'hangar_http_request_duration_seconds')
     expect(http.filter((h) => h.labels.route.includes('assets'))).toEqual([])
-    expect(value(m, 'hangar_http_request_duration_seconds', { route: '/console/*', method: 'GET', status_code: '200' })).toBeGreaterThanOrEqual(1000)
+    expect(
+      value(m, 'hangar_http_request_duration_seconds', { route: '/console/*', method: 'GET', status_code: '200' }),
+    ).toBeGreaterThanOrEqual(1000)
     // At most the few new label sets of this test (index, asset, scrapes), not one per path.
     expect(http.length - before).toBeLessThan(6)
   })
 
   it('serves every series the Grafana dashboard in docs/ queries', async () => {
-    const dashboard = JSON.parse(readFileSync(new URL('../docs/grafana/hangar.json', import.meta.url), 'utf8')) as { panels: Array<{ targets: Array<{ expr: string }> }> }
-    const names = new Set(dashboard.panels.flatMap((p) => p.targets.flatMap((t) => t.expr.match(/\b(hangar|process|nodejs)_\w+/g) ?? [])))
+    const dashboard = JSON.parse(readFileSync(new URL('../docs/grafana/hangar.json', import.meta.url), 'utf8')) as {
+      panels: Array<{ targets: Array<{ expr: string }> }>
+    }
+    const names = new Set(
+      dashboard.panels.flatMap((p) => p.targets.flatMap((t) => t.expr.match(/\b(hangar|process|nodejs)_\w+/g) ?? [])),
+    )
     expect(names.size).toBeGreaterThan(10)
     // The families as declared (`# TYPE name type`).
     const text = await (await fetch(`${s.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text()
@@ -151,7 +186,11 @@ describe('/metrics', () => {
       const pod = await createPod(s, podBody({ name: 'scraped' }), owner)
       await waitPod(s, pod.id, 'RUNNING', owner)
       const m = await scrape(s)
-      expect(samples(m, 'hangar_pods').map((p) => p.labels.status).sort()).toEqual(['ERROR', 'EXITED', 'PROVISIONING', 'RUNNING', 'STARTING', 'TERMINATED'])
+      expect(
+        samples(m, 'hangar_pods')
+          .map((p) => p.labels.status)
+          .sort(),
+      ).toEqual(['ERROR', 'EXITED', 'PROVISIONING', 'RUNNING', 'STARTING', 'TERMINATED'])
       expect(value(m, 'hangar_pods', { status: 'RUNNING' })).toBe(1)
       expect(samples(m, 'hangar_pod_cpu_percent', { pod: pod.id, name: 'scraped' })).toHaveLength(1)
       expect(samples(m, 'hangar_pod_memory_percent', { pod: pod.id })).toHaveLength(1)
@@ -161,13 +200,16 @@ describe('/metrics', () => {
   })
 })
 
-
 describe('the text format', () => {
   it('spells a NaN value NaN, as the format does (prom-client writes Nan)', async () => {
     const { PromMetrics } = await import('../src/metrics/PromMetrics.js')
     const { Gauge } = await import('prom-client')
     const m = new PromMetrics({ jobCounts: async () => [], now: () => 0, processMetrics: false })
-    new Gauge({ name: 'test_not_a_number', help: 'NaN, as the event-loop lag mean before its first sample', registers: [m.registry] }).set(Number.NaN)
+    new Gauge({
+      name: 'test_not_a_number',
+      help: 'NaN, as the event-loop lag mean before its first sample',
+      registers: [m.registry],
+    }).set(Number.NaN)
     const { body } = await m.render()
     expect(body).toMatch(/^test_not_a_number NaN$/m)
     expect(body).not.toMatch(/ Nan$/m)

@@ -13,8 +13,22 @@ describe('network volumes', () => {
     s = await startTestServer({
       catalog: {
         dataCenters: [
-          { id: 'EU-1', name: 'Rack 1', region: 'EUROPE', globalNetwork: false, networkVolumeTypes: ['STANDARD'], compliance: [] },
-          { id: 'EDGE-1', name: 'Edge', region: 'EUROPE', globalNetwork: false, networkVolumeTypes: [], compliance: [] },
+          {
+            id: 'EU-1',
+            name: 'Rack 1',
+            region: 'EUROPE',
+            globalNetwork: false,
+            networkVolumeTypes: ['STANDARD'],
+            compliance: [],
+          },
+          {
+            id: 'EDGE-1',
+            name: 'Edge',
+            region: 'EUROPE',
+            globalNetwork: false,
+            networkVolumeTypes: [],
+            compliance: [],
+          },
         ],
       },
     })
@@ -25,7 +39,12 @@ describe('network volumes', () => {
 
   const dirOf = (v: { id: string; dataCenter: string }) => join(s.dataDir, 'volumes', v.dataCenter, v.id)
   const create = async (body: object, key = alice) => {
-    const r = await s.api('POST', '/v2/network-volumes', { name: 'data', size: 50, dataCenter: 'LOCAL-1', ...body }, key)
+    const r = await s.api(
+      'POST',
+      '/v2/network-volumes',
+      { name: 'data', size: 50, dataCenter: 'LOCAL-1', ...body },
+      key,
+    )
     expect(r.status, JSON.stringify(r.body)).toBe(201)
     return r.body
   }
@@ -33,7 +52,13 @@ describe('network volumes', () => {
   it('creates a volume as a directory and deletes both', async () => {
     const r = await s.api('POST', '/v2/network-volumes', { name: 'models', size: 100, dataCenter: 'LOCAL-1' }, alice)
     expect(r.status).toBe(201)
-    expect(r.body).toEqual({ id: expect.stringMatching(/^vol_/), name: 'models', size: 100, dataCenter: 'LOCAL-1', type: 'STANDARD' })
+    expect(r.body).toEqual({
+      id: expect.stringMatching(/^vol_/),
+      name: 'models',
+      size: 100,
+      dataCenter: 'LOCAL-1',
+      type: 'STANDARD',
+    })
     const dir = dirOf(r.body)
     expect(statSync(dir).isDirectory()).toBe(true)
     writeFileSync(join(dir, 'weights.bin'), 'x')
@@ -59,9 +84,16 @@ describe('network volumes', () => {
     const unknown = await s.api('POST', '/v2/network-volumes', { name: 'x', size: 10, dataCenter: 'NOWHERE-9' }, alice)
     expect(unknown.status).toBe(400)
     expect(unknown.body.errors).toEqual(['dataCenter: "NOWHERE-9" is not a data center in the catalog'])
-    const tier = await s.api('POST', '/v2/network-volumes', { name: 'x', size: 10, dataCenter: 'EU-1', type: 'HIGH_PERFORMANCE' }, alice)
+    const tier = await s.api(
+      'POST',
+      '/v2/network-volumes',
+      { name: 'x', size: 10, dataCenter: 'EU-1', type: 'HIGH_PERFORMANCE' },
+      alice,
+    )
     expect(tier.status).toBe(400)
-    expect(tier.body.errors).toEqual(['type: "HIGH_PERFORMANCE" is not offered by data center "EU-1", which offers STANDARD'])
+    expect(tier.body.errors).toEqual([
+      'type: "HIGH_PERFORMANCE" is not offered by data center "EU-1", which offers STANDARD',
+    ])
     const none = await s.api('POST', '/v2/network-volumes', { name: 'x', size: 10, dataCenter: 'EDGE-1' }, alice)
     expect(none.body.errors).toEqual(['dataCenter: data center "EDGE-1" offers no network volumes'])
   })
@@ -70,8 +102,14 @@ describe('network volumes', () => {
     [{ name: 'x', size: 9, dataCenter: 'LOCAL-1' }, 'size: must be >= 10'],
     [{ name: 'x', size: 4097, dataCenter: 'LOCAL-1' }, 'size: must be <= 4096'],
     [{ name: 'x', size: 10.5, dataCenter: 'LOCAL-1' }, 'size: must be integer, got number'],
-    [{ name: 'x', size: 10, dataCenter: 'LOCAL-1', type: 'FAST' }, 'type: must be one of "STANDARD", "HIGH_PERFORMANCE", got "FAST"'],
-    [{ name: 'x', size: 10, dataCenter: 'LOCAL-1', dataCenterId: 'LOCAL-1' }, "$: additional properties 'dataCenterId' not allowed"],
+    [
+      { name: 'x', size: 10, dataCenter: 'LOCAL-1', type: 'FAST' },
+      'type: must be one of "STANDARD", "HIGH_PERFORMANCE", got "FAST"',
+    ],
+    [
+      { name: 'x', size: 10, dataCenter: 'LOCAL-1', dataCenterId: 'LOCAL-1' },
+      "$: additional properties 'dataCenterId' not allowed",
+    ],
     [{ size: 10, dataCenter: 'LOCAL-1' }, 'name: is required'],
   ])('rejects create body %j with 422', async (body, error) => {
     const r = await s.api('POST', '/v2/network-volumes', body, alice)
@@ -93,9 +131,17 @@ describe('network volumes', () => {
 
   it('keeps dataCenter and type immutable and rejects an empty PATCH with 422', async () => {
     const v = await create({})
-    const moved = await s.api('PATCH', `/v2/network-volumes/${v.id}`, { dataCenter: 'EU-1', type: 'HIGH_PERFORMANCE' }, alice)
+    const moved = await s.api(
+      'PATCH',
+      `/v2/network-volumes/${v.id}`,
+      { dataCenter: 'EU-1', type: 'HIGH_PERFORMANCE' },
+      alice,
+    )
     expect(moved.status).toBe(422)
-    expect(moved.body.errors).toEqual(["$: additional properties 'dataCenter' not allowed", "$: additional properties 'type' not allowed"])
+    expect(moved.body.errors).toEqual([
+      "$: additional properties 'dataCenter' not allowed",
+      "$: additional properties 'type' not allowed",
+    ])
     const empty = await s.api('PATCH', `/v2/network-volumes/${v.id}`, {}, alice)
     expect(empty.status).toBe(422)
     expect(empty.body.errors).toEqual(['$: must NOT have fewer than 1 properties'])
@@ -113,8 +159,15 @@ describe('network volumes', () => {
 
   it('refuses to delete a volume an endpoint of the account uses', async () => {
     const v = await create({})
-    const owner = (await s.api('GET', '/v2/admin/accounts')).body.accounts.find((a: { name: string }) => a.name === 'vol-alice').id
-    await s.hangar.store.endpoints.insert({ id: 'ep_mounts', accountId: owner, createdAt: new Date().toISOString(), networkVolumes: [v.id] } as never)
+    const owner = (await s.api('GET', '/v2/admin/accounts')).body.accounts.find(
+      (a: { name: string }) => a.name === 'vol-alice',
+    ).id
+    await s.hangar.store.endpoints.insert({
+      id: 'ep_mounts',
+      accountId: owner,
+      createdAt: new Date().toISOString(),
+      networkVolumes: [v.id],
+    } as never)
     const r = await s.api('DELETE', `/v2/network-volumes/${v.id}`, undefined, alice)
     expect(r.status).toBe(400)
     expect(r.body.errors).toEqual([`networkVolume: "${v.id}" is attached to endpoint ep_mounts; detach it first`])

@@ -13,18 +13,31 @@ describe('a new user’s first hour', { timeout: 120_000 }, () => {
   afterAll(() => s.stop())
 
   it('the workers view counts waiting jobs from the same source as /health, with no lag', async () => {
-    const echo = (await createEndpoint(s, endpointBody('hangar/echo:latest', { name: 'lag', workers: { min: 0, max: 1, idleTimeout: 60 } }))).id
-    const parked = (await createEndpoint(s, endpointBody('hangar/echo:latest', { name: 'lag-parked', workers: { min: 0, max: 0 } }))).id
+    const echo = (
+      await createEndpoint(
+        s,
+        endpointBody('hangar/echo:latest', { name: 'lag', workers: { min: 0, max: 1, idleTimeout: 60 } }),
+      )
+    ).id
+    const parked = (
+      await createEndpoint(s, endpointBody('hangar/echo:latest', { name: 'lag-parked', workers: { min: 0, max: 0 } }))
+    ).id
     for (let i = 0; i < 3; i++) {
       expect((await jobCall(s, 'POST', `/v2/${echo}/runsync`, { input: { i } })).body.status).toBe('COMPLETED')
-      const [workers, health] = await Promise.all([s.api('GET', `/v2/serverless/${echo}/workers`), jobCall(s, 'GET', `/v2/${echo}/health`)])
+      const [workers, health] = await Promise.all([
+        s.api('GET', `/v2/serverless/${echo}/workers`),
+        jobCall(s, 'GET', `/v2/${echo}/health`),
+      ])
       expect(health.body.jobs.inQueue).toBe(0)
       expect(workers.body.waiting).toEqual({ jobs: 0, lowPriorityJobs: 0, reason: null })
     }
     // Jobs queued a moment ago show at once, normal and low priority apart, adding up to /health's inQueue.
     await jobCall(s, 'POST', `/v2/${parked}/run`, { input: {} })
     await jobCall(s, 'POST', `/v2/${parked}/run`, { input: {}, policy: { lowPriority: true } })
-    const [workers, health] = await Promise.all([s.api('GET', `/v2/serverless/${parked}/workers`), jobCall(s, 'GET', `/v2/${parked}/health`)])
+    const [workers, health] = await Promise.all([
+      s.api('GET', `/v2/serverless/${parked}/workers`),
+      jobCall(s, 'GET', `/v2/${parked}/health`),
+    ])
     expect(health.body.jobs.inQueue).toBe(2)
     expect(workers.body.waiting).toMatchObject({ jobs: 1, lowPriorityJobs: 1 })
   })
@@ -43,13 +56,22 @@ describe('a new user’s first hour', { timeout: 120_000 }, () => {
   })
 
   it('reports every schema violation at once, the power-of-two rule among them', async () => {
-    const r = await s.api('POST', '/v2/serverless', endpointBody('hangar/echo:latest', { name: '', cpu: [{ id: 'cpu3c', vcpuCount: 3 }] }))
+    const r = await s.api(
+      'POST',
+      '/v2/serverless',
+      endpointBody('hangar/echo:latest', { name: '', cpu: [{ id: 'cpu3c', vcpuCount: 3 }] }),
+    )
     expect(r.status).toBe(422)
-    expect(r.body.errors).toEqual(['name: must NOT have fewer than 1 characters', 'cpu[0].vcpuCount: must be a power of two, got 3'])
+    expect(r.body.errors).toEqual([
+      'name: must NOT have fewer than 1 characters',
+      'cpu[0].vcpuCount: must be a power of two, got 3',
+    ])
   })
 
   it('answers one mistake in a webhook with one error', async () => {
-    const ep = (await createEndpoint(s, endpointBody('hangar/echo:latest', { name: 'hooks', workers: { min: 0, max: 0 } }))).id
+    const ep = (
+      await createEndpoint(s, endpointBody('hangar/echo:latest', { name: 'hooks', workers: { min: 0, max: 0 } }))
+    ).id
     const notUrl = await jobCall(s, 'POST', `/v2/${ep}/run`, { input: {}, webhook: 'notaurl' })
     expect(notUrl.status).toBe(400)
     expect(notUrl.body.errors).toEqual(['webhook: must be a valid uri, got "notaurl"'])
@@ -59,16 +81,26 @@ describe('a new user’s first hour', { timeout: 120_000 }, () => {
   })
 
   it("a crashed worker's lastError carries its last output lines, where the cause is", async () => {
-    const script = "console.log('loading handler'); console.error(\"python: can't open file 'handler.py': [Errno 2] No such file or directory\"); process.exit(2)"
-    const ep = (await createEndpoint(s, endpointBody('acme/broken:1', { name: 'broken', entrypoint: [process.execPath, '-e', script] }))).id
+    const script =
+      "console.log('loading handler'); console.error(\"python: can't open file 'handler.py': [Errno 2] No such file or directory\"); process.exit(2)"
+    const ep = (
+      await createEndpoint(
+        s,
+        endpointBody('acme/broken:1', { name: 'broken', entrypoint: [process.execPath, '-e', script] }),
+      )
+    ).id
     await jobCall(s, 'POST', `/v2/${ep}/run`, { input: {} })
     const until = Date.now() + 60_000
     let unhealthy: { lastError: string } | undefined
     while (!unhealthy && Date.now() < until) {
-      unhealthy = (await s.api('GET', `/v2/serverless/${ep}/workers`)).body.workers.find((w: { status: string }) => w.status === 'UNHEALTHY')
+      unhealthy = (await s.api('GET', `/v2/serverless/${ep}/workers`)).body.workers.find(
+        (w: { status: string }) => w.status === 'UNHEALTHY',
+      )
       if (!unhealthy) await new Promise((r) => setTimeout(r, 100))
     }
-    expect(unhealthy?.lastError).toMatch(/exited \(code 2\); its last output:\nloading handler\npython: can't open file 'handler\.py'/)
+    expect(unhealthy?.lastError).toMatch(
+      /exited \(code 2\); its last output:\nloading handler\npython: can't open file 'handler\.py'/,
+    )
   })
 })
 

@@ -11,7 +11,12 @@ describe('OpenAI-compatible route of queue endpoints, with the real openai clien
   let client: OpenAI
   beforeAll(async () => {
     s = await startTestServer({ jobs: { pingIntervalMs: 500 } })
-    ep = (await createEndpoint(s, endpointBody('hangar/openai:latest', { name: 'llm', workers: { min: 0, max: 1, idleTimeout: 60 } }))).id
+    ep = (
+      await createEndpoint(
+        s,
+        endpointBody('hangar/openai:latest', { name: 'llm', workers: { min: 0, max: 1, idleTimeout: 60 } }),
+      )
+    ).id
     client = new OpenAI({ apiKey: s.adminKey, baseURL: `${s.url}/v2/${ep}/openai/v1`, maxRetries: 0, timeout: 60_000 })
   })
   afterAll(() => s.stop())
@@ -22,7 +27,13 @@ describe('OpenAI-compatible route of queue endpoints, with the real openai clien
   })
 
   it('answers a chat completion with the JSON the worker returned', async () => {
-    const r = await client.chat.completions.create({ model: 'hangar-echo', messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'hello there world' }] })
+    const r = await client.chat.completions.create({
+      model: 'hangar-echo',
+      messages: [
+        { role: 'system', content: 'be brief' },
+        { role: 'user', content: 'hello there world' },
+      ],
+    })
     expect(r.object).toBe('chat.completion')
     expect(r.choices[0].message).toMatchObject({ role: 'assistant', content: 'hello there world' })
     expect(r.usage?.completion_tokens).toBe(3)
@@ -30,7 +41,12 @@ describe('OpenAI-compatible route of queue endpoints, with the real openai clien
 
   it('streams a chat completion as server-sent events while the job still runs', async () => {
     const words = ['one', 'two', 'three', 'four', 'five']
-    const stream = await client.chat.completions.create({ model: 'hangar-echo', stream: true, messages: [{ role: 'user', content: words.join(' ') }], x_delay_ms: 300 } as OpenAI.ChatCompletionCreateParamsStreaming)
+    const stream = await client.chat.completions.create({
+      model: 'hangar-echo',
+      stream: true,
+      messages: [{ role: 'user', content: words.join(' ') }],
+      x_delay_ms: 300,
+    } as OpenAI.ChatCompletionCreateParamsStreaming)
     let text = ''
     let statusAtFirstWord: string | undefined
     let finish: string | null = null
@@ -50,20 +66,27 @@ describe('OpenAI-compatible route of queue endpoints, with the real openai clien
   })
 
   it("gives the worker's OpenAI error with its status, so the client raises the matching error", async () => {
-    await expect(client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] })).rejects.toBeInstanceOf(NotFoundError)
+    await expect(
+      client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }),
+    ).rejects.toBeInstanceOf(NotFoundError)
   })
 
   it('puts the route and body into the job input the way worker-vllm reads them', async () => {
     await client.completions.create({ model: 'hangar-echo', prompt: 'a b' })
     const recent = await jobCall(s, 'GET', `/v2/${ep}/requests?limit=1`)
     const job = await s.hangar.store.jobs.get(recent.body.requests[0].id, { input: true })
-    expect(jsonValue(job?.input)).toEqual({ openai_route: '/v1/completions', openai_input: { model: 'hangar-echo', prompt: 'a b' } })
+    expect(jsonValue(job?.input)).toEqual({
+      openai_route: '/v1/completions',
+      openai_input: { model: 'hangar-echo', prompt: 'a b' },
+    })
   })
 
   it('refuses a request without a key, or with a key restricted to another endpoint', async () => {
     const anon = await fetch(`${s.url}/v2/${ep}/openai/v1/models`)
     expect(anon.status).toBe(401)
-    const other = (await createEndpoint(s, endpointBody('hangar/openai:latest', { name: 'other' }), await s.accountKey('restricted'))).id
+    const other = (
+      await createEndpoint(s, endpointBody('hangar/openai:latest', { name: 'other' }), await s.accountKey('restricted'))
+    ).id
     const key = await s.accountKey('restricted', 'RESTRICTED', [other])
     const r = await fetch(`${s.url}/v2/${ep}/openai/v1/models`, { headers: { authorization: `Bearer ${key}` } })
     expect(r.status).toBe(401)
@@ -84,7 +107,13 @@ describe('GET /v2/{id}/requests', () => {
     const r = await jobCall(s, 'GET', `/v2/${ep}/requests`)
     expect(r.status).toBe(200)
     expect(r.body.requests.map((x: { id: string }) => x.id)).toEqual([second.body.id, first.body.id])
-    expect(r.body.requests[1]).toMatchObject({ id: first.body.id, status: 'COMPLETED', sync: true, workerId: first.body.workerId, retries: 0 })
+    expect(r.body.requests[1]).toMatchObject({
+      id: first.body.id,
+      status: 'COMPLETED',
+      sync: true,
+      workerId: first.body.workerId,
+      retries: 0,
+    })
     expect(Date.parse(r.body.requests[1].completedAt)).toBeGreaterThanOrEqual(Date.parse(r.body.requests[1].createdAt))
     expect(r.body.requests[1].executionTime).toBeGreaterThanOrEqual(0)
     expect((await jobCall(s, 'GET', `/v2/${ep}/requests?limit=1`)).body.requests).toHaveLength(1)

@@ -23,7 +23,10 @@ describe('/v2/openapi.json', () => {
   it('documents every implemented route with its method', () => {
     const missing = s.hangar.app.hangarRoutes
       .filter((r) => r.url.startsWith('/v2/') && r.url !== '/v2/openapi.json')
-      .map((r) => ({ method: r.method.toLowerCase(), path: r.url.replace(/:([A-Za-z]+)/g, '{$1}').replace(/\*$/, '{*}') }))
+      .map((r) => ({
+        method: r.method.toLowerCase(),
+        path: r.url.replace(/:([A-Za-z]+)/g, '{$1}').replace(/\*$/, '{*}'),
+      }))
       .filter((r) => !doc.paths?.[r.path]?.[r.method])
     expect(missing).toEqual([])
     expect(Object.keys(doc.paths)).toContain('/v2/catalog/gpus')

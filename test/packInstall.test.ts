@@ -10,7 +10,12 @@ const run = promisify(execFile)
 const ROOT = join(import.meta.dirname, '..')
 const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm'
 
-interface LockEntry { version: string; name?: string; dev?: boolean; [k: string]: unknown }
+interface LockEntry {
+  version: string
+  name?: string
+  dev?: boolean
+  [k: string]: unknown
+}
 
 /**
  * A package-lock for a project depending on the packed tarball alone, pinned to the versions of our own lock
@@ -19,16 +24,28 @@ interface LockEntry { version: string; name?: string; dev?: boolean; [k: string]
  * use; the registry URL of each tarball is spelled out instead (the cache is keyed by it).
  */
 function projectLock(tarball: string): object {
-  const root = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, LockEntry> }
+  const root = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, LockEntry>
+  }
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as Record<string, unknown>
   const packages: Record<string, unknown> = {
     '': { name: 'server-project', version: '1.0.0', dependencies: { hangar: `file:${tarball}` } },
-    'node_modules/hangar': { version: pkg.version, resolved: `file:${tarball}`, license: pkg.license, dependencies: pkg.dependencies, bin: pkg.bin, engines: pkg.engines },
+    'node_modules/hangar': {
+      version: pkg.version,
+      resolved: `file:${tarball}`,
+      license: pkg.license,
+      dependencies: pkg.dependencies,
+      bin: pkg.bin,
+      engines: pkg.engines,
+    },
   }
   for (const [path, entry] of Object.entries(root.packages)) {
     if (!path || entry.dev) continue
     const name = entry.name ?? path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length)
-    packages[path] = { resolved: `https://registry.npmjs.org/${name}/-/${name.split('/').pop()}-${entry.version}.tgz`, ...entry }
+    packages[path] = {
+      resolved: `https://registry.npmjs.org/${name}/-/${name.split('/').pop()}-${entry.version}.tgz`,
+      ...entry,
+    }
   }
   return { name: 'server-project', version: '1.0.0', lockfileVersion: 3, requires: true, packages }
 }
@@ -39,10 +56,21 @@ describe('the packed hangar tarball installed in a project of its own', { timeou
   let files: string[] = []
   beforeAll(async () => {
     // --ignore-scripts: no prepack rebuild, the tarball is the dist this run built.
-    const { stdout } = await run(NPM, ['pack', '--json', '--ignore-scripts', '--pack-destination', project], { cwd: ROOT })
+    const { stdout } = await run(NPM, ['pack', '--json', '--ignore-scripts', '--pack-destination', project], {
+      cwd: ROOT,
+    })
     const [packed] = JSON.parse(stdout) as Array<{ filename: string; files: Array<{ path: string }> }>
     files = packed.files.map((f) => f.path)
-    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'server-project', version: '1.0.0', private: true, type: 'module', dependencies: { hangar: `file:${packed.filename}` } }))
+    writeFileSync(
+      join(project, 'package.json'),
+      JSON.stringify({
+        name: 'server-project',
+        version: '1.0.0',
+        private: true,
+        type: 'module',
+        dependencies: { hangar: `file:${packed.filename}` },
+      }),
+    )
     writeFileSync(join(project, 'package-lock.json'), JSON.stringify(projectLock(packed.filename)))
     await run(NPM, ['ci', '--offline', '--ignore-scripts', '--no-audit', '--no-fund'], { cwd: project })
     // better-sqlite3's install script downloads or compiles its native addon, which an offline install cannot
@@ -54,7 +82,18 @@ describe('the packed hangar tarball installed in a project of its own', { timeou
   afterAll(() => rmSync(project, { recursive: true, force: true }))
 
   it('holds the build, the bin, the migrations and the manual, and no sources, tests or source maps', () => {
-    for (const f of ['bin/hangar.js', 'dist/main.js', 'dist/cli/main.js', 'dist/worker/index.js', 'dist/contract/index.d.ts', 'dist/console/index.html', 'README.md', 'docs/README.md', 'docs/reference/configuration.md', 'docs/console-pods.png']) {
+    for (const f of [
+      'bin/hangar.js',
+      'dist/main.js',
+      'dist/cli/main.js',
+      'dist/worker/index.js',
+      'dist/contract/index.d.ts',
+      'dist/console/index.html',
+      'README.md',
+      'docs/README.md',
+      'docs/reference/configuration.md',
+      'docs/console-pods.png',
+    ]) {
       expect(files).toContain(f)
     }
     // The manual's pages and screenshots, not the script that takes them or the Grafana dashboard.
@@ -83,7 +122,8 @@ describe('the packed hangar tarball installed in a project of its own', { timeou
   })
 
   it('`hangar/worker` and `hangar/contract` import', async () => {
-    const script = "const w = await import('hangar/worker'); const c = await import('hangar/contract'); console.log(JSON.stringify({ serve: typeof w.serve, job: typeof c.JobRequest }))"
+    const script =
+      "const w = await import('hangar/worker'); const c = await import('hangar/contract'); console.log(JSON.stringify({ serve: typeof w.serve, job: typeof c.JobRequest }))"
     const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: project })
     expect(JSON.parse(stdout)).toEqual({ serve: 'function', job: 'object' })
   })

@@ -48,7 +48,9 @@ describe('pod connections', () => {
     expect((await other.json()).detail).toMatch(/not valid for port 9090/)
     expect((await fetch(`${s.url}/proxy/${pod.id}/8080/`)).status).toBe(401)
     // Keys in the header still work as before.
-    expect((await fetch(`${s.url}/proxy/${pod.id}/8080/`, { headers: { authorization: `Bearer ${alice}` } })).status).toBe(200)
+    expect(
+      (await fetch(`${s.url}/proxy/${pod.id}/8080/`, { headers: { authorization: `Bearer ${alice}` } })).status,
+    ).toBe(200)
   })
 
   it('gives a READ_ONLY key links that read but cannot write', async () => {
@@ -57,8 +59,17 @@ describe('pod connections', () => {
     const c = (await s.api('GET', `/v2/pods/${pod.id}/connections`, undefined, readOnly)).body
     const jar = (await fetch(c.http[0].url, { redirect: 'manual' })).headers.get('set-cookie')!.split(';')[0]
     // RUNNING comes as the program starts; its port answers a moment later.
-    await until(async () => (await fetch(`${s.url}/proxy/${pod.id}/8080/`, { headers: { cookie: jar } })).status === 200 || undefined, 10_000, 'the pod answers through its link')
-    const put = await fetch(`${s.url}/proxy/${pod.id}/8080/files/x.txt`, { method: 'PUT', body: 'x', headers: { cookie: jar } })
+    await until(
+      async () =>
+        (await fetch(`${s.url}/proxy/${pod.id}/8080/`, { headers: { cookie: jar } })).status === 200 || undefined,
+      10_000,
+      'the pod answers through its link',
+    )
+    const put = await fetch(`${s.url}/proxy/${pod.id}/8080/files/x.txt`, {
+      method: 'PUT',
+      body: 'x',
+      headers: { cookie: jar },
+    })
     expect(put.status).toBe(403)
   })
 
@@ -75,9 +86,14 @@ describe('pod connections', () => {
       expect((await s.api('GET', `/v2/pods/${pod.id}/connections`, undefined, alice)).body.ssh).toBeNull()
       const { PodLinks } = await import('../src/services/pods/PodLinks.js')
       const { SecretBox } = await import('../src/services/SecretBox.js')
-      const links = new PodLinks({ secrets: SecretBox.open(`${s.dataDir}/secret.key`), clock: { now: () => Date.now() } })
+      const links = new PodLinks({
+        secrets: SecretBox.open(`${s.dataDir}/secret.key`),
+        clock: { now: () => Date.now() },
+      })
       const port = (sshd.address() as { port: number }).port
-      expect(await links.servesSsh({ ...running, ssh: { proxy: null, direct: { ...direct, host: '127.0.0.1', port } } })).toBe(true)
+      expect(
+        await links.servesSsh({ ...running, ssh: { proxy: null, direct: { ...direct, host: '127.0.0.1', port } } }),
+      ).toBe(true)
       expect(await links.servesSsh(running)).toBe(false)
     } finally {
       sshd.close()

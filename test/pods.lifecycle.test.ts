@@ -2,7 +2,17 @@ import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { PodTransition } from '../src/services/pods/PodEvents.js'
-import { alive, createPod, pidOf, podBody, portUrl, readPodLogs, terminateAll, waitPod, waitPortAnswers } from './helpers/pods.js'
+import {
+  alive,
+  createPod,
+  pidOf,
+  podBody,
+  portUrl,
+  readPodLogs,
+  terminateAll,
+  waitPod,
+  waitPortAnswers,
+} from './helpers/pods.js'
 import { rawRequest } from './helpers/raw.js'
 import { startTestServer, type TestServer } from './helpers/server.js'
 import { until } from './helpers/until.js'
@@ -25,31 +35,65 @@ describe('pod lifecycle', () => {
   const record = async (id: string) => (await s.hangar.store.pods.get(id))!
 
   it('creates from a template, serves its port directly and through the proxy, keeps files across stop/start', async () => {
-    const created = await createPod(s, { name: 'from-template', templateId: 'hangar-pod', cpu: { id: 'cpu3c', vcpuCount: 2 }, env: { GREETING: 'hi' } })
-    expect(created).toMatchObject({ status: 'PROVISIONING', image: 'hangar/pod:latest', ports: ['8080/http', '22/tcp'], mounts: {}, template: null, runtime: null })
+    const created = await createPod(s, {
+      name: 'from-template',
+      templateId: 'hangar-pod',
+      cpu: { id: 'cpu3c', vcpuCount: 2 },
+      env: { GREETING: 'hi' },
+    })
+    expect(created).toMatchObject({
+      status: 'PROVISIONING',
+      image: 'hangar/pod:latest',
+      ports: ['8080/http', '22/tcp'],
+      mounts: {},
+      template: null,
+      runtime: null,
+    })
     // startSsh of the template injected the account's key; a CPU pod ignores the template's persistent mount.
     expect(created.env).toEqual({ GREETING: 'hi', PUBLIC_KEY: 'ssh-ed25519 AAAAC3Nza me@laptop' })
     const pod = await waitPod(s, created.id, 'RUNNING')
     expect(pod.actions).toEqual(['stop', 'restart', 'terminate'])
     expect(pod.cost).toBe(0.06)
     // Live metrics of the program's process tree: memory in use is real, so above 0 % of the flavor's 4 GB... or rounds to it.
-    expect(pod.runtime).toMatchObject({ uptime: expect.any(Number), gpus: [], cpu: { util: expect.any(Number) }, memory: { util: expect.any(Number) } })
+    expect(pod.runtime).toMatchObject({
+      uptime: expect.any(Number),
+      gpus: [],
+      cpu: { util: expect.any(Number) },
+      memory: { util: expect.any(Number) },
+    })
     expect(pod.startedAt).toEqual(expect.stringMatching(/Z$/))
     expect(pod.runtime.ports).toEqual([
       { private: 8080, public: expect.any(Number), type: 'http', ip: '127.0.0.1' },
       { private: 22, public: expect.any(Number), type: 'tcp', ip: '127.0.0.1' },
     ])
-    expect(pod.ssh.direct).toEqual({ host: '127.0.0.1', port: pod.runtime.ports[1].public, username: 'root', command: `ssh root@127.0.0.1 -p ${pod.runtime.ports[1].public}` })
+    expect(pod.ssh.direct).toEqual({
+      host: '127.0.0.1',
+      port: pod.runtime.ports[1].public,
+      username: 'root',
+      command: `ssh root@127.0.0.1 -p ${pod.runtime.ports[1].public}`,
+    })
     const direct = await waitPortAnswers(pod, 8080)
     expect(direct).toMatchObject({ podId: pod.id, port: 8080, ssh: true, jupyter: false })
 
-    const viaProxy = await fetch(`${s.url}/proxy/${pod.id}/8080/env/GREETING`, { headers: { authorization: `Bearer ${s.adminKey}` } })
+    const viaProxy = await fetch(`${s.url}/proxy/${pod.id}/8080/env/GREETING`, {
+      headers: { authorization: `Bearer ${s.adminKey}` },
+    })
     expect(viaProxy.status).toBe(200)
     expect(await viaProxy.json()).toEqual({ value: 'hi' })
     // The key is Hangar's, not the program's: it is checked and not passed on.
     expect((await fetch(`${s.url}/proxy/${pod.id}/8080/`)).status).toBe(401)
-    expect(await (await fetch(`${s.url}/proxy/${pod.id}/8080/env/HTTP_AUTHORIZATION`, { headers: { authorization: `Bearer ${s.adminKey}` } })).json()).toEqual({ value: null })
-    const put = await fetch(`${s.url}/proxy/${pod.id}/8080/files/note.txt`, { method: 'PUT', headers: { authorization: `Bearer ${s.adminKey}`, 'content-type': 'text/plain' }, body: 'kept' })
+    expect(
+      await (
+        await fetch(`${s.url}/proxy/${pod.id}/8080/env/HTTP_AUTHORIZATION`, {
+          headers: { authorization: `Bearer ${s.adminKey}` },
+        })
+      ).json(),
+    ).toEqual({ value: null })
+    const put = await fetch(`${s.url}/proxy/${pod.id}/8080/files/note.txt`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${s.adminKey}`, 'content-type': 'text/plain' },
+      body: 'kept',
+    })
     expect(put.status).toBe(201)
     // 22/tcp is not an HTTP port: the proxy does not serve it.
     expect((await s.api('GET', `/proxy/${pod.id}/22/`)).status).toBe(404)
@@ -57,8 +101,19 @@ describe('pod lifecycle', () => {
   })
 
   it('proxies like /lb: hop-by-hop headers dropped both ways, a port that refuses the connection a 502 problem', async () => {
-    const pod = await waitPod(s, (await createPod(s, podBody({ ports: ['8080/http', '8081/http'], env: { CLOSED_PORTS: '8081' } }))).id, 'RUNNING')
-    await until(() => fetch(portUrl(pod, 8080)).then((r) => r.ok).catch(() => false), 10_000, 'port answering')
+    const pod = await waitPod(
+      s,
+      (await createPod(s, podBody({ ports: ['8080/http', '8081/http'], env: { CLOSED_PORTS: '8081' } }))).id,
+      'RUNNING',
+    )
+    await until(
+      () =>
+        fetch(portUrl(pod, 8080))
+          .then((r) => r.ok)
+          .catch(() => false),
+      10_000,
+      'port answering',
+    )
     // A raw request: fetch refuses to send most of these headers.
     const a = await rawRequest(
       s.url,
@@ -66,7 +121,8 @@ describe('pod lifecycle', () => {
     )
     expect(a.status).toBe(200)
     const seen = JSON.parse(a.body) as Record<string, string>
-    for (const name of ['authorization', 'proxy-authorization', 'te', 'proxy-connection', 'keep-alive', 'x-trace']) expect(seen[name], name).toBeUndefined()
+    for (const name of ['authorization', 'proxy-authorization', 'te', 'proxy-connection', 'keep-alive', 'x-trace'])
+      expect(seen[name], name).toBeUndefined()
     expect(seen['x-app']).toBe('a')
     for (const name of ['proxy-authenticate', 'keep-alive', 'x-hop']) expect(a.headers[name], name).toBeUndefined()
     expect(a.headers['x-kept']).toBe('yes')
@@ -75,20 +131,44 @@ describe('pod lifecycle', () => {
     expect(refused.status).toBe(502)
     expect(refused.headers.get('content-type')).toMatch(/^application\/problem\+json/)
     // Refused by the program's own network (sharing the host's), or accepted by the sandbox's and closed at once.
-    expect(refused.body.detail).toMatch(new RegExp(`^port 8081 of pod ${pod.id} failed the request: (ECONNREFUSED|UND_ERR_SOCKET)$`))
+    expect(refused.body.detail).toMatch(
+      new RegExp(`^port 8081 of pod ${pod.id} failed the request: (ECONNREFUSED|UND_ERR_SOCKET)$`),
+    )
     await s.api('DELETE', `/v2/pods/${pod.id}`)
   })
 
   it('keeps the persistent mount across stop/start, wipes the container disk, destroys the mount on terminate', async () => {
-    const created = await createPod(s, podBody({ gpu: { id: 'NVIDIA L4' }, cpu: undefined, mounts: { persistent: { size: 10, path: '/workspace' } } }))
+    const created = await createPod(
+      s,
+      podBody({ gpu: { id: 'NVIDIA L4' }, cpu: undefined, mounts: { persistent: { size: 10, path: '/workspace' } } }),
+    )
     let pod = await waitPod(s, created.id, 'RUNNING')
-    expect(pod).toMatchObject({ gpu: { id: 'NVIDIA L4', count: 1 }, dataCenterId: 'LOCAL-1', cudaVersion: '12.2', cost: 0.43 })
-    await until(() => fetch(`${portUrl(pod, 8080)}/files/a.txt`, { method: 'PUT', body: 'persisted' }).then((r) => r.status === 201).catch(() => false), 10_000, 'write')
+    expect(pod).toMatchObject({
+      gpu: { id: 'NVIDIA L4', count: 1 },
+      dataCenterId: 'LOCAL-1',
+      cudaVersion: '12.2',
+      cost: 0.43,
+    })
+    await until(
+      () =>
+        fetch(`${portUrl(pod, 8080)}/files/a.txt`, { method: 'PUT', body: 'persisted' })
+          .then((r) => r.status === 201)
+          .catch(() => false),
+      10_000,
+      'write',
+    )
     const firstPid = pidOf((await record(pod.id)).runtimeRef)!
 
     const stopped = await s.api('POST', `/v2/pods/${pod.id}/action`, { action: 'stop' })
     expect(stopped.status).toBe(200)
-    expect(stopped.body).toMatchObject({ status: 'EXITED', actions: ['start', 'terminate'], cost: 0, runtime: null, cudaVersion: '12.2', dataCenterId: 'LOCAL-1' })
+    expect(stopped.body).toMatchObject({
+      status: 'EXITED',
+      actions: ['start', 'terminate'],
+      cost: 0,
+      runtime: null,
+      cudaVersion: '12.2',
+      dataCenterId: 'LOCAL-1',
+    })
     expect(alive(firstPid)).toBe(false)
     expect((await s.api('POST', `/v2/pods/${pod.id}/action`, { action: 'stop' })).status).toBe(409)
 
@@ -129,14 +209,17 @@ describe('pod lifecycle', () => {
   })
 
   it('holds GPUs while it runs: catalog stock falls, a second pod is refused naming what is free', async () => {
-    const stock = async () => (await s.api('GET', '/v2/catalog/gpus/NVIDIA%20H100%2080GB%20HBM3?include=AVAILABILITY&product=POD')).body
+    const stock = async () =>
+      (await s.api('GET', '/v2/catalog/gpus/NVIDIA%20H100%2080GB%20HBM3?include=AVAILABILITY&product=POD')).body
     expect((await stock()).stock).toEqual({ total: 1, free: 1 })
     const created = await createPod(s, podBody({ gpu: { id: 'NVIDIA H100 80GB HBM3' }, cpu: undefined }))
     expect((await stock()).stock).toEqual({ total: 1, free: 0 })
     expect((await stock()).availability).toBe('NONE')
     const refused = await s.api('POST', '/v2/pods', podBody({ gpu: { id: 'NVIDIA H100 80GB HBM3' }, cpu: undefined }))
     expect(refused.status).toBe(400)
-    expect(refused.body.errors).toEqual(['gpu: no capacity for 1 x NVIDIA H100 80GB HBM3: all GPUs of the selected GPU types (NVIDIA H100 80GB HBM3) are in use; 0 of 1 NVIDIA H100 80GB HBM3 GPUs are free'])
+    expect(refused.body.errors).toEqual([
+      'gpu: no capacity for 1 x NVIDIA H100 80GB HBM3: all GPUs of the selected GPU types (NVIDIA H100 80GB HBM3) are in use; 0 of 1 NVIDIA H100 80GB HBM3 GPUs are free',
+    ])
     await waitPod(s, created.id, 'RUNNING')
     await s.api('POST', `/v2/pods/${created.id}/action`, { action: 'stop' })
     expect((await stock()).stock).toEqual({ total: 1, free: 1 })
@@ -144,7 +227,9 @@ describe('pod lifecycle', () => {
     const other = await createPod(s, podBody({ gpu: { id: 'NVIDIA H100 80GB HBM3' }, cpu: undefined }))
     const start = await s.api('POST', `/v2/pods/${created.id}/action`, { action: 'start' })
     expect(start.status).toBe(400)
-    expect(start.body.errors[0]).toMatch(/^gpu: no capacity for 1 x NVIDIA H100 80GB HBM3: .*0 of 1 NVIDIA H100 80GB HBM3 GPUs are free$/)
+    expect(start.body.errors[0]).toMatch(
+      /^gpu: no capacity for 1 x NVIDIA H100 80GB HBM3: .*0 of 1 NVIDIA H100 80GB HBM3 GPUs are free$/,
+    )
     expect((await s.api('GET', `/v2/pods/${created.id}`)).body.status).toBe('EXITED')
     await s.api('DELETE', `/v2/pods/${other.id}`)
     await s.api('DELETE', `/v2/pods/${created.id}`)
@@ -158,7 +243,9 @@ describe('pod lifecycle', () => {
     const failed = await waitPod(s, bad.id, 'ERROR')
     expect(failed).toMatchObject({ actions: ['start', 'terminate'], runtime: null, cost: 0.06 })
     const lines = await readPodLogs(s, bad.id, { query: 'tail=1000', match: /the program failed/ })
-    expect(lines.filter((e) => e.data.source === 'system').map((e) => e.data.line)).toContain('the program failed (exit code 3): ERROR')
+    expect(lines.filter((e) => e.data.source === 'system').map((e) => e.data.line)).toContain(
+      'the program failed (exit code 3): ERROR',
+    )
     // A program that cannot start at all is ERROR too, and says why.
     const broken = await createPod(s, podBody({ image: 'no/such-image:1' }))
     await waitPod(s, broken.id, 'ERROR')
@@ -209,7 +296,16 @@ describe('pod lifecycle', () => {
     expect(applied.body).toMatchObject({ locked: false, env: { A: '2' } })
     const pod = await waitPod(s, created.id, 'RUNNING')
     expect(alive(firstPid)).toBe(false)
-    expect(await until(() => fetch(`${portUrl(pod, 8080)}/env/A`).then((r) => r.json()).catch(() => undefined), 10_000, 'port')).toEqual({ value: '2' })
+    expect(
+      await until(
+        () =>
+          fetch(`${portUrl(pod, 8080)}/env/A`)
+            .then((r) => r.json())
+            .catch(() => undefined),
+        10_000,
+        'port',
+      ),
+    ).toEqual({ value: '2' })
     await s.api('DELETE', `/v2/pods/${created.id}`)
   })
 })

@@ -26,7 +26,10 @@ const LIMIT_PER_POD = 24 * KiB
 describe('pod memory', () => {
   let s: TestServer
   beforeAll(async () => {
-    s = await startTestServer({ jobs: { stopGraceMs: 600_000 }, images: { 'test/chatty:latest': { command: [process.execPath, '-e', CHATTY] } } })
+    s = await startTestServer({
+      jobs: { stopGraceMs: 600_000 },
+      images: { 'test/chatty:latest': { command: [process.execPath, '-e', CHATTY] } },
+    })
   })
   afterAll(async () => {
     await terminateAll(s)

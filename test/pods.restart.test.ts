@@ -20,17 +20,41 @@ describe('pods across a control-plane crash', () => {
   })
 
   const call = async (url: string, method: string, path: string, body?: unknown) => {
-    const res = await fetch(url + path, { method, headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) }, body: body === undefined ? undefined : JSON.stringify(body) })
+    const res = await fetch(url + path, {
+      method,
+      headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    })
     const text = await res.text()
     return { status: res.status, body: text ? JSON.parse(text) : undefined }
   }
-  const waitRunning = (url: string, id: string) => until(async () => ((await call(url, 'GET', `/v2/pods/${id}`)).body?.status === 'RUNNING' ? (await call(url, 'GET', `/v2/pods/${id}`)).body : undefined), 20_000, `pod ${id} RUNNING`)
+  const waitRunning = (url: string, id: string) =>
+    until(
+      async () =>
+        (await call(url, 'GET', `/v2/pods/${id}`)).body?.status === 'RUNNING'
+          ? (await call(url, 'GET', `/v2/pods/${id}`)).body
+          : undefined,
+      20_000,
+      `pod ${id} RUNNING`,
+    )
   /** The pid of the pod's program, from the process runtime's record beside it. */
-  const programPid = (id: string) => pidOf(JSON.parse(readFileSync(join(dataDir, 'pods', id, 'workload.json'), 'utf8')).ref)!
-  const info = (pod: any) => until(() => fetch(portUrl(pod, 8080)).then((r) => r.json()).catch(() => undefined), 10_000, 'pod port')
+  const programPid = (id: string) =>
+    pidOf(JSON.parse(readFileSync(join(dataDir, 'pods', id, 'workload.json'), 'utf8')).ref)!
+  const info = (pod: any) =>
+    until(
+      () =>
+        fetch(portUrl(pod, 8080))
+          .then((r) => r.json())
+          .catch(() => undefined),
+      10_000,
+      'pod port',
+    )
   const logLines = async (url: string, id: string) => {
     const ac = new AbortController()
-    const res = await fetch(`${url}/v2/pods/${id}/logs?tail=1000&source=system`, { headers: { authorization: `Bearer ${key}` }, signal: ac.signal })
+    const res = await fetch(`${url}/v2/pods/${id}/logs?tail=1000&source=system`, {
+      headers: { authorization: `Bearer ${key}` },
+      signal: ac.signal,
+    })
     let text = ''
     const reader = (res.body as ReadableStream<Uint8Array>).getReader()
     const end = Date.now() + 1_000
@@ -43,14 +67,24 @@ describe('pods across a control-plane crash', () => {
     return [...text.matchAll(/^data: (.*)$/gm)].map((m) => JSON.parse(m[1]).line as string)
   }
 
-  it('adopts pods whose program still runs, restarts (and says so) those whose program is gone, removes orphans', { timeout: 120_000 }, async () => {
+  it('adopts pods whose program still runs, restarts (and says so) those whose program is gone, removes orphans', {
+    timeout: 120_000,
+  }, async () => {
     // Two `hangar serve` starts: on a loaded machine each can take many seconds.
     const first = await spawnServe(dataDir, { HANGAR_ADMIN_API_KEY: key })
     servers.push(first)
     const body = (name: string, extra: object) => ({ name, image: 'hangar/pod:latest', ports: ['8080/http'], ...extra })
-    const kept = (await call(first.url, 'POST', '/v2/pods', body('kept', { gpu: { id: 'NVIDIA L4' }, mounts: { persistent: { size: 10, path: '/workspace' } } }))).body
+    const kept = (
+      await call(
+        first.url,
+        'POST',
+        '/v2/pods',
+        body('kept', { gpu: { id: 'NVIDIA L4' }, mounts: { persistent: { size: 10, path: '/workspace' } } }),
+      )
+    ).body
     const lost = (await call(first.url, 'POST', '/v2/pods', body('lost', { cpu: { id: 'cpu3c', vcpuCount: 2 } }))).body
-    const orphan = (await call(first.url, 'POST', '/v2/pods', body('orphan', { cpu: { id: 'cpu3c', vcpuCount: 2 } }))).body
+    const orphan = (await call(first.url, 'POST', '/v2/pods', body('orphan', { cpu: { id: 'cpu3c', vcpuCount: 2 } })))
+      .body
     const keptPod = await waitRunning(first.url, kept.id)
     await waitRunning(first.url, lost.id)
     await waitRunning(first.url, orphan.id)
@@ -81,7 +115,9 @@ describe('pods across a control-plane crash', () => {
     expect(programPid(kept.id)).toBe(keptPid)
     expect(await info(adopted)).toMatchObject({ boots: 1 })
     // Its GPU is still held: the catalog shows it taken.
-    expect((await call(second.url, 'GET', '/v2/catalog/gpus/NVIDIA%20L4?include=AVAILABILITY&product=POD')).body.stock).toEqual({ total: 1, free: 0 })
+    expect(
+      (await call(second.url, 'GET', '/v2/catalog/gpus/NVIDIA%20L4?include=AVAILABILITY&product=POD')).body.stock,
+    ).toEqual({ total: 1, free: 0 })
     // Restarted: never RUNNING without a program; its log says what happened.
     const restarted = await waitRunning(second.url, lost.id)
     const newPid = programPid(lost.id)
@@ -89,7 +125,9 @@ describe('pods across a control-plane crash', () => {
     expect(newPid).not.toBe(lostPid)
     expect(alive(newPid)).toBe(true)
     expect(await info(restarted)).toMatchObject({ podId: lost.id })
-    expect(await logLines(second.url, lost.id)).toContain('the control plane restarted and the program was gone: starting it again')
+    expect(await logLines(second.url, lost.id)).toContain(
+      'the control plane restarted and the program was gone: starting it again',
+    )
 
     // No program runs that no pod claims.
     expect(alive(orphanPid)).toBe(false)

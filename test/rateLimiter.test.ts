@@ -10,7 +10,13 @@ describe('RateLimiter.quota headers', () => {
     const clock = new ManualClock()
     clock.set(Math.floor(Date.now() / 86_400_000) * 86_400_000 + 59_500)
     const quotas = { minute: 3, hour: 1000, day: 999_999 }
-    const limiter = new RateLimiter({ counters: new MemoryCounterStore(), clock, quotas, perWorker: { rate: 1, concurrent: 1 }, runningWorkers: () => 0 })
+    const limiter = new RateLimiter({
+      counters: new MemoryCounterStore(),
+      clock,
+      quotas,
+      perWorker: { rate: 1, concurrent: 1 },
+      runningWorkers: () => 0,
+    })
     // The count and start of each window, as the limiter should see them: the minute rolls over after the first call.
     const counts = { minute: 0, hour: 0, day: 0 }
     const starts = { minute: -1, hour: -1, day: -1 }
@@ -24,7 +30,13 @@ describe('RateLimiter.quota headers', () => {
       const expected = serializeList(
         QUOTA_WINDOWS.map((w) => {
           const resetMs = (Math.floor(now / w.ms) + 1) * w.ms - now
-          return [w.name, new Map([['r', Math.max(0, quotas[w.name] - counts[w.name])], ['t', Math.ceil(resetMs / 1000)]])]
+          return [
+            w.name,
+            new Map([
+              ['r', Math.max(0, quotas[w.name] - counts[w.name])],
+              ['t', Math.ceil(resetMs / 1000)],
+            ]),
+          ]
         }),
       )
       // Past the minute's 3 the call throws 429, carrying the same headers.

@@ -27,11 +27,23 @@ describe('management API quotas', () => {
     const key = await s.accountKey('quota-a')
     const first = await s.api('GET', '/v2/catalog/cpus', undefined, key)
     expect(first.status).toBe(200)
-    expect(members(first.headers.get('ratelimit-policy'))).toEqual({ minute: { q: 3, w: 60 }, hour: { q: 100, w: 3600 }, day: { q: 1000, w: 86400 } })
-    expect(members(first.headers.get('ratelimit'))).toEqual({ minute: { r: 2, t: 60 }, hour: { r: 99, t: 3600 }, day: { r: 999, t: 86400 } })
+    expect(members(first.headers.get('ratelimit-policy'))).toEqual({
+      minute: { q: 3, w: 60 },
+      hour: { q: 100, w: 3600 },
+      day: { q: 1000, w: 86400 },
+    })
+    expect(members(first.headers.get('ratelimit'))).toEqual({
+      minute: { r: 2, t: 60 },
+      hour: { r: 99, t: 3600 },
+      day: { r: 999, t: 86400 },
+    })
     clock.advance(15_000)
     const second = await s.api('GET', '/v2/catalog/cpus', undefined, key)
-    expect(members(second.headers.get('ratelimit'))).toEqual({ minute: { r: 1, t: 45 }, hour: { r: 98, t: 3585 }, day: { r: 998, t: 86385 } })
+    expect(members(second.headers.get('ratelimit'))).toEqual({
+      minute: { r: 1, t: 45 },
+      hour: { r: 98, t: 3585 },
+      day: { r: 998, t: 86385 },
+    })
   })
 
   it('answers 429 at the quota, naming the window, with Retry-After and the headers', async () => {
@@ -60,7 +72,8 @@ describe('management API quotas', () => {
     }
     await s.api('POST', '/v2/admin/accounts', { name: 'exempt-co', rateLimitExempt: true })
     const key = (await s.api('POST', '/v2/admin/keys', { account: 'exempt-co', permission: 'ALL' })).body.key
-    for (let i = 0; i < 5; i++) expect((await s.api('GET', '/v2/catalog/gpus', undefined, key)).headers.get('ratelimit')).toBeNull()
+    for (let i = 0; i < 5; i++)
+      expect((await s.api('GET', '/v2/catalog/gpus', undefined, key)).headers.get('ratelimit')).toBeNull()
   })
 
   it('sends no headers on unauthenticated responses', async () => {
@@ -79,7 +92,14 @@ describe('two control-plane processes sharing Redis', { timeout: 120_000 }, () =
     const configFile = join(dir, 'config.json')
     // Only the hour window is small, so a minute rolling over mid-test cannot hand out extra requests.
     // Both replicas share one SQLite data dir (one set of accounts and keys), so its lock is off.
-    writeFileSync(configFile, JSON.stringify({ redisUrl: 'redis://127.0.0.1:6379', lockDataDir: false, rateLimits: { management: { minute: 1000, hour: 6, day: 1000 } } }))
+    writeFileSync(
+      configFile,
+      JSON.stringify({
+        redisUrl: 'redis://127.0.0.1:6379',
+        lockDataDir: false,
+        rateLimits: { management: { minute: 1000, hour: 6, day: 1000 } },
+      }),
+    )
     const env = { HANGAR_CONFIG: configFile }
     const a = await spawnServe(join(dir, 'data'), env)
     const b = await spawnServe(join(dir, 'data'), env)
@@ -88,8 +108,15 @@ describe('two control-plane processes sharing Redis', { timeout: 120_000 }, () =
       const admin = { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' }
       // A unique account name, so runs against the same Redis never share counters.
       const name = `replica-${Date.now()}`
-      expect((await fetch(`${a.url}/v2/admin/accounts`, { method: 'POST', headers: admin, body: JSON.stringify({ name }) })).status).toBe(201)
-      const created = await fetch(`${b.url}/v2/admin/keys`, { method: 'POST', headers: admin, body: JSON.stringify({ account: name, permission: 'ALL' }) })
+      expect(
+        (await fetch(`${a.url}/v2/admin/accounts`, { method: 'POST', headers: admin, body: JSON.stringify({ name }) }))
+          .status,
+      ).toBe(201)
+      const created = await fetch(`${b.url}/v2/admin/keys`, {
+        method: 'POST',
+        headers: admin,
+        body: JSON.stringify({ account: name, permission: 'ALL' }),
+      })
       const key = ((await created.json()) as { key: string }).key
       const statuses: number[] = []
       for (let i = 0; i < 8; i++) {

@@ -26,14 +26,18 @@ describe('registries', () => {
   const raw = async (method: string, path: string, body?: unknown, key = alice) => {
     const res = await fetch(s.url + path, {
       method,
-      headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `Bearer ${key}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     })
     const text = await res.text()
     seen.push(text)
     return { status: res.status, text, body: text ? JSON.parse(text) : undefined }
   }
-  const accountId = async (name: string): Promise<string> => (await s.api('GET', '/v2/admin/accounts')).body.accounts.find((a: { name: string }) => a.name === name).id
+  const accountId = async (name: string): Promise<string> =>
+    (await s.api('GET', '/v2/admin/accounts')).body.accounts.find((a: { name: string }) => a.name === name).id
 
   it('creates, lists, gets and deletes a credential, showing only id and name', async () => {
     const created = await raw('POST', '/v2/registries', { name: 'docker-hub', username: USERNAME, password: PASSWORD })
@@ -55,7 +59,12 @@ describe('registries', () => {
   })
 
   it('rejects unknown keys and empty or missing secrets with 422, without echoing them', async () => {
-    const extra = await raw('POST', '/v2/registries', { name: 'x', username: USERNAME, password: PASSWORD, url: 'ghcr.io' })
+    const extra = await raw('POST', '/v2/registries', {
+      name: 'x',
+      username: USERNAME,
+      password: PASSWORD,
+      url: 'ghcr.io',
+    })
     expect(extra.status).toBe(422)
     expect(extra.body.errors).toEqual(["$: additional properties 'url' not allowed"])
     const empty = await raw('POST', '/v2/registries', { name: 'x', username: '', password: PASSWORD })
@@ -112,17 +121,27 @@ describe('registries', () => {
 
   it('refuses to delete a credential an endpoint of the account pulls with', async () => {
     const reg = await raw('POST', '/v2/registries', { name: 'in-use', username: 'u', password: 'p' })
-    await s.hangar.store.endpoints.insert({ id: 'ep_pulls', accountId: await accountId('reg-alice'), createdAt: new Date().toISOString(), registry: reg.body.id } as never)
+    await s.hangar.store.endpoints.insert({
+      id: 'ep_pulls',
+      accountId: await accountId('reg-alice'),
+      createdAt: new Date().toISOString(),
+      registry: reg.body.id,
+    } as never)
     const r = await raw('DELETE', `/v2/registries/${reg.body.id}`)
     expect(r.status).toBe(400)
-    expect(r.body.errors).toEqual([`registry: "${reg.body.id}" is used by endpoint ep_pulls; change their registry first`])
+    expect(r.body.errors).toEqual([
+      `registry: "${reg.body.id}" is used by endpoint ep_pulls; change their registry first`,
+    ])
     expect((await raw('GET', `/v2/registries/${reg.body.id}`)).status).toBe(200)
     await s.hangar.store.endpoints.delete('ep_pulls')
   })
 
   describe('delegations', () => {
     it('creates, lists and deletes a delegation parsed from an ECR ARN', async () => {
-      const created = await raw('POST', '/v2/registries/delegations', { resource: 'arn:aws:ecr:eu-west-1:123456789012:repository/team/worker:v2', name: 'worker' })
+      const created = await raw('POST', '/v2/registries/delegations', {
+        resource: 'arn:aws:ecr:eu-west-1:123456789012:repository/team/worker:v2',
+        name: 'worker',
+      })
       expect(created.status).toBe(201)
       expect(created.body).toEqual({
         id: expect.stringMatching(/^dlg_/),
@@ -135,7 +154,9 @@ describe('registries', () => {
         dockerRegistryUri: '123456789012.dkr.ecr.eu-west-1.amazonaws.com',
         createdAt: expect.stringMatching(/Z$/),
       })
-      const untagged = await raw('POST', '/v2/registries/delegations', { resource: 'arn:aws:ecr:us-east-1:123456789012:repository/base' })
+      const untagged = await raw('POST', '/v2/registries/delegations', {
+        resource: 'arn:aws:ecr:us-east-1:123456789012:repository/base',
+      })
       expect(untagged.body).toMatchObject({ name: null, tag: 'latest', repository: 'base' })
       const list = await raw('GET', '/v2/registries/delegations')
       expect(list.body.delegations.map((d: { id: string }) => d.id)).toEqual([created.body.id, untagged.body.id])
@@ -146,12 +167,21 @@ describe('registries', () => {
     })
 
     it.each([
-      ['not-an-arn', 'resource: "not-an-arn" is not an ARN; expected arn:aws:ecr:<region>:<account>:repository/<name>[:<tag>]'],
-      ['arn:aws:s3:us-east-1:123456789012:repository/x1', 'resource: service "s3" is not "ecr"; only container repositories can be delegated'],
+      [
+        'not-an-arn',
+        'resource: "not-an-arn" is not an ARN; expected arn:aws:ecr:<region>:<account>:repository/<name>[:<tag>]',
+      ],
+      [
+        'arn:aws:s3:us-east-1:123456789012:repository/x1',
+        'resource: service "s3" is not "ecr"; only container repositories can be delegated',
+      ],
       ['arn:aws:ecr:mars:123456789012:repository/x1', 'resource: region "mars" is not a region name like us-east-1'],
       ['arn:aws:ecr:us-east-1:1234:repository/x1', 'resource: account "1234" must be 12 digits'],
       ['arn:aws:ecr:us-east-1:123456789012:bucket/x1', 'resource: resource "bucket/x1" must start with "repository/"'],
-      ['arn:aws:ecr:us-east-1:123456789012:repository/Upper', 'resource: repository name "Upper" must be 2-256 lower-case characters: letters, digits and . _ - / between them'],
+      [
+        'arn:aws:ecr:us-east-1:123456789012:repository/Upper',
+        'resource: repository name "Upper" must be 2-256 lower-case characters: letters, digits and . _ - / between them',
+      ],
     ])('rejects %s with 422 naming the bad part', async (resource, error) => {
       const r = await raw('POST', '/v2/registries/delegations', { resource })
       expect(r.status).toBe(422)
@@ -159,7 +189,10 @@ describe('registries', () => {
     })
 
     it('rejects unknown keys with 422', async () => {
-      const r = await raw('POST', '/v2/registries/delegations', { resource: 'arn:aws:ecr:us-east-1:123456789012:repository/x1', awsRegion: 'x' })
+      const r = await raw('POST', '/v2/registries/delegations', {
+        resource: 'arn:aws:ecr:us-east-1:123456789012:repository/x1',
+        awsRegion: 'x',
+      })
       expect(r.body.errors).toEqual(["$: additional properties 'awsRegion' not allowed"])
     })
   })
@@ -171,7 +204,12 @@ describe('RegistryService credentials', () => {
     try {
       const clock = { now: () => Date.now() }
       const store = new SqliteStore(join(dir, 'h.db'))
-      await store.accounts.insert({ id: 'acc_1', name: 'one', rateLimitExempt: false, createdAt: new Date().toISOString() })
+      await store.accounts.insert({
+        id: 'acc_1',
+        name: 'one',
+        rateLimitExempt: false,
+        createdAt: new Date().toISOString(),
+      })
       const first = new RegistryService({ store, clock, secrets: SecretBox.open(join(dir, 'secret.key')) })
       const { id } = await first.create('acc_1', { name: 'n', username: USERNAME, password: PASSWORD })
       const again = new RegistryService({ store, clock, secrets: SecretBox.open(join(dir, 'secret.key')) })

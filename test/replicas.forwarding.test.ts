@@ -33,7 +33,19 @@ function pidsWithEnv(entry: string): number[] {
 
 /** Processes running in the data dir (workers, pod programs), for the cleanup. */
 function programsIn(dataDir: string): number[] {
-  return readdirSync('/proc').filter((d) => /^\d+$/.test(d) && (() => { try { return readlinkSync(`/proc/${d}/cwd`).startsWith(dataDir) } catch { return false } })()).map(Number)
+  return readdirSync('/proc')
+    .filter(
+      (d) =>
+        /^\d+$/.test(d) &&
+        (() => {
+          try {
+            return readlinkSync(`/proc/${d}/cwd`).startsWith(dataDir)
+          } catch {
+            return false
+          }
+        })(),
+    )
+    .map(Number)
 }
 
 /** The parent of a process. */
@@ -46,11 +58,14 @@ function parentOf(pid: number): number {
 function getWithHost(base: string, path: string, host: string, key: string): Promise<{ status: number; body: string }> {
   const u = new URL(base)
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: u.hostname, port: u.port, path, headers: { host, authorization: `Bearer ${key}` } }, (res) => {
-      let body = ''
-      res.on('data', (c) => (body += c))
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }))
-    })
+    const req = http.request(
+      { host: u.hostname, port: u.port, path, headers: { host, authorization: `Bearer ${key}` } },
+      (res) => {
+        let body = ''
+        res.on('data', (c) => (body += c))
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }))
+      },
+    )
     req.on('error', reject)
     req.end()
   })
@@ -65,8 +80,18 @@ describe.skipIf(!available)('requests that need the leader, sent to a follower',
   let key = ''
   /** The load-balancing endpoint of the first test. */
   let ep = ''
-  const call = async (r: Replica, path: string, method = 'GET', body?: unknown, headers: Record<string, string> = {}) => {
-    const res = await fetch(r.url + path, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers }, body: body === undefined ? undefined : JSON.stringify(body) })
+  const call = async (
+    r: Replica,
+    path: string,
+    method = 'GET',
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ) => {
+    const res = await fetch(r.url + path, {
+      method,
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    })
     return { status: res.status, headers: res.headers, body: (await res.json().catch(() => null)) as any }
   }
 
@@ -74,7 +99,15 @@ describe.skipIf(!available)('requests that need the leader, sent to a follower',
     const configFile = join(dataDir, 'config.json')
     writeFileSync(
       configFile,
-      JSON.stringify({ host: '127.0.0.1', port: 0, logLevel: 'info', fleet: { detectGpus: false }, databaseUrl: PG_TEST_URL, databaseSchema: schema, loadBalancer: { domain: LB_DOMAIN } }),
+      JSON.stringify({
+        host: '127.0.0.1',
+        port: 0,
+        logLevel: 'info',
+        fleet: { detectGpus: false },
+        databaseUrl: PG_TEST_URL,
+        databaseSchema: schema,
+        loadBalancer: { domain: LB_DOMAIN },
+      }),
     )
     // One after the other: the first creates the schema and the admin key, and leads.
     leader = await startReplica('a', dataDir, configFile)
@@ -85,7 +118,11 @@ describe.skipIf(!available)('requests that need the leader, sent to a follower',
     expect(leads(leader)).toBe(true)
     expect(leads(follower)).toBe(false)
     // The follower learns the leader's address at its next try of the lock (every second).
-    await until(async () => (await call(follower, '/v2/pods')).status === 200, 10_000, 'the follower forwarding to the leader')
+    await until(
+      async () => (await call(follower, '/v2/pods')).status === 200,
+      10_000,
+      'the follower forwarding to the leader',
+    )
   }, 60_000)
 
   afterAll(async () => {
@@ -110,7 +147,11 @@ describe.skipIf(!available)('requests that need the leader, sent to a follower',
     ep = created.body.id as string
 
     // A cold start: the request waits on the leader while its scaler starts a worker.
-    const echoed = await fetch(`${follower.url}/lb/${ep}/echo`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'text/plain' }, body: 'through the follower' })
+    const echoed = await fetch(`${follower.url}/lb/${ep}/echo`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'text/plain' },
+      body: 'through the follower',
+    })
     expect(echoed.status).toBe(200)
     expect(await echoed.text()).toBe('through the follower')
     const workerId = echoed.headers.get('x-worker-id')
@@ -127,7 +168,9 @@ describe.skipIf(!available)('requests that need the leader, sent to a follower',
     expect(byHost.status).toBe(200)
     expect(JSON.parse(byHost.body)).toEqual({ worker: workerId })
 
-    const ws = new WebSocket(`${follower.url.replace('http', 'ws')}/lb/${ep}/ws`, { headers: { authorization: `Bearer ${key}` } })
+    const ws = new WebSocket(`${follower.url.replace('http', 'ws')}/lb/${ep}/ws`, {
+      headers: { authorization: `Bearer ${key}` },
+    })
     const reply = await new Promise<string>((resolve, reject) => {
       ws.once('open', () => ws.send('hello over two hops'))
       ws.once('message', (data) => resolve(String(data)))
@@ -139,23 +182,41 @@ describe.skipIf(!available)('requests that need the leader, sent to a follower',
     // The leader still authenticates what the follower hands on.
     expect((await fetch(`${follower.url}/lb/${ep}/whoami`)).status).toBe(401)
     const refused = new WebSocket(`${follower.url.replace('http', 'ws')}/lb/${ep}/ws`)
-    const status = await new Promise<number>((resolve) => refused.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0)))
+    const status = await new Promise<number>((resolve) =>
+      refused.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0)),
+    )
     expect(status).toBe(401)
   }, 60_000)
 
   it('creates, stops, starts and terminates a pod through the follower, its program run once, by the leader', async () => {
-    const created = await call(follower, '/v2/pods', 'POST', { name: 'fwd-pod', image: 'hangar/pod:latest', cpu: { id: 'cpu3c', vcpuCount: 2 }, ports: ['8080/http'] })
+    const created = await call(follower, '/v2/pods', 'POST', {
+      name: 'fwd-pod',
+      image: 'hangar/pod:latest',
+      cpu: { id: 'cpu3c', vcpuCount: 2 },
+      ports: ['8080/http'],
+    })
     expect(created.status).toBe(201)
     const id = created.body.id as string
     const programs = () => pidsWithEnv(`RUNPOD_POD_ID=${id}`)
     const running = async () => {
-      await until(async () => (await call(follower, `/v2/pods/${id}`)).body?.status === 'RUNNING', 20_000, 'pod RUNNING')
+      await until(
+        async () => (await call(follower, `/v2/pods/${id}`)).body?.status === 'RUNNING',
+        20_000,
+        'pod RUNNING',
+      )
       await until(async () => programs().length === 1, 10_000, 'one program')
       // The leader's PodService started it: the workload is the leader's child.
       expect(parentOf(programs()[0])).toBe(leader.proc.pid)
     }
     await running()
-    const first = await until(async () => (await call(follower, `/proxy/${id}/8080/`)).body?.podId ? (await call(follower, `/proxy/${id}/8080/`)).body : undefined, 10_000, 'pod port through the proxy')
+    const first = await until(
+      async () =>
+        (await call(follower, `/proxy/${id}/8080/`)).body?.podId
+          ? (await call(follower, `/proxy/${id}/8080/`)).body
+          : undefined,
+      10_000,
+      'pod port through the proxy',
+    )
     expect(first).toMatchObject({ podId: id, port: 8080 })
     const firstPid = programs()[0]
 
@@ -166,12 +227,21 @@ describe.skipIf(!available)('requests that need the leader, sent to a follower',
 
     expect((await call(follower, `/v2/pods/${id}/action`, 'POST', { action: 'start' })).status).toBe(200)
     await running()
-    const second = await until(async () => (await call(follower, `/proxy/${id}/8080/`)).body?.podId ? (await call(follower, `/proxy/${id}/8080/`)).body : undefined, 10_000, 'pod port after the start')
+    const second = await until(
+      async () =>
+        (await call(follower, `/proxy/${id}/8080/`)).body?.podId
+          ? (await call(follower, `/proxy/${id}/8080/`)).body
+          : undefined,
+      10_000,
+      'pod port after the start',
+    )
     expect(second).toMatchObject({ podId: id, port: 8080 })
     expect(programs()).not.toContain(firstPid)
 
     // Its log streams live from the leader: the request above is in it.
-    const logs = await fetch(`${follower.url}/v2/pods/${id}/logs?tail=50`, { headers: { authorization: `Bearer ${key}` } })
+    const logs = await fetch(`${follower.url}/v2/pods/${id}/logs?tail=50`, {
+      headers: { authorization: `Bearer ${key}` },
+    })
     expect(logs.headers.get('content-type')).toBe('text/event-stream')
     const reader = logs.body!.getReader()
     let text = ''

@@ -14,7 +14,10 @@ import { until } from './helpers/until.js'
 const REDIS_URL = process.env.HANGAR_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
 const available = await pgAvailableOrSkip('the replica test')
 const missing = pythonSdkMissing()
-if (missing) console.warn(`skipping the replica failover test, whose workers run the Python runpod SDK: ${missing} (set HANGAR_REQUIRE_PYTHON=1 to fail instead)`)
+if (missing)
+  console.warn(
+    `skipping the replica failover test, whose workers run the Python runpod SDK: ${missing} (set HANGAR_REQUIRE_PYTHON=1 to fail instead)`,
+  )
 
 /**
  * The load balancer in front of the replicas, as workers reach the control plane: round robin over those
@@ -34,11 +37,14 @@ function balancer(targets: () => Replica[]) {
         if (live.length === 0) return void res.writeHead(502).end()
         const t = live[next++ % live.length]
         const u = new URL(t.url)
-        const up = http.request({ host: u.hostname, port: u.port, method: req.method, path: req.url, headers: req.headers }, (r) => {
-          if (/job-take|job-done|ping/.test(req.url ?? '')) served.set(t.name, (served.get(t.name) ?? 0) + 1)
-          res.writeHead(r.statusCode ?? 502, r.headers)
-          r.pipe(res)
-        })
+        const up = http.request(
+          { host: u.hostname, port: u.port, method: req.method, path: req.url, headers: req.headers },
+          (r) => {
+            if (/job-take|job-done|ping/.test(req.url ?? '')) served.set(t.name, (served.get(t.name) ?? 0) + 1)
+            res.writeHead(r.statusCode ?? 502, r.headers)
+            r.pipe(res)
+          },
+        )
         up.on('error', () => {
           failed.add(t)
           if (res.headersSent) res.destroy()
@@ -106,7 +112,8 @@ function workerLogs(dataDir: string): { runs: Map<string, number>; refused: stri
     } catch {
       continue
     }
-    for (const m of text.matchAll(/"requestId": "([^"]+)", "message": "Started\."/g)) runs.set(m[1], (runs.get(m[1]) ?? 0) + 1)
+    for (const m of text.matchAll(/"requestId": "([^"]+)", "message": "Started\."/g))
+      runs.set(m[1], (runs.get(m[1]) ?? 0) + 1)
     for (const line of text.split('\n')) if (line.includes('Failed to return job results')) refused.push(line)
   }
   return { runs, refused }
@@ -117,7 +124,11 @@ function workerLogs(dataDir: string): { runs: Map<string, number>; refused: stri
  * starts it with the worker's variables): the ping URL's path and query, and the worker's key.
  */
 function heartbeatOf(pid: number): { path: string; key: string } {
-  const env = new Map(readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]))
+  const env = new Map(
+    readFileSync(`/proc/${pid}/environ`, 'utf8')
+      .split('\0')
+      .map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]),
+  )
   const url = new URL(env.get('RUNPOD_WEBHOOK_PING') ?? '')
   return { path: url.pathname + url.search, key: env.get('RUNPOD_AI_API_KEY') ?? '' }
 }
@@ -125,7 +136,8 @@ function heartbeatOf(pid: number): { path: string; key: string } {
 /** The fleet: enough workers that results are being posted while the survivor takes over. */
 const WORKERS = 5
 
-const listen = (s: http.Server) => new Promise<number>((resolve) => s.listen(0, '127.0.0.1', () => resolve((s.address() as AddressInfo).port)))
+const listen = (s: http.Server) =>
+  new Promise<number>((resolve) => s.listen(0, '127.0.0.1', () => resolve((s.address() as AddressInfo).port)))
 
 /**
  * Two `hangar serve` processes on one PostgreSQL and one data dir, their workers Python programs on the
@@ -184,7 +196,11 @@ describe.skipIf(!available || missing !== null)('two control-plane replicas on o
 
     const key = readFileSync(join(dataDir, 'admin-key'), 'utf8').trim()
     const call = async (r: Replica, path: string, method = 'GET', body?: unknown) => {
-      const res = await fetch(r.url + path, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })
+      const res = await fetch(r.url + path, {
+        method,
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      })
       return { status: res.status, body: (await res.json().catch(() => null)) as any }
     }
     const created = await call(b, '/v2/serverless', 'POST', {
@@ -199,7 +215,13 @@ describe.skipIf(!available || missing !== null)('two control-plane replicas on o
     const ep = created.body.id as string
 
     // The fleet is up before the load starts, so that the leader dies with every worker busy.
-    await until(async () => (await db.query(`SELECT count(*)::int AS n FROM "${schema}".workers WHERE state = 'READY'`)).rows[0].n === WORKERS, 60_000, 'the workers ready')
+    await until(
+      async () =>
+        (await db.query(`SELECT count(*)::int AS n FROM "${schema}".workers WHERE state = 'READY'`)).rows[0].n ===
+        WORKERS,
+      60_000,
+      'the workers ready',
+    )
 
     // Jobs of 200 ms go to both replicas, and keep arriving at the survivor after the kill.
     const accepted: string[] = []
@@ -210,7 +232,12 @@ describe.skipIf(!available || missing !== null)('two control-plane replicas on o
       )
     const first = Array.from({ length: 200 }, (_, i) => submit(i % 2 ? a : b, i))
     // A job submitted on a follower wakes a worker long-polling anywhere.
-    await until(async () => (await db.query(`SELECT count(*)::int AS n FROM "${schema}".jobs WHERE status = 'COMPLETED'`)).rows[0].n >= 40, 30_000, 'first completions')
+    await until(
+      async () =>
+        (await db.query(`SELECT count(*)::int AS n FROM "${schema}".jobs WHERE status = 'COMPLETED'`)).rows[0].n >= 40,
+      30_000,
+      'first completions',
+    )
     expect(lb.served.get('a') ?? 0).toBeGreaterThan(0)
     expect(lb.served.get('b') ?? 0).toBeGreaterThan(0)
 
@@ -245,7 +272,11 @@ describe.skipIf(!available || missing !== null)('two control-plane replicas on o
     })()
     await until(async () => leads(b), 10_000, 'a new leader')
     expect(Date.now() - killedAt).toBeLessThan(5_000)
-    await until(async () => b.out().split('worker of the previous run adopted').length - 1 === WORKERS, 10_000, 'the workers adopted')
+    await until(
+      async () => b.out().split('worker of the previous run adopted').length - 1 === WORKERS,
+      10_000,
+      'the workers adopted',
+    )
     await new Promise((r) => setTimeout(r, 500))
     probing = false
     await probe
@@ -258,7 +289,10 @@ describe.skipIf(!available || missing !== null)('two control-plane replicas on o
     const ids = [...new Set(accepted)]
     await until(
       async () => {
-        const r = await db.query(`SELECT count(*)::int AS n FROM "${schema}".jobs WHERE id = ANY($1) AND status = 'COMPLETED'`, [ids])
+        const r = await db.query(
+          `SELECT count(*)::int AS n FROM "${schema}".jobs WHERE id = ANY($1) AND status = 'COMPLETED'`,
+          [ids],
+        )
         return r.rows[0].n === ids.length
       },
       60_000,
@@ -268,7 +302,10 @@ describe.skipIf(!available || missing !== null)('two control-plane replicas on o
     const logs = workerLogs(dataDir)
     expect(logs.refused).toEqual([])
     expect(ids.filter((id) => logs.runs.get(id) !== 1)).toEqual([])
-    const other = await db.query(`SELECT id, status, retries, error FROM "${schema}".jobs WHERE id = ANY($1) AND (status <> 'COMPLETED' OR retries > 0)`, [ids])
+    const other = await db.query(
+      `SELECT id, status, retries, error FROM "${schema}".jobs WHERE id = ANY($1) AND (status <> 'COMPLETED' OR retries > 0)`,
+      [ids],
+    )
     expect(other.rows).toEqual([])
     // Not by chance: none of the heartbeats sent throughout the takeover was refused either.
     expect(Object.fromEntries(answered)).toEqual({ 200: expect.any(Number) })
@@ -281,7 +318,9 @@ describe.skipIf(!available || missing !== null)('two control-plane replicas on o
       async () => {
         const running = workerPids(dataDir)
         const listed = await call(b, `/v2/serverless/${ep}/workers`)
-        const active = await db.query(`SELECT runtime_ref FROM "${schema}".workers WHERE state IN ('STARTING', 'READY')`)
+        const active = await db.query(
+          `SELECT runtime_ref FROM "${schema}".workers WHERE state IN ('STARTING', 'READY')`,
+        )
         const known = new Set(active.rows.map((r: { runtime_ref: string }) => pidOf(r.runtime_ref)))
         return running.every((pid) => known.has(pid)) && listed.status === 200 && running.length <= WORKERS
       },

@@ -14,7 +14,17 @@ if (skip) {
   runtimeContract('docker (Podman)', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'hangar-rt-docker-'))
     return {
-      driver: () => new DockerDriver({ hostId: 'podman-a', dataDir, engine: { address: containerEnv.dockerHost!, network: 'host', gpus: 'none', cgroupParent: containerEnv.cgroupParent } }),
+      driver: () =>
+        new DockerDriver({
+          hostId: 'podman-a',
+          dataDir,
+          engine: {
+            address: containerEnv.dockerHost!,
+            network: 'host',
+            gpus: 'none',
+            cgroupParent: containerEnv.cgroupParent,
+          },
+        }),
       image: containerEnv.bbImage,
       hostId: 'podman-a',
       scratch: join(dataDir, 'scratch'),

@@ -8,7 +8,10 @@ describe('simple scaling of local process workers', () => {
   // Monotonic time (idle timeouts, heartbeats) moves only when a test moves it.
   const mono = new ManualClock()
   beforeAll(async () => {
-    s = await startTestServer({ jobs: { pingIntervalMs: 500, requestCountIdleTimeoutMs: 300 } }, { monotonic: () => mono.now() })
+    s = await startTestServer(
+      { jobs: { pingIntervalMs: 500, requestCountIdleTimeoutMs: 300 } },
+      { monotonic: () => mono.now() },
+    )
   })
   afterAll(() => s.stop())
 
@@ -29,7 +32,12 @@ describe('simple scaling of local process workers', () => {
   }
 
   it('keeps workers.min running without jobs', async () => {
-    const ep = (await createEndpoint(s, endpointBody('hangar/echo:latest', { name: 'warm', workers: { min: 1, max: 2, idleTimeout: 1 } }))).id
+    const ep = (
+      await createEndpoint(
+        s,
+        endpointBody('hangar/echo:latest', { name: 'warm', workers: { min: 1, max: 2, idleTimeout: 1 } }),
+      )
+    ).id
     await until(async () => (await health(ep)).workers.idle === 1)
     // Past the idle timeout the minimum stays.
     await idleFor(1_100)
@@ -37,7 +45,12 @@ describe('simple scaling of local process workers', () => {
   })
 
   it('starts workers up to workers.max while jobs wait, then stops idle ones after idleTimeout', async () => {
-    const ep = (await createEndpoint(s, endpointBody('hangar/sleep:latest', { name: 'burst', workers: { min: 0, max: 2, idleTimeout: 1 } }))).id
+    const ep = (
+      await createEndpoint(
+        s,
+        endpointBody('hangar/sleep:latest', { name: 'burst', workers: { min: 0, max: 2, idleTimeout: 1 } }),
+      )
+    ).id
     const ids = []
     for (let i = 0; i < 5; i++) ids.push((await jobCall(s, 'POST', `/v2/${ep}/run`, { input: { ms: 300 } })).body.id)
     let most = 0
@@ -60,8 +73,14 @@ describe('simple scaling of local process workers', () => {
   })
 
   it('starts no worker for lowPriority jobs alone; a normal job brings one that serves both', async () => {
-    const ep = (await createEndpoint(s, endpointBody('hangar/echo:latest', { name: 'low', workers: { min: 0, max: 1, idleTimeout: 60 } }))).id
-    const low = (await jobCall(s, 'POST', `/v2/${ep}/run`, { input: { low: true }, policy: { lowPriority: true } })).body.id
+    const ep = (
+      await createEndpoint(
+        s,
+        endpointBody('hangar/echo:latest', { name: 'low', workers: { min: 0, max: 1, idleTimeout: 60 } }),
+      )
+    ).id
+    const low = (await jobCall(s, 'POST', `/v2/${ep}/run`, { input: { low: true }, policy: { lowPriority: true } }))
+      .body.id
     await s.hangar.scaler.poke()
     expect(await health(ep)).toMatchObject({ jobs: { inQueue: 1 }, workers: { initializing: 0, idle: 0, running: 0 } })
     const normal = (await jobCall(s, 'POST', `/v2/${ep}/runsync`, { input: { low: false } })).body
@@ -70,7 +89,16 @@ describe('simple scaling of local process workers', () => {
   })
 
   it('stops idle workers of a REQUEST_COUNT queue endpoint after the configured idle time', async () => {
-    const ep = (await createEndpoint(s, endpointBody('hangar/echo:latest', { name: 'rc', scaling: { type: 'REQUEST_COUNT', requestCount: 1 }, workers: { min: 0, max: 1 } }))).id
+    const ep = (
+      await createEndpoint(
+        s,
+        endpointBody('hangar/echo:latest', {
+          name: 'rc',
+          scaling: { type: 'REQUEST_COUNT', requestCount: 1 },
+          workers: { min: 0, max: 1 },
+        }),
+      )
+    ).id
     expect((await jobCall(s, 'POST', `/v2/${ep}/runsync`, { input: {} })).body.status).toBe('COMPLETED')
     await until(async () => (await health(ep)).workers.idle === 1)
     await idleFor(400)
@@ -86,23 +114,36 @@ describe('simple scaling of local process workers', () => {
     const unknown = await s.api('GET', `/v2/serverless/${ep}/workers/nosuchworker/logs`)
     expect(unknown.status).toBe(404)
     const ac = new AbortController()
-    const res = await fetch(`${s.url}/v2/serverless/${ep}/workers/${job.workerId}/logs?source=system`, { headers: { authorization: `Bearer ${s.adminKey}` }, signal: ac.signal })
+    const res = await fetch(`${s.url}/v2/serverless/${ep}/workers/${job.workerId}/logs?source=system`, {
+      headers: { authorization: `Bearer ${s.adminKey}` },
+      signal: ac.signal,
+    })
     expect(res.status).toBe(200)
     expect(res.headers.get('content-type')).toBe('text/event-stream')
     const reader = res.body!.getReader()
     const { value } = await reader.read()
     ac.abort()
-    expect(Buffer.from(value!).toString()).toMatch(/^id: \S+\/\d{12}\ndata: \{"ts":"[^"]+","source":"system","line":"starting: /)
+    expect(Buffer.from(value!).toString()).toMatch(
+      /^id: \S+\/\d{12}\ndata: \{"ts":"[^"]+","source":"system","line":"starting: /,
+    )
   })
 
   it('ends the log stream of a worker that has exited after sending its history', async () => {
-    const ep = (await createEndpoint(s, endpointBody('hangar/echo:latest', { name: 'gone', workers: { min: 0, max: 1, idleTimeout: 1 } }))).id
+    const ep = (
+      await createEndpoint(
+        s,
+        endpointBody('hangar/echo:latest', { name: 'gone', workers: { min: 0, max: 1, idleTimeout: 1 } }),
+      )
+    ).id
     const job = (await jobCall(s, 'POST', `/v2/${ep}/runsync`, { input: {} })).body
     // Idle past its timeout, the worker is stopped; its log has ended.
     await until(async () => (await health(ep)).workers.idle === 1)
     await idleFor(1_100)
     expect((await health(ep)).workers.idle).toBe(0)
-    const res = await fetch(`${s.url}/v2/serverless/${ep}/workers/${job.workerId}/logs?source=system`, { headers: { authorization: `Bearer ${s.adminKey}` }, signal: AbortSignal.timeout(10_000) })
+    const res = await fetch(`${s.url}/v2/serverless/${ep}/workers/${job.workerId}/logs?source=system`, {
+      headers: { authorization: `Bearer ${s.adminKey}` },
+      signal: AbortSignal.timeout(10_000),
+    })
     expect(res.status).toBe(200)
     // The whole body arrives and the response ends (it used to hang, and kept the server from exiting).
     expect(await res.text()).toMatch(/starting: /)

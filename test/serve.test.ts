@@ -19,8 +19,20 @@ describe('hangar serve as a process', { timeout: 120_000 }, () => {
     expect(first.output()).toMatch(/\/docs/)
 
     const auth = (k: string) => ({ authorization: `Bearer ${k}`, 'content-type': 'application/json' })
-    expect((await fetch(`${first.url}/v2/admin/accounts`, { method: 'POST', headers: auth(adminKey), body: JSON.stringify({ name: 'persisted' }) })).status).toBe(201)
-    const keyRes = await fetch(`${first.url}/v2/admin/keys`, { method: 'POST', headers: auth(adminKey), body: JSON.stringify({ account: 'persisted', permission: 'READ_ONLY' }) })
+    expect(
+      (
+        await fetch(`${first.url}/v2/admin/accounts`, {
+          method: 'POST',
+          headers: auth(adminKey),
+          body: JSON.stringify({ name: 'persisted' }),
+        })
+      ).status,
+    ).toBe(201)
+    const keyRes = await fetch(`${first.url}/v2/admin/keys`, {
+      method: 'POST',
+      headers: auth(adminKey),
+      body: JSON.stringify({ account: 'persisted', permission: 'READ_ONLY' }),
+    })
     const userKey = ((await keyRes.json()) as { key: string }).key
 
     first.child.kill('SIGTERM')
@@ -31,7 +43,10 @@ describe('hangar serve as a process', { timeout: 120_000 }, () => {
       expect(second.output()).not.toContain(adminKey) // not printed again
       expect(second.output()).toContain(keyFile)
       const accounts = await fetch(`${second.url}/v2/admin/accounts`, { headers: auth(adminKey) })
-      expect(((await accounts.json()) as { accounts: Array<{ name: string }> }).accounts.map((a) => a.name)).toEqual(['admin', 'persisted'])
+      expect(((await accounts.json()) as { accounts: Array<{ name: string }> }).accounts.map((a) => a.name)).toEqual([
+        'admin',
+        'persisted',
+      ])
       expect((await fetch(`${second.url}/v2/catalog/gpus`, { headers: auth(userKey) })).status).toBe(200)
     } finally {
       second.child.kill('SIGINT')
@@ -43,10 +58,23 @@ describe('hangar serve as a process', { timeout: 120_000 }, () => {
     const p = await spawnServe(join(dataDir, 'drain'))
     const adminKey = readFileSync(join(dataDir, 'drain', 'admin-key'), 'utf8').trim()
     const headers = { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' }
-    const body = { name: 'drain', type: 'QUEUE', image: 'hangar/echo:latest', cpu: [{ id: 'cpu3c', vcpuCount: 2 }], workers: { min: 0, max: 0 }, scaling: { type: 'QUEUE_DELAY', queueDelay: 1 } }
-    const ep = (await (await fetch(`${p.url}/v2/serverless`, { method: 'POST', headers, body: JSON.stringify(body) })).json()) as { id: string }
+    const body = {
+      name: 'drain',
+      type: 'QUEUE',
+      image: 'hangar/echo:latest',
+      cpu: [{ id: 'cpu3c', vcpuCount: 2 }],
+      workers: { min: 0, max: 0 },
+      scaling: { type: 'QUEUE_DELAY', queueDelay: 1 },
+    }
+    const ep = (await (
+      await fetch(`${p.url}/v2/serverless`, { method: 'POST', headers, body: JSON.stringify(body) })
+    ).json()) as { id: string }
     // A long-poll in flight (no worker will ever take the job), and a client that connects and says nothing.
-    const inFlight = fetch(`${p.url}/v2/${ep.id}/runsync?wait=60000`, { method: 'POST', headers, body: JSON.stringify({ input: {} }) })
+    const inFlight = fetch(`${p.url}/v2/${ep.id}/runsync?wait=60000`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ input: {} }),
+    })
     const silent = connect(Number(new URL(p.url).port), '127.0.0.1')
     await new Promise((r) => silent.once('connect', r))
     await new Promise((r) => setTimeout(r, 200))
@@ -65,7 +93,13 @@ describe('hangar serve as a process', { timeout: 120_000 }, () => {
     const dir = join(dataDir, 'preset')
     const p = await spawnServe(dir, { HANGAR_ADMIN_API_KEY: 'preset-admin-key-0123456789' })
     try {
-      expect((await fetch(`${p.url}/v2/admin/accounts`, { headers: { authorization: 'Bearer preset-admin-key-0123456789' } })).status).toBe(200)
+      expect(
+        (
+          await fetch(`${p.url}/v2/admin/accounts`, {
+            headers: { authorization: 'Bearer preset-admin-key-0123456789' },
+          })
+        ).status,
+      ).toBe(200)
       expect(() => statSync(join(dir, 'admin-key'))).toThrow()
     } finally {
       p.child.kill('SIGTERM')

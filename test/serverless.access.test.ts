@@ -13,7 +13,13 @@ describe('/v2/serverless ownership and access (R15)', () => {
   })
   afterAll(() => s.stop())
 
-  const body = { name: 'ep', type: 'QUEUE', scaling: { type: 'QUEUE_DELAY', queueDelay: 4 }, image: 'img:1', cpu: [{ id: 'cpu3c', vcpuCount: 2 }] }
+  const body = {
+    name: 'ep',
+    type: 'QUEUE',
+    scaling: { type: 'QUEUE_DELAY', queueDelay: 4 },
+    image: 'img:1',
+    cpu: [{ id: 'cpu3c', vcpuCount: 2 }],
+  }
   async function endpoint(k = key, name = 'ep') {
     const r = await s.api('POST', '/v2/serverless', { ...body, name }, k)
     expect(r.status, JSON.stringify(r.body)).toBe(201)
@@ -38,7 +44,9 @@ describe('/v2/serverless ownership and access (R15)', () => {
       expect(r.status, `${method} ${path}`).toBe(404)
       expect(r.body).toEqual(notFound(ep.id))
     }
-    expect((await s.api('GET', '/v2/serverless', undefined, key)).body.endpoints.map((e: { id: string }) => e.id)).not.toContain(ep.id)
+    expect(
+      (await s.api('GET', '/v2/serverless', undefined, key)).body.endpoints.map((e: { id: string }) => e.id),
+    ).not.toContain(ep.id)
   })
 
   it('deletes the releases with the endpoint', async () => {
@@ -61,7 +69,9 @@ describe('/v2/serverless ownership and access (R15)', () => {
       expect(r.status, `${method} ${path}`).toBe(404)
       expect(r.body).toEqual(notFound(ep.id))
     }
-    expect((await s.api('GET', '/v2/serverless', undefined, otherKey)).body.endpoints.map((e: { id: string }) => e.id)).not.toContain(ep.id)
+    expect(
+      (await s.api('GET', '/v2/serverless', undefined, otherKey)).body.endpoints.map((e: { id: string }) => e.id),
+    ).not.toContain(ep.id)
     const mine = await s.api('GET', `/v2/serverless/${ep.id}`, undefined, key)
     expect(mine.body).toMatchObject({ id: ep.id, name: 'ep' })
   })
@@ -93,7 +103,11 @@ describe('/v2/serverless ownership and access (R15)', () => {
   it('lets a RESTRICTED key read only its endpoints and write nothing', async () => {
     const allowed = await endpoint()
     const hidden = await endpoint()
-    const r = await s.api('POST', '/v2/admin/keys', { account: 'owner-co', permission: 'RESTRICTED', endpointIds: [allowed.id] })
+    const r = await s.api('POST', '/v2/admin/keys', {
+      account: 'owner-co',
+      permission: 'RESTRICTED',
+      endpointIds: [allowed.id],
+    })
     expect(r.status).toBe(201)
     const rk = r.body.key as string
     expect((await s.api('GET', `/v2/serverless/${allowed.id}`, undefined, rk)).body).toEqual(allowed)

@@ -11,7 +11,12 @@ describe('POST /v2/serverless: create rules', () => {
   })
   afterAll(() => s.stop())
 
-  const queue = { name: 'ep', type: 'QUEUE', scaling: { type: 'QUEUE_DELAY', queueDelay: 4 }, image: 'ghcr.io/acme/worker:1' }
+  const queue = {
+    name: 'ep',
+    type: 'QUEUE',
+    scaling: { type: 'QUEUE_DELAY', queueDelay: 4 },
+    image: 'ghcr.io/acme/worker:1',
+  }
   const onGpu = (gpu: object) => ({ ...queue, gpu })
   const onCpu = (cpu: object[], extra: object = {}) => ({ ...queue, cpu, ...extra })
   const create = (body: unknown) => s.api('POST', '/v2/serverless', body, key)
@@ -31,25 +36,43 @@ describe('POST /v2/serverless: create rules', () => {
 
   describe('R1 schema violations are 422 with one errors entry each', () => {
     it('rejects unknown properties, at the top and nested', async () => {
-      await rejected({ ...onGpu({ pools: ['ADA_24'] }), bogus: 1 }, 422, ["$: additional properties 'bogus' not allowed"])
+      await rejected({ ...onGpu({ pools: ['ADA_24'] }), bogus: 1 }, 422, [
+        "$: additional properties 'bogus' not allowed",
+      ])
       await rejected(onGpu({ pools: ['ADA_24'], size: 'xl' }), 422, ["gpu: additional properties 'size' not allowed"])
     })
     it('rejects a NUL byte in an env name or value, or in the command, on create and update', async () => {
-      await rejected({ ...onCpu([{ id: 'cpu3c', vcpuCount: 2 }]), env: { 'N\u0000UL': 'y', A: 'b\u0000' } }, 422, ['env: key "N\\u0000UL" must not contain a NUL character (\\u0000), which no program can be given', 'env.A: must not contain a NUL character (\\u0000), which no program can be given, got "b\\u0000"'])
-      await rejected({ ...onCpu([{ id: 'cpu3c', vcpuCount: 2 }]), cmd: ['run', 'x\u0000'] }, 422, ['cmd[1]: must not contain a NUL character (\\u0000), which no program can be given, got "x\\u0000"'])
+      await rejected({ ...onCpu([{ id: 'cpu3c', vcpuCount: 2 }]), env: { 'N\u0000UL': 'y', A: 'b\u0000' } }, 422, [
+        'env: key "N\\u0000UL" must not contain a NUL character (\\u0000), which no program can be given',
+        'env.A: must not contain a NUL character (\\u0000), which no program can be given, got "b\\u0000"',
+      ])
+      await rejected({ ...onCpu([{ id: 'cpu3c', vcpuCount: 2 }]), cmd: ['run', 'x\u0000'] }, 422, [
+        'cmd[1]: must not contain a NUL character (\\u0000), which no program can be given, got "x\\u0000"',
+      ])
       const ep = await created(onCpu([{ id: 'cpu3c', vcpuCount: 2 }], { workers: { min: 0, max: 0 } }))
       const patch = await s.api('PATCH', `/v2/serverless/${ep.id}`, { env: { A: 'b\u0000' } }, key)
       expect(patch.status).toBe(422)
-      expect(patch.body.errors).toEqual(['env.A: must not contain a NUL character (\\u0000), which no program can be given, got "b\\u0000"'])
+      expect(patch.body.errors).toEqual([
+        'env.A: must not contain a NUL character (\\u0000), which no program can be given, got "b\\u0000"',
+      ])
     })
     it('requires name, type and scaling; type has no default', async () => {
-      await rejected({ image: 'x', gpu: { pools: ['ADA_24'] } }, 422, ['name: is required', 'type: is required', 'scaling: is required'])
+      await rejected({ image: 'x', gpu: { pools: ['ADA_24'] } }, 422, [
+        'name: is required',
+        'type: is required',
+        'scaling: is required',
+      ])
       const { type: _t, ...noType } = onGpu({ pools: ['ADA_24'] })
       await rejected(noType, 422, ['type: is required'])
     })
     it('rejects wrong types without coercing them', async () => {
-      await rejected({ ...onGpu({ pools: ['ADA_24'] }), workers: { min: '1' }, timeout: '300000' }, 422, ['workers.min: must be integer, got string', 'timeout: must be integer, got string'])
-      await rejected({ ...onGpu({ pools: ['ADA_24'] }), type: 'PUSH' }, 422, ['type: must be one of "QUEUE", "LOAD_BALANCER", got "PUSH"'])
+      await rejected({ ...onGpu({ pools: ['ADA_24'] }), workers: { min: '1' }, timeout: '300000' }, 422, [
+        'workers.min: must be integer, got string',
+        'timeout: must be integer, got string',
+      ])
+      await rejected({ ...onGpu({ pools: ['ADA_24'] }), type: 'PUSH' }, 422, [
+        'type: must be one of "QUEUE", "LOAD_BALANCER", got "PUSH"',
+      ])
     })
     it('rejects out-of-bound values and an empty name, listing every failure', async () => {
       await rejected({ ...onGpu({ pools: ['ADA_24'], count: 0 }), name: '', disk: 0 }, 422, [
@@ -95,7 +118,9 @@ describe('POST /v2/serverless: create rules', () => {
       await rejected(queue, 400, ['$: exactly one of gpu or cpu must be set; neither was sent'])
     })
     it('rejects both with 400', async () => {
-      await rejected({ ...onGpu({ pools: ['ADA_24'] }), cpu: [{ id: 'cpu3c', vcpuCount: 2 }] }, 400, ['$: exactly one of gpu or cpu must be set; both were sent'])
+      await rejected({ ...onGpu({ pools: ['ADA_24'] }), cpu: [{ id: 'cpu3c', vcpuCount: 2 }] }, 400, [
+        '$: exactly one of gpu or cpu must be set; both were sent',
+      ])
     })
     it('accepts either alone; a CPU endpoint has gpu null and a GPU endpoint no cpu', async () => {
       const g = await created(onGpu({ pools: ['ADA_24'] }))
@@ -111,12 +136,20 @@ describe('POST /v2/serverless: create rules', () => {
       await rejected(onCpu([{ id: 'cpu3c', vcpuCount: 2 }], { gpu: { minCudaVersion: '12.4' } }), 422, [
         'gpu.minCudaVersion: CUDA constraints apply only to GPU endpoints, and this create sets cpu',
       ])
-      await rejected(onCpu([{ id: 'cpu3c', vcpuCount: 2 }], { gpu: { allowedCudaVersions: ['12.4'], minCudaVersion: '12.1' } }), 422, [
-        'gpu.allowedCudaVersions: CUDA constraints apply only to GPU endpoints, and this create sets cpu',
-        'gpu.minCudaVersion: CUDA constraints apply only to GPU endpoints, and this create sets cpu',
+      await rejected(
+        onCpu([{ id: 'cpu3c', vcpuCount: 2 }], { gpu: { allowedCudaVersions: ['12.4'], minCudaVersion: '12.1' } }),
+        422,
+        [
+          'gpu.allowedCudaVersions: CUDA constraints apply only to GPU endpoints, and this create sets cpu',
+          'gpu.minCudaVersion: CUDA constraints apply only to GPU endpoints, and this create sets cpu',
+        ],
+      )
+      await rejected(onCpu([{ id: 'cpu3c', vcpuCount: 2 }], { allowedCudaVersions: ['12.4'] }), 422, [
+        "$: additional properties 'allowedCudaVersions' not allowed",
       ])
-      await rejected(onCpu([{ id: 'cpu3c', vcpuCount: 2 }], { allowedCudaVersions: ['12.4'] }), 422, ["$: additional properties 'allowedCudaVersions' not allowed"])
-      await rejected(onCpu([{ id: 'cpu3c', vcpuCount: 2, minCudaVersion: '12.4' }]), 422, ["cpu[0]: additional properties 'minCudaVersion' not allowed"])
+      await rejected(onCpu([{ id: 'cpu3c', vcpuCount: 2, minCudaVersion: '12.4' }]), 422, [
+        "cpu[0]: additional properties 'minCudaVersion' not allowed",
+      ])
     })
     it('accepts them under gpu', async () => {
       const ep = await created(onGpu({ pools: ['ADA_24'], allowedCudaVersions: ['12.4', '12.2'] }))
@@ -138,7 +171,9 @@ describe('POST /v2/serverless: create rules', () => {
 
   describe('R5 CUDA version format', () => {
     it('rejects values that are not <major>.<minor> with 422', async () => {
-      await rejected(onGpu({ pools: ['ADA_24'], minCudaVersion: '12' }), 422, ['gpu.minCudaVersion: must match ^\\d+\\.\\d+$, got "12"'])
+      await rejected(onGpu({ pools: ['ADA_24'], minCudaVersion: '12' }), 422, [
+        'gpu.minCudaVersion: must match ^\\d+\\.\\d+$, got "12"',
+      ])
       await rejected(onGpu({ pools: ['ADA_24'], allowedCudaVersions: ['12.4', 'v12.4', '12.4.1'] }), 422, [
         'gpu.allowedCudaVersions[1]: must match ^\\d+\\.\\d+$, got "v12.4"',
         'gpu.allowedCudaVersions[2]: must match ^\\d+\\.\\d+$, got "12.4.1"',
@@ -174,12 +209,18 @@ describe('POST /v2/serverless: create rules', () => {
       ])
     })
     it('rejects empty, hyphen-led and repeated exclusions (422)', async () => {
-      await rejected(onGpu({ pools: ['ADA_24'], excludedTypes: ['  ', '-NVIDIA L4', 'NVIDIA L4', ' NVIDIA L4'] }), 422, [
-        'gpu.excludedTypes[0]: must not be empty after trimming, got "  "',
-        'gpu.excludedTypes[1]: must not start with "-", got "-NVIDIA L4"',
-        'gpu.excludedTypes[3]: "NVIDIA L4" is listed more than once',
+      await rejected(
+        onGpu({ pools: ['ADA_24'], excludedTypes: ['  ', '-NVIDIA L4', 'NVIDIA L4', ' NVIDIA L4'] }),
+        422,
+        [
+          'gpu.excludedTypes[0]: must not be empty after trimming, got "  "',
+          'gpu.excludedTypes[1]: must not start with "-", got "-NVIDIA L4"',
+          'gpu.excludedTypes[3]: "NVIDIA L4" is listed more than once',
+        ],
+      )
+      await rejected(onGpu({ pools: ['ADA_24'], excludedTypes: ['NVIDIA L4', 'NVIDIA L4'] }), 422, [
+        expect.stringMatching(/^gpu\.excludedTypes: must not contain duplicates \(items [01] and [01] are equal\)$/),
       ])
-      await rejected(onGpu({ pools: ['ADA_24'], excludedTypes: ['NVIDIA L4', 'NVIDIA L4'] }), 422, [expect.stringMatching(/^gpu\.excludedTypes: must not contain duplicates \(items [01] and [01] are equal\)$/)])
     })
     it('trims exclusions and stores them with the pools', async () => {
       const ep = await created(onGpu({ pools: ['ADA_24', 'AMPERE_48'], excludedTypes: ['  NVIDIA L4\t'] }))
@@ -190,7 +231,13 @@ describe('POST /v2/serverless: create rules', () => {
   describe('R8 gpu.count and the response form of gpu', () => {
     it('defaults count to 1 and always returns every constraint', async () => {
       const ep = await created(onGpu({ pools: ['AMPERE_48'] }))
-      expect(ep.gpu).toEqual({ pools: ['AMPERE_48'], count: 1, allowedCudaVersions: [], minCudaVersion: null, excludedTypes: [] })
+      expect(ep.gpu).toEqual({
+        pools: ['AMPERE_48'],
+        count: 1,
+        allowedCudaVersions: [],
+        minCudaVersion: null,
+        excludedTypes: [],
+      })
     })
     it('keeps an explicit count and refuses 0 or a fraction (422)', async () => {
       expect((await created(onGpu({ pools: ['ADA_24'], count: 2 }))).gpu.count).toBe(2)
@@ -198,17 +245,32 @@ describe('POST /v2/serverless: create rules', () => {
     })
     it('refuses a count no selected GPU type offers (400), instead of queueing forever', async () => {
       expect((await created(onGpu({ pools: ['ADA_24'], count: 8 }))).gpu.count).toBe(8)
-      await rejected(onGpu({ pools: ['ADA_24'], count: 99 }), 400, ['gpu.count: 99 GPUs per worker is more than any selected GPU type offers (at most 8)'])
+      await rejected(onGpu({ pools: ['ADA_24'], count: 99 }), 400, [
+        'gpu.count: 99 GPUs per worker is more than any selected GPU type offers (at most 8)',
+      ])
     })
   })
 
   describe('R9 cpu', () => {
     it('requires at least one item and rejects exact duplicates (422)', async () => {
       await rejected(onCpu([]), 422, ['cpu: must NOT have fewer than 1 items'])
-      await rejected(onCpu([{ id: 'cpu3c', vcpuCount: 2 }, { id: 'cpu3c', vcpuCount: 2 }]), 422, ['cpu: must not contain duplicates (items 0 and 1 are equal)'])
+      await rejected(
+        onCpu([
+          { id: 'cpu3c', vcpuCount: 2 },
+          { id: 'cpu3c', vcpuCount: 2 },
+        ]),
+        422,
+        ['cpu: must not contain duplicates (items 0 and 1 are equal)'],
+      )
     })
     it('accepts one flavor with different vCPU counts, in submitted order, with memory derived', async () => {
-      const ep = await created(onCpu([{ id: 'cpu3g', vcpuCount: 4 }, { id: 'cpu3c', vcpuCount: 2 }, { id: 'cpu3g', vcpuCount: 8 }]))
+      const ep = await created(
+        onCpu([
+          { id: 'cpu3g', vcpuCount: 4 },
+          { id: 'cpu3c', vcpuCount: 2 },
+          { id: 'cpu3g', vcpuCount: 8 },
+        ]),
+      )
       expect(ep.cpu).toEqual([
         { id: 'cpu3g', vcpuCount: 4, memory: 16 },
         { id: 'cpu3c', vcpuCount: 2, memory: 4 },
@@ -216,19 +278,33 @@ describe('POST /v2/serverless: create rules', () => {
       ])
     })
     it('rejects a vcpuCount below 2 or not a power of two (422), and memory from clients', async () => {
-      await rejected(onCpu([{ id: 'cpu3c', vcpuCount: 1 }, { id: 'cpu3c', vcpuCount: 6, memory: 12 }]), 422, [
-        'cpu[0].vcpuCount: must be >= 2',
-        "cpu[1]: additional properties 'memory' not allowed",
-        // A schema rule like the others, so it is reported with them.
-        'cpu[1].vcpuCount: must be a power of two, got 6',
-      ])
+      await rejected(
+        onCpu([
+          { id: 'cpu3c', vcpuCount: 1 },
+          { id: 'cpu3c', vcpuCount: 6, memory: 12 },
+        ]),
+        422,
+        [
+          'cpu[0].vcpuCount: must be >= 2',
+          "cpu[1]: additional properties 'memory' not allowed",
+          // A schema rule like the others, so it is reported with them.
+          'cpu[1].vcpuCount: must be a power of two, got 6',
+        ],
+      )
       await rejected(onCpu([{ id: 'cpu3c', vcpuCount: 6 }]), 422, ['cpu[0].vcpuCount: must be a power of two, got 6'])
     })
     it('rejects an unknown flavor or a count outside the flavor (400)', async () => {
-      await rejected(onCpu([{ id: 'cpu9x', vcpuCount: 2 }, { id: 'cpu3m', vcpuCount: 32 }]), 400, [
-        'cpu[0].id: "cpu9x" is not a CPU flavor; see /v2/catalog/cpus',
-        'cpu[1].vcpuCount: 32 is outside the range of cpu3m, 2 to 16',
-      ])
+      await rejected(
+        onCpu([
+          { id: 'cpu9x', vcpuCount: 2 },
+          { id: 'cpu3m', vcpuCount: 32 },
+        ]),
+        400,
+        [
+          'cpu[0].id: "cpu9x" is not a CPU flavor; see /v2/catalog/cpus',
+          'cpu[1].vcpuCount: 32 is outside the range of cpu3m, 2 to 16',
+        ],
+      )
     })
   })
 })

@@ -13,7 +13,14 @@ describe('GET /v2/serverless/{id}/releases', () => {
   })
   afterAll(() => s.stop())
 
-  const body = { name: 'ep', type: 'QUEUE', scaling: { type: 'QUEUE_DELAY', queueDelay: 4 }, image: 'img:1', env: { MODEL: 'a' }, gpu: { pools: ['ADA_24'] } }
+  const body = {
+    name: 'ep',
+    type: 'QUEUE',
+    scaling: { type: 'QUEUE_DELAY', queueDelay: 4 },
+    image: 'img:1',
+    env: { MODEL: 'a' },
+    gpu: { pools: ['ADA_24'] },
+  }
   async function endpoint() {
     const r = await s.api('POST', '/v2/serverless', body, key)
     expect(r.status, JSON.stringify(r.body)).toBe(201)
@@ -82,18 +89,29 @@ describe('GET /v2/serverless/{id}/releases', () => {
 
   it('makes no release for name, workers, scaling, timeout or flashboot changes, nor for a PATCH that changes nothing', async () => {
     const ep = await endpoint()
-    await patch(ep.id, { name: 'renamed', workers: { max: 5 }, scaling: { type: 'REQUEST_COUNT', requestCount: 2 }, timeout: 1000, flashboot: 'FLASHBOOT' })
+    await patch(ep.id, {
+      name: 'renamed',
+      workers: { max: 5 },
+      scaling: { type: 'REQUEST_COUNT', requestCount: 2 },
+      timeout: 1000,
+      flashboot: 'FLASHBOOT',
+    })
     await patch(ep.id, { image: 'img:1', env: { MODEL: 'a' } })
     await patch(ep.id, { args: 'python  x.py' })
     await patch(ep.id, { args: 'python x.py' })
     const list = await releases(ep.id)
     expect(list.endpointVersion).toBe(2)
-    expect(list.releases.map((r: { diff: Array<{ field: string }> }) => r.diff.map((d) => d.field))).toEqual([['cmd'], expect.any(Array)])
+    expect(list.releases.map((r: { diff: Array<{ field: string }> }) => r.diff.map((d) => d.field))).toEqual([
+      ['cmd'],
+      expect.any(Array),
+    ])
   })
 
   it('makes no release for a rejected PATCH', async () => {
     const ep = await endpoint()
-    expect((await s.api('PATCH', `/v2/serverless/${ep.id}`, { image: 'img:9', workers: { min: 9, max: 1 } }, key)).status).toBe(400)
+    expect(
+      (await s.api('PATCH', `/v2/serverless/${ep.id}`, { image: 'img:9', workers: { min: 9, max: 1 } }, key)).status,
+    ).toBe(400)
     expect((await releases(ep.id)).endpointVersion).toBe(1)
     expect((await s.api('GET', `/v2/serverless/${ep.id}`, undefined, key)).body.image).toBe('img:1')
   })

@@ -13,7 +13,13 @@ describe('POST /v2/serverless: scaling, workers, container and placement rules',
   })
   afterAll(() => s.stop())
 
-  const queue = { name: 'ep', type: 'QUEUE', scaling: { type: 'QUEUE_DELAY', queueDelay: 4 }, image: 'ghcr.io/acme/worker:1', cpu: [{ id: 'cpu3c', vcpuCount: 2 }] }
+  const queue = {
+    name: 'ep',
+    type: 'QUEUE',
+    scaling: { type: 'QUEUE_DELAY', queueDelay: 4 },
+    image: 'ghcr.io/acme/worker:1',
+    cpu: [{ id: 'cpu3c', vcpuCount: 2 }],
+  }
   const lb = { ...queue, type: 'LOAD_BALANCER', scaling: { type: 'REQUEST_COUNT', requestCount: 8 } }
   const create = (body: unknown, k = key) => s.api('POST', '/v2/serverless', body, k)
 
@@ -30,16 +36,33 @@ describe('POST /v2/serverless: scaling, workers, container and placement rules',
 
   describe('R10 scaling', () => {
     it('validates each scaler variant (422), with no extra properties', async () => {
-      await rejected({ ...queue, scaling: { type: 'QUEUE_DELAY', queueDelay: 0.4 } }, 422, ['scaling.queueDelay: must be >= 0.5'])
-      await rejected({ ...queue, scaling: { type: 'REQUEST_COUNT', requestCount: 0 } }, 422, ['scaling.requestCount: must be >= 1'])
-      await rejected({ ...queue, scaling: { type: 'QUEUE_DELAY', queueDelay: 2, requestCount: 2 } }, 422, ["scaling: additional properties 'requestCount' not allowed"])
-      await rejected({ ...queue, scaling: { type: 'QUEUE_DELAY', requestCount: 2 } }, 422, ['scaling.queueDelay: is required', "scaling: additional properties 'requestCount' not allowed"])
-      await rejected({ ...queue, scaling: { type: 'CPU_LOAD', target: 2 } }, 422, ['scaling.type: must be one of "QUEUE_DELAY", "REQUEST_COUNT", got "CPU_LOAD"'])
+      await rejected({ ...queue, scaling: { type: 'QUEUE_DELAY', queueDelay: 0.4 } }, 422, [
+        'scaling.queueDelay: must be >= 0.5',
+      ])
+      await rejected({ ...queue, scaling: { type: 'REQUEST_COUNT', requestCount: 0 } }, 422, [
+        'scaling.requestCount: must be >= 1',
+      ])
+      await rejected({ ...queue, scaling: { type: 'QUEUE_DELAY', queueDelay: 2, requestCount: 2 } }, 422, [
+        "scaling: additional properties 'requestCount' not allowed",
+      ])
+      await rejected({ ...queue, scaling: { type: 'QUEUE_DELAY', requestCount: 2 } }, 422, [
+        'scaling.queueDelay: is required',
+        "scaling: additional properties 'requestCount' not allowed",
+      ])
+      await rejected({ ...queue, scaling: { type: 'CPU_LOAD', target: 2 } }, 422, [
+        'scaling.type: must be one of "QUEUE_DELAY", "REQUEST_COUNT", got "CPU_LOAD"',
+      ])
       await rejected({ ...queue, scaling: { queueDelay: 2 } }, 422, ['scaling.type: is required'])
     })
     it('accepts a fractional queue delay and REQUEST_COUNT on a queue endpoint', async () => {
-      expect((await created({ ...queue, scaling: { type: 'QUEUE_DELAY', queueDelay: 0.5 } })).scaling).toEqual({ type: 'QUEUE_DELAY', queueDelay: 0.5 })
-      expect((await created({ ...queue, scaling: { type: 'REQUEST_COUNT', requestCount: 3 } })).scaling).toEqual({ type: 'REQUEST_COUNT', requestCount: 3 })
+      expect((await created({ ...queue, scaling: { type: 'QUEUE_DELAY', queueDelay: 0.5 } })).scaling).toEqual({
+        type: 'QUEUE_DELAY',
+        queueDelay: 0.5,
+      })
+      expect((await created({ ...queue, scaling: { type: 'REQUEST_COUNT', requestCount: 3 } })).scaling).toEqual({
+        type: 'REQUEST_COUNT',
+        requestCount: 3,
+      })
     })
     it('requires REQUEST_COUNT for LOAD_BALANCER endpoints (400)', async () => {
       await rejected({ ...lb, scaling: { type: 'QUEUE_DELAY', queueDelay: 4 } }, 400, [
@@ -64,7 +87,11 @@ describe('POST /v2/serverless: scaling, workers, container and placement rules',
       expect((await created(queue)).workers).toEqual({ min: 0, max: 3, idleTimeout: 10 })
     })
     it('enforces the bounds (422)', async () => {
-      await rejected({ ...queue, workers: { min: -1, max: -2, idleTimeout: 0 } }, 422, ['workers.min: must be >= 0', 'workers.max: must be >= 0', 'workers.idleTimeout: must be >= 1'])
+      await rejected({ ...queue, workers: { min: -1, max: -2, idleTimeout: 0 } }, 422, [
+        'workers.min: must be >= 0',
+        'workers.max: must be >= 0',
+        'workers.idleTimeout: must be >= 1',
+      ])
       await rejected({ ...queue, workers: { idleTimeout: 3601 } }, 422, ['workers.idleTimeout: must be <= 3600'])
     })
     it('rejects min above max (400), counting the default max', async () => {
@@ -72,15 +99,27 @@ describe('POST /v2/serverless: scaling, workers, container and placement rules',
       await rejected({ ...queue, workers: { min: 5 } }, 400, ['workers.min: 5 is above workers.max 3 (the default)'])
     })
     it('accepts min equal to max, 0 workers and the idleTimeout bounds', async () => {
-      expect((await created({ ...queue, workers: { min: 2, max: 2, idleTimeout: 3600 } })).workers).toEqual({ min: 2, max: 2, idleTimeout: 3600 })
-      expect((await created({ ...queue, workers: { max: 0, idleTimeout: 1 } })).workers).toEqual({ min: 0, max: 0, idleTimeout: 1 })
+      expect((await created({ ...queue, workers: { min: 2, max: 2, idleTimeout: 3600 } })).workers).toEqual({
+        min: 2,
+        max: 2,
+        idleTimeout: 3600,
+      })
+      expect((await created({ ...queue, workers: { max: 0, idleTimeout: 1 } })).workers).toEqual({
+        min: 0,
+        max: 0,
+        idleTimeout: 1,
+      })
     })
   })
 
   describe('R12 container settings', () => {
     it('splits a shell args string into cmd and keeps args as stored', async () => {
       const ep = await created({ ...queue, args: `python -u "my handler.py" --name 'a b'` })
-      expect(ep).toMatchObject({ args: `python -u "my handler.py" --name 'a b'`, cmd: ['python', '-u', 'my handler.py', '--name', 'a b'], entrypoint: [] })
+      expect(ep).toMatchObject({
+        args: `python -u "my handler.py" --name 'a b'`,
+        cmd: ['python', '-u', 'my handler.py', '--name', 'a b'],
+        entrypoint: [],
+      })
     })
     it('reads a JSON object args into entrypoint and cmd', async () => {
       const args = JSON.stringify({ entrypoint: ['/bin/sh', '-c'], cmd: ['echo hi'] })
@@ -88,7 +127,11 @@ describe('POST /v2/serverless: scaling, workers, container and placement rules',
     })
     it('accepts cmd and entrypoint arrays, and args with them only when they agree', async () => {
       const ep = await created({ ...queue, entrypoint: ['python'], cmd: ['-u', 'handler.py'] })
-      expect(ep).toMatchObject({ entrypoint: ['python'], cmd: ['-u', 'handler.py'], args: JSON.stringify({ entrypoint: ['python'], cmd: ['-u', 'handler.py'] }) })
+      expect(ep).toMatchObject({
+        entrypoint: ['python'],
+        cmd: ['-u', 'handler.py'],
+        args: JSON.stringify({ entrypoint: ['python'], cmd: ['-u', 'handler.py'] }),
+      })
       await created({ ...queue, args: 'python handler.py', cmd: ['python', 'handler.py'] })
       await rejected({ ...queue, args: 'python handler.py', cmd: ['python', 'other.py'] }, 400, [
         'cmd: ["python","other.py"] disagrees with args, which describes cmd ["python","handler.py"]',
@@ -115,8 +158,12 @@ describe('POST /v2/serverless: scaling, workers, container and placement rules',
       expect(own.status).toBe(201)
       expect((await created({ ...queue, registry: own.body.id })).registry).toBe(own.body.id)
       expect((await created({ ...queue, registry: null })).registry).toBeNull()
-      await rejected({ ...queue, registry: foreign.body.id }, 400, [`registry: "${foreign.body.id}" is not one of your container registry credentials; see /v2/registries`])
-      await rejected({ ...queue, registry: 'nope' }, 400, ['registry: "nope" is not one of your container registry credentials; see /v2/registries'])
+      await rejected({ ...queue, registry: foreign.body.id }, 400, [
+        `registry: "${foreign.body.id}" is not one of your container registry credentials; see /v2/registries`,
+      ])
+      await rejected({ ...queue, registry: 'nope' }, 400, [
+        'registry: "nope" is not one of your container registry credentials; see /v2/registries',
+      ])
     })
     it('keeps env as given', async () => {
       expect((await created({ ...queue, env: { MODEL: 'tiny', EMPTY: '' } })).env).toEqual({ MODEL: 'tiny', EMPTY: '' })
@@ -131,12 +178,21 @@ describe('POST /v2/serverless: scaling, workers, container and placement rules',
       expect((await created(queue)).dataCenterIds).toEqual([])
     })
     it('rejects unknown data centers (400) and repeated ones (422)', async () => {
-      await rejected({ ...queue, dataCenterIds: ['LOCAL-1', 'EU-NOWHERE-9'] }, 400, ['dataCenterIds[1]: "EU-NOWHERE-9" is not a data center; see /v2/catalog/datacenters'])
-      await rejected({ ...queue, dataCenterIds: ['LOCAL-1', 'LOCAL-1'] }, 422, [expect.stringMatching(/^dataCenterIds: must not contain duplicates/)])
+      await rejected({ ...queue, dataCenterIds: ['LOCAL-1', 'EU-NOWHERE-9'] }, 400, [
+        'dataCenterIds[1]: "EU-NOWHERE-9" is not a data center; see /v2/catalog/datacenters',
+      ])
+      await rejected({ ...queue, dataCenterIds: ['LOCAL-1', 'LOCAL-1'] }, 422, [
+        expect.stringMatching(/^dataCenterIds: must not contain duplicates/),
+      ])
     })
     it("accepts the account's network volumes and rejects others' and unknown ones (400)", async () => {
       const own = await s.api('POST', '/v2/network-volumes', { name: 'models', size: 10, dataCenter: 'LOCAL-1' }, key)
-      const foreign = await s.api('POST', '/v2/network-volumes', { name: 'theirs', size: 10, dataCenter: 'LOCAL-1' }, otherKey)
+      const foreign = await s.api(
+        'POST',
+        '/v2/network-volumes',
+        { name: 'theirs', size: 10, dataCenter: 'LOCAL-1' },
+        otherKey,
+      )
       expect(own.status).toBe(201)
       expect((await created({ ...queue, networkVolumes: [own.body.id] })).networkVolumes).toEqual([own.body.id])
       await rejected({ ...queue, networkVolumes: [foreign.body.id, 'nv-missing'] }, 400, [
@@ -154,8 +210,14 @@ describe('POST /v2/serverless: scaling, workers, container and placement rules',
     it('defaults flashboot to OFF and timeout to 300000 ms, and validates both', async () => {
       const ep = await created(queue)
       expect(ep).toMatchObject({ flashboot: 'OFF', timeout: 300000 })
-      expect(await created({ ...queue, flashboot: 'PRIORITY_FLASHBOOT', timeout: 60000 })).toMatchObject({ flashboot: 'PRIORITY_FLASHBOOT', timeout: 60000 })
-      await rejected({ ...queue, flashboot: 'ON', timeout: 0 }, 422, ['flashboot: must be one of "OFF", "FLASHBOOT", "PRIORITY_FLASHBOOT", got "ON"', 'timeout: must be >= 1000'])
+      expect(await created({ ...queue, flashboot: 'PRIORITY_FLASHBOOT', timeout: 60000 })).toMatchObject({
+        flashboot: 'PRIORITY_FLASHBOOT',
+        timeout: 60000,
+      })
+      await rejected({ ...queue, flashboot: 'ON', timeout: 0 }, 422, [
+        'flashboot: must be one of "OFF", "FLASHBOOT", "PRIORITY_FLASHBOOT", got "ON"',
+        'timeout: must be >= 1000',
+      ])
     })
   })
 

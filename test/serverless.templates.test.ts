@@ -67,7 +67,16 @@ describe('POST /v2/serverless with templateId (R6)', () => {
   })
 
   it('lets explicit body fields win, merging env per key with the body winning', async () => {
-    const ep = await created({ templateId: tpl.id, gpu, image: 'ghcr.io/acme/worker:3', cmd: ['python', 'other.py'], disk: 40, ports: [], registry: null, env: { MODEL: 'large', EXTRA: '1' } })
+    const ep = await created({
+      templateId: tpl.id,
+      gpu,
+      image: 'ghcr.io/acme/worker:3',
+      cmd: ['python', 'other.py'],
+      disk: 40,
+      ports: [],
+      registry: null,
+      env: { MODEL: 'large', EXTRA: '1' },
+    })
     expect(ep).toMatchObject({
       image: 'ghcr.io/acme/worker:3',
       cmd: ['python', 'other.py'],
@@ -79,11 +88,21 @@ describe('POST /v2/serverless with templateId (R6)', () => {
     })
   })
 
-  it("seeds gpu.allowedCudaVersions from the template only for GPU creates that set neither CUDA field", async () => {
-    expect((await created({ templateId: tpl.id, gpu })).gpu).toMatchObject({ allowedCudaVersions: ['12.4', '12.8'], minCudaVersion: null })
-    expect((await created({ templateId: tpl.id, gpu: { ...gpu, minCudaVersion: '12.2' } })).gpu).toMatchObject({ allowedCudaVersions: [], minCudaVersion: '12.2' })
-    expect((await created({ templateId: tpl.id, gpu: { ...gpu, allowedCudaVersions: ['12.1'] } })).gpu).toMatchObject({ allowedCudaVersions: ['12.1'] })
-    expect((await created({ templateId: tpl.id, gpu: { ...gpu, allowedCudaVersions: [] } })).gpu).toMatchObject({ allowedCudaVersions: [] })
+  it('seeds gpu.allowedCudaVersions from the template only for GPU creates that set neither CUDA field', async () => {
+    expect((await created({ templateId: tpl.id, gpu })).gpu).toMatchObject({
+      allowedCudaVersions: ['12.4', '12.8'],
+      minCudaVersion: null,
+    })
+    expect((await created({ templateId: tpl.id, gpu: { ...gpu, minCudaVersion: '12.2' } })).gpu).toMatchObject({
+      allowedCudaVersions: [],
+      minCudaVersion: '12.2',
+    })
+    expect((await created({ templateId: tpl.id, gpu: { ...gpu, allowedCudaVersions: ['12.1'] } })).gpu).toMatchObject({
+      allowedCudaVersions: ['12.1'],
+    })
+    expect((await created({ templateId: tpl.id, gpu: { ...gpu, allowedCudaVersions: [] } })).gpu).toMatchObject({
+      allowedCudaVersions: [],
+    })
     const onCpu = await created({ templateId: tpl.id, cpu })
     expect(onCpu.gpu).toBeNull()
     expect(onCpu.cpu).toEqual([{ id: 'cpu3c', vcpuCount: 2, memory: 4 }])
@@ -107,8 +126,15 @@ describe('POST /v2/serverless with templateId (R6)', () => {
   })
 
   it("accepts another account's public template, without its registry credential", async () => {
-    const theirRegistry = (await s.api('POST', '/v2/registries', { name: 'r', username: 'u', password: 'p' }, otherKey)).body.id
-    const pub = await template(otherKey, { name: 'shared', image: 'pub:1', public: true, registry: theirRegistry, env: { P: '1' } })
+    const theirRegistry = (await s.api('POST', '/v2/registries', { name: 'r', username: 'u', password: 'p' }, otherKey))
+      .body.id
+    const pub = await template(otherKey, {
+      name: 'shared',
+      image: 'pub:1',
+      public: true,
+      registry: theirRegistry,
+      env: { P: '1' },
+    })
     const ep = await created({ templateId: pub.id, cpu })
     expect(ep).toMatchObject({ image: 'pub:1', env: { P: '1' }, registry: null })
   })

@@ -37,16 +37,16 @@ describe('account SSH keys', () => {
     expect((await s.api('GET', '/v2/account/ssh-keys', undefined, alice)).body).toEqual({ keys: [] })
   })
 
-  it.each([
-    ['not-a-key'],
-    ['ssh-rsa'],
-    ['rsa-sha2 AAAA'],
-    ['ssh-rsa AAAA\nssh-ed25519 BBBB'],
-  ])('rejects %j with 422 naming the item', async (bad) => {
-    const r = await s.api('PUT', '/v2/account/ssh-keys', { keys: [ED25519, bad] }, alice)
-    expect(r.status).toBe(422)
-    expect(r.body.errors).toEqual([`keys[1]: must match ^(ssh|ecdsa|sk)-\\S+ \\S+([ \\t][^\\n\\r]*)?$, got ${JSON.stringify(bad)}`])
-  })
+  it.each([['not-a-key'], ['ssh-rsa'], ['rsa-sha2 AAAA'], ['ssh-rsa AAAA\nssh-ed25519 BBBB']])(
+    'rejects %j with 422 naming the item',
+    async (bad) => {
+      const r = await s.api('PUT', '/v2/account/ssh-keys', { keys: [ED25519, bad] }, alice)
+      expect(r.status).toBe(422)
+      expect(r.body.errors).toEqual([
+        `keys[1]: must match ^(ssh|ecdsa|sk)-\\S+ \\S+([ \\t][^\\n\\r]*)?$, got ${JSON.stringify(bad)}`,
+      ])
+    },
+  )
 
   it('rejects unknown keys and a missing list with 422', async () => {
     const extra = await s.api('PUT', '/v2/account/ssh-keys', { keys: [], replace: true }, alice)

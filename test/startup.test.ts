@@ -10,9 +10,15 @@ import { spawnServe } from './helpers/process.js'
 const BIN = fileURLToPath(new URL('../bin/hangar.js', import.meta.url))
 
 /** Runs `hangar serve` expecting it to fail; resolves with its exit code and output. */
-function serveFailing(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; output: string }> {
+function serveFailing(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, 'serve', ...args], { env: { ...process.env, HANGAR_LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, [BIN, 'serve', ...args], {
+      env: { ...process.env, HANGAR_LOG_LEVEL: 'warn', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
     let output = ''
     child.stdout.on('data', (d) => (output += d))
     child.stderr.on('data', (d) => (output += d))
@@ -38,7 +44,9 @@ describe('hangar serve start-up', { timeout: 180_000 }, () => {
       expect(second.output).toContain(`data dir ${dataDir} is in use by another Hangar (pid ${first.child.pid}`)
       expect(second.output).not.toMatch(/listening on/)
       const key = readFileSync(join(dataDir, 'admin-key'), 'utf8').trim()
-      expect((await fetch(`${first.url}/v2/serverless`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200)
+      expect((await fetch(`${first.url}/v2/serverless`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(
+        200,
+      )
     } finally {
       first.child.kill('SIGTERM')
       expect(await first.exited).toBe(0)
@@ -53,7 +61,10 @@ describe('hangar serve start-up', { timeout: 180_000 }, () => {
     // A pid that no longer runs: a child that has exited and been reaped.
     const dead = spawn(process.execPath, ['-e', ''])
     await new Promise((r) => dead.on('close', r))
-    writeFileSync(join(dataDir, 'hangar.lock'), JSON.stringify({ pid: dead.pid, host: hostname(), startedAt: '2026-01-01T00:00:00.000Z', procStart: null }))
+    writeFileSync(
+      join(dataDir, 'hangar.lock'),
+      JSON.stringify({ pid: dead.pid, host: hostname(), startedAt: '2026-01-01T00:00:00.000Z', procStart: null }),
+    )
     const p = await spawnServe(dataDir)
     expect(JSON.parse(readFileSync(join(dataDir, 'hangar.lock'), 'utf8')).pid).toBe(p.child.pid)
     p.child.kill('SIGTERM')
@@ -98,12 +109,19 @@ describe('hangar serve start-up', { timeout: 180_000 }, () => {
       expect(res.headers.get('location')).toMatch(/^\/(console\/|docs)$/)
       await fetch(`${p.url}/v2/serverless`)
       const until = Date.now() + 20_000
-      while (!/"url":"\/v2\/serverless"/.test(p.output()) && Date.now() < until) await new Promise((r) => setTimeout(r, 50))
+      while (!/"url":"\/v2\/serverless"/.test(p.output()) && Date.now() < until)
+        await new Promise((r) => setTimeout(r, 50))
       const line = p
         .output()
         .split('\n')
         .find((l) => l.includes('"url":"/v2/serverless"'))
-      expect(JSON.parse(line!)).toMatchObject({ level: 30, method: 'GET', url: '/v2/serverless', status: 401, msg: 'GET /v2/serverless 401' })
+      expect(JSON.parse(line!)).toMatchObject({
+        level: 30,
+        method: 'GET',
+        url: '/v2/serverless',
+        status: 401,
+        msg: 'GET /v2/serverless 401',
+      })
     } finally {
       p.child.kill('SIGTERM')
       await p.exited
@@ -112,7 +130,11 @@ describe('hangar serve start-up', { timeout: 180_000 }, () => {
 
   it('logs a crashing worker once per crash on a terminal, its last output with its line breaks', async () => {
     const key = 'hk_crash-log-test-key-0123456789'
-    const p = await spawnServe(join(dir, 'pretty-crash'), { HANGAR_LOG_LEVEL: 'info', HANGAR_LOG_FORMAT: 'pretty', HANGAR_ADMIN_API_KEY: key })
+    const p = await spawnServe(join(dir, 'pretty-crash'), {
+      HANGAR_LOG_LEVEL: 'info',
+      HANGAR_LOG_FORMAT: 'pretty',
+      HANGAR_ADMIN_API_KEY: key,
+    })
     try {
       const res = await fetch(`${p.url}/v2/serverless`, {
         method: 'POST',
@@ -130,16 +152,21 @@ describe('hangar serve start-up', { timeout: 180_000 }, () => {
       expect(res.status).toBe(201)
       const until = Date.now() + 20_000
       // Until the replacement starts after the back-off: everything about the first crash is logged by then.
-      while (!/WARN.*worker failed[\s\S]*INFO.*worker started/.test(p.output()) && Date.now() < until) await new Promise((r) => setTimeout(r, 50))
+      while (!/WARN.*worker failed[\s\S]*INFO.*worker started/.test(p.output()) && Date.now() < until)
+        await new Promise((r) => setTimeout(r, 50))
       const out = p.output()
       const first = out.split('\n').find((l) => /WARN.*worker/.test(l))!
       expect(first).toMatch(/WARN.*: worker failed: replaced after the back-off$/)
       const workerId = /workerId: "(\w+)"/.exec(out.slice(out.indexOf(first)))![1]
       // Exactly one warning names this worker.
-      const warnings = out.split(/\n(?=\[)/).filter((entry) => entry.includes(`workerId: "${workerId}"`) && / WARN/.test(entry))
+      const warnings = out
+        .split(/\n(?=\[)/)
+        .filter((entry) => entry.includes(`workerId: "${workerId}"`) && / WARN/.test(entry))
       expect(warnings).toHaveLength(1)
       // The reason keeps its lines (not one quoted string with \n in it).
-      expect(warnings[0]).toMatch(/reason:\n\s+worker \w+ exited \(code 3\); its last output:\n\s+first line\n\s+second line/)
+      expect(warnings[0]).toMatch(
+        /reason:\n\s+worker \w+ exited \(code 3\); its last output:\n\s+first line\n\s+second line/,
+      )
     } finally {
       p.child.kill('SIGTERM')
       await p.exited
@@ -151,7 +178,8 @@ describe('hangar serve start-up', { timeout: 180_000 }, () => {
     try {
       await fetch(`${p.url}/v2/serverless`)
       const until = Date.now() + 20_000
-      while (!/GET \/v2\/serverless 401/.test(p.output()) && Date.now() < until) await new Promise((r) => setTimeout(r, 50))
+      while (!/GET \/v2\/serverless 401/.test(p.output()) && Date.now() < until)
+        await new Promise((r) => setTimeout(r, 50))
       const line = p
         .output()
         .split('\n')

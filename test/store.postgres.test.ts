@@ -57,16 +57,34 @@ if (available) {
       const b = await PgStore.open({ url: PG_TEST_URL, schema: a.schema })
       try {
         const ep = 'ep_counts'
-        await Promise.all(Array.from({ length: 120 }, (_, i) => (i % 2 ? a.store : b).jobs.insert(job(ep, { id: `job_${i}`, createdAt: 1_000 + i, lowPriority: i % 5 === 0 }))))
+        await Promise.all(
+          Array.from({ length: 120 }, (_, i) =>
+            (i % 2 ? a.store : b).jobs.insert(
+              job(ep, { id: `job_${i}`, createdAt: 1_000 + i, lowPriority: i % 5 === 0 }),
+            ),
+          ),
+        )
         const taken = [...(await a.store.jobs.take(ep, 'w1', 30, 2_000)), ...(await b.jobs.take(ep, 'w2', 30, 2_000))]
         // One statement per job, and counts read (and folded) on both stores meanwhile.
         await Promise.all([
-          ...taken.map((j, i) => (i % 2 ? a.store : b).jobs.transition(j.id, ['IN_PROGRESS'], i % 3 ? { status: 'COMPLETED', completedAt: 3_000 } : { status: 'FAILED', completedAt: 3_000, retries: 2 })),
-          ...Array.from({ length: 10 }, (_, i) => ((i % 2 ? a.store : b).jobs.counts(ep))),
-          ...Array.from({ length: 10 }, (_, i) => ((i % 2 ? a.store : b).jobs.activeEndpoints())),
+          ...taken.map((j, i) =>
+            (i % 2 ? a.store : b).jobs.transition(
+              j.id,
+              ['IN_PROGRESS'],
+              i % 3
+                ? { status: 'COMPLETED', completedAt: 3_000 }
+                : { status: 'FAILED', completedAt: 3_000, retries: 2 },
+            ),
+          ),
+          ...Array.from({ length: 10 }, (_, i) => (i % 2 ? a.store : b).jobs.counts(ep)),
+          ...Array.from({ length: 10 }, (_, i) => (i % 2 ? a.store : b).jobs.activeEndpoints()),
         ])
         // A job still waiting goes.
-        expect(await a.store.jobs.delete(Array.from({ length: 120 }, (_, i) => `job_${i}`).find((id) => !taken.some((t) => t.id === id))!)).toBe(true)
+        expect(
+          await a.store.jobs.delete(
+            Array.from({ length: 120 }, (_, i) => `job_${i}`).find((id) => !taken.some((t) => t.id === id))!,
+          ),
+        ).toBe(true)
         const pool = createPool({ url: PG_TEST_URL, schema: a.schema }).pool
         try {
           const { rows } = await pool.query(
@@ -78,10 +96,14 @@ if (available) {
           const counted = { ...rows[0], oldestQueuedAt: expect.any(Number) }
           expect(await a.store.jobs.counts(ep)).toEqual(counted)
           expect(await b.jobs.counts(ep)).toEqual(counted)
-          expect([counted.inQueue + counted.completed + counted.failed, counted.inProgress, counted.retried]).toEqual([119, 0, 40])
+          expect([counted.inQueue + counted.completed + counted.failed, counted.inProgress, counted.retried]).toEqual([
+            119, 0, 40,
+          ])
           expect(counted.inQueue).toBe(59)
           // Folded: an endpoint is summed from few rows once counts have been read.
-          expect(Number((await pool.query('SELECT count(*) AS n FROM job_counts WHERE endpoint_id = $1', [ep])).rows[0].n)).toBeLessThanOrEqual(40)
+          expect(
+            Number((await pool.query('SELECT count(*) AS n FROM job_counts WHERE endpoint_id = $1', [ep])).rows[0].n),
+          ).toBeLessThanOrEqual(40)
         } finally {
           await pool.end()
         }
@@ -99,8 +121,21 @@ if (available) {
         const [x, y] = await Promise.all([migrate(one.pool, schema), migrate(two.pool, schema)])
         // One applied them all, the other found nothing to do.
         // Every file of the migrations folder, in order (the list grows with each team's migrations).
-        const files = readdirSync(new URL('../src/store/postgres/migrations/', import.meta.url)).filter((f) => /^\d+_.+\.sql$/.test(f)).sort()
-        expect(files.slice(0, 10).map((f) => f.slice(0, 3))).toEqual(['001', '002', '003', '010', '030', '040', '050', '060', '070', '080'])
+        const files = readdirSync(new URL('../src/store/postgres/migrations/', import.meta.url))
+          .filter((f) => /^\d+_.+\.sql$/.test(f))
+          .sort()
+        expect(files.slice(0, 10).map((f) => f.slice(0, 3))).toEqual([
+          '001',
+          '002',
+          '003',
+          '010',
+          '030',
+          '040',
+          '050',
+          '060',
+          '070',
+          '080',
+        ])
         expect([x.length, y.length].sort((p, q) => p - q)).toEqual([0, files.length])
         expect([...x, ...y]).toEqual(files)
         const { rows } = await one.pool.query('SELECT version FROM schema_migrations ORDER BY version')
@@ -117,7 +152,12 @@ if (available) {
       const s = await openFresh()
       try {
         const acc = 'acc_tx'
-        await s.store.accounts.insert({ id: acc, name: acc, rateLimitExempt: false, createdAt: '2026-01-01T00:00:00.000Z' })
+        await s.store.accounts.insert({
+          id: acc,
+          name: acc,
+          rateLimitExempt: false,
+          createdAt: '2026-01-01T00:00:00.000Z',
+        })
         const e = endpoint(acc)
         await expect(
           s.store.transaction(async (tx) => {
@@ -142,8 +182,18 @@ if (available) {
         const dup = job('ep_gc')
         await s.store.jobs.insert(dup)
         const others = Array.from({ length: 5 }, () => job('ep_gc'))
-        const results = await Promise.allSettled([s.store.jobs.insert(dup), ...others.map((j) => s.store.jobs.insert(j))])
-        expect(results.map((r) => r.status)).toEqual(['rejected', 'fulfilled', 'fulfilled', 'fulfilled', 'fulfilled', 'fulfilled'])
+        const results = await Promise.allSettled([
+          s.store.jobs.insert(dup),
+          ...others.map((j) => s.store.jobs.insert(j)),
+        ])
+        expect(results.map((r) => r.status)).toEqual([
+          'rejected',
+          'fulfilled',
+          'fulfilled',
+          'fulfilled',
+          'fulfilled',
+          'fulfilled',
+        ])
         expect((await s.store.jobs.counts('ep_gc')).inQueue).toBe(6)
       } finally {
         await s.dispose()

@@ -27,12 +27,21 @@ describe('sqlite job store: queue positions', () => {
       for (const j of first) await store.jobs.insert(j)
       // A requeue to the back takes a new position too.
       const [taken] = await store.jobs.take('ep', 'w1', 1, 2_000)
-      await store.jobs.transition(taken.id, ['IN_PROGRESS'], { status: 'IN_QUEUE', workerId: null, requeueAtEnd: true, retries: 1 }, 'w1')
+      await store.jobs.transition(
+        taken.id,
+        ['IN_PROGRESS'],
+        { status: 'IN_QUEUE', workerId: null, requeueAtEnd: true, retries: 1 },
+        'w1',
+      )
       await store.close()
       store = new SqliteStore(file)
       const later = job('ep')
       await store.jobs.insert(later)
-      expect((await store.jobs.take('ep', 'w2', 3, 2_000)).map((j) => j.id)).toEqual([first[1].id, first[0].id, later.id])
+      expect((await store.jobs.take('ep', 'w2', 3, 2_000)).map((j) => j.id)).toEqual([
+        first[1].id,
+        first[0].id,
+        later.id,
+      ])
       await store.close()
     } finally {
       rmSync(dir, { recursive: true, force: true })
@@ -45,7 +54,12 @@ describe('sqlite endpoint documents: kept parsed in memory', () => {
     const dir = mkdtempSync(join(tmpdir(), 'hangar-store-'))
     const store = new SqliteStore(join(dir, 'hangar.db'))
     try {
-      await store.accounts.insert({ id: 'acc', name: 'acc', rateLimitExempt: false, createdAt: '2026-01-01T00:00:00.000Z' })
+      await store.accounts.insert({
+        id: 'acc',
+        name: 'acc',
+        rateLimitExempt: false,
+        createdAt: '2026-01-01T00:00:00.000Z',
+      })
       const ep = endpoint('acc', { id: 'ep1', name: 'a' })
       await store.endpoints.insert(ep)
       const first = await store.endpoints.get('ep1')

@@ -12,7 +12,8 @@ describe('templates', () => {
   })
   afterAll(() => s.stop())
 
-  const accountId = async (name: string): Promise<string> => (await s.api('GET', '/v2/admin/accounts')).body.accounts.find((a: { name: string }) => a.name === name).id
+  const accountId = async (name: string): Promise<string> =>
+    (await s.api('GET', '/v2/admin/accounts')).body.accounts.find((a: { name: string }) => a.name === name).id
   const create = async (body: object, key = alice) => {
     const r = await s.api('POST', '/v2/templates', { name: 'worker', image: 'acme/worker:1', ...body }, key)
     expect(r.status, JSON.stringify(r.body)).toBe(201)
@@ -45,13 +46,24 @@ describe('templates', () => {
   })
 
   it('gets, lists, updates and deletes an own template', async () => {
-    const t = await create({ name: 'crud', env: { A: '1' }, ports: ['8000/http'], mounts: { persistent: { size: 20, path: '/workspace' } }, allowedCudaVersions: ['12.4'] })
+    const t = await create({
+      name: 'crud',
+      env: { A: '1' },
+      ports: ['8000/http'],
+      mounts: { persistent: { size: 20, path: '/workspace' } },
+      allowedCudaVersions: ['12.4'],
+    })
     expect((await s.api('GET', `/v2/templates/${t.id}`, undefined, alice)).body).toEqual(t)
     const list = await s.api('GET', '/v2/templates', undefined, alice)
     expect(list.status).toBe(200)
     expect(list.body.templates.map((x: { id: string }) => x.id)).toContain(t.id)
 
-    const patched = await s.api('PATCH', `/v2/templates/${t.id}`, { name: 'crud-2', env: { B: '2' }, allowedCudaVersions: [], serverless: true, mounts: {} }, alice)
+    const patched = await s.api(
+      'PATCH',
+      `/v2/templates/${t.id}`,
+      { name: 'crud-2', env: { B: '2' }, allowedCudaVersions: [], serverless: true, mounts: {} },
+      alice,
+    )
     expect(patched.status).toBe(200)
     expect(patched.body).toEqual({ ...t, name: 'crud-2', env: { B: '2' }, allowedCudaVersions: [], serverless: true })
 
@@ -81,25 +93,41 @@ describe('templates', () => {
   it('rejects a NUL byte in an env name or value on create and update (422)', async () => {
     const r = await s.api('POST', '/v2/templates', { name: 'x', image: 'i', env: { 'N\u0000UL': 'y' } }, alice)
     expect(r.status).toBe(422)
-    expect(r.body.errors).toEqual(['env: key "N\\u0000UL" must not contain a NUL character (\\u0000), which no program can be given'])
+    expect(r.body.errors).toEqual([
+      'env: key "N\\u0000UL" must not contain a NUL character (\\u0000), which no program can be given',
+    ])
     const t = await create({})
     const patch = await s.api('PATCH', `/v2/templates/${t.id}`, { env: { A: 'b\u0000' } }, alice)
     expect(patch.status).toBe(422)
-    expect(patch.body.errors).toEqual(['env.A: must not contain a NUL character (\\u0000), which no program can be given, got "b\\u0000"'])
+    expect(patch.body.errors).toEqual([
+      'env.A: must not contain a NUL character (\\u0000), which no program can be given, got "b\\u0000"',
+    ])
   })
 
   describe('container command', () => {
     it('stores args as given and returns it deconstructed', async () => {
       const t = await create({ args: `python -u 'my handler.py'` })
-      expect(t).toMatchObject({ args: `python -u 'my handler.py'`, cmd: ['python', '-u', 'my handler.py'], entrypoint: [] })
+      expect(t).toMatchObject({
+        args: `python -u 'my handler.py'`,
+        cmd: ['python', '-u', 'my handler.py'],
+        entrypoint: [],
+      })
       const json = await create({ args: '{"entrypoint": ["python"], "cmd": ["a.py"]}' })
-      expect(json).toMatchObject({ args: '{"entrypoint": ["python"], "cmd": ["a.py"]}', cmd: ['a.py'], entrypoint: ['python'] })
+      expect(json).toMatchObject({
+        args: '{"entrypoint": ["python"], "cmd": ["a.py"]}',
+        cmd: ['a.py'],
+        entrypoint: ['python'],
+      })
     })
 
     it('rewrites args when only cmd or entrypoint changes, and clears with ""', async () => {
       const t = await create({ args: 'python a.py' })
       const p1 = await s.api('PATCH', `/v2/templates/${t.id}`, { entrypoint: ['/bin/sh', '-c'] }, alice)
-      expect(p1.body).toMatchObject({ args: '{"entrypoint":["/bin/sh","-c"],"cmd":["python","a.py"]}', cmd: ['python', 'a.py'], entrypoint: ['/bin/sh', '-c'] })
+      expect(p1.body).toMatchObject({
+        args: '{"entrypoint":["/bin/sh","-c"],"cmd":["python","a.py"]}',
+        cmd: ['python', 'a.py'],
+        entrypoint: ['/bin/sh', '-c'],
+      })
       const p2 = await s.api('PATCH', `/v2/templates/${t.id}`, { name: 'renamed' }, alice)
       expect(p2.body).toMatchObject({ args: p1.body.args, cmd: p1.body.cmd, entrypoint: p1.body.entrypoint })
       const p3 = await s.api('PATCH', `/v2/templates/${t.id}`, { args: '' }, alice)
@@ -108,9 +136,16 @@ describe('templates', () => {
 
     it('accepts args with cmd describing the same command and refuses a different one with 400', async () => {
       await create({ args: 'python a.py', cmd: ['python', 'a.py'] })
-      const r = await s.api('POST', '/v2/templates', { name: 'x', image: 'i', args: 'python a.py', cmd: ['python', 'b.py'] }, alice)
+      const r = await s.api(
+        'POST',
+        '/v2/templates',
+        { name: 'x', image: 'i', args: 'python a.py', cmd: ['python', 'b.py'] },
+        alice,
+      )
       expect(r.status).toBe(400)
-      expect(r.body.errors).toEqual(['cmd: ["python","b.py"] disagrees with args, which describes cmd ["python","a.py"]'])
+      expect(r.body.errors).toEqual([
+        'cmd: ["python","b.py"] disagrees with args, which describes cmd ["python","a.py"]',
+      ])
     })
 
     it('refuses args it cannot read with 422', async () => {
@@ -139,7 +174,9 @@ describe('templates', () => {
         expect(r.status, method).toBe(404)
         expect(r.body.detail).toBe(`template "${t.id}" was not found`)
       }
-      expect((await s.api('GET', '/v2/templates', undefined, bob)).body.templates.map((x: { id: string }) => x.id)).not.toContain(t.id)
+      expect(
+        (await s.api('GET', '/v2/templates', undefined, bob)).body.templates.map((x: { id: string }) => x.id),
+      ).not.toContain(t.id)
     })
 
     it('lets others read a public template, without its registry, but not change it', async () => {
@@ -150,13 +187,21 @@ describe('templates', () => {
       expect(read.body).toEqual({ ...t, registry: null })
       expect((await s.api('PATCH', `/v2/templates/${t.id}`, { name: 'mine now' }, bob)).status).toBe(404)
       expect((await s.api('DELETE', `/v2/templates/${t.id}`, undefined, bob)).status).toBe(404)
-      expect((await s.api('GET', '/v2/templates', undefined, bob)).body.templates.map((x: { id: string }) => x.id)).not.toContain(t.id)
+      expect(
+        (await s.api('GET', '/v2/templates', undefined, bob)).body.templates.map((x: { id: string }) => x.id),
+      ).not.toContain(t.id)
     })
 
     it('lets every account read official templates but change none', async () => {
       const r = await s.api('GET', '/v2/templates/hangar-echo', undefined, bob)
       expect(r.status).toBe(200)
-      expect(r.body).toMatchObject({ id: 'hangar-echo', image: 'hangar/echo:latest', serverless: true, public: true, registry: null })
+      expect(r.body).toMatchObject({
+        id: 'hangar-echo',
+        image: 'hangar/echo:latest',
+        serverless: true,
+        public: true,
+        registry: null,
+      })
       const patch = await s.api('PATCH', '/v2/templates/hangar-echo', { name: 'mine' }, bob)
       expect(patch.status).toBe(404)
       expect((await s.api('DELETE', '/v2/templates/hangar-echo', undefined, s.adminKey)).status).toBe(404)
@@ -196,7 +241,12 @@ describe('templates', () => {
   it('refuses to delete a template an endpoint of the account is bound to', async () => {
     const t = await create({ name: 'bound', serverless: true })
     const owner = await accountId('tpl-alice')
-    await s.hangar.store.endpoints.insert({ id: 'ep_bound', accountId: owner, createdAt: new Date().toISOString(), templateId: t.id } as never)
+    await s.hangar.store.endpoints.insert({
+      id: 'ep_bound',
+      accountId: owner,
+      createdAt: new Date().toISOString(),
+      templateId: t.id,
+    } as never)
     const r = await s.api('DELETE', `/v2/templates/${t.id}`, undefined, alice)
     expect(r.status).toBe(400)
     expect(r.body.errors).toEqual([`template: "${t.id}" is bound to endpoint ep_bound; delete them first`])

@@ -28,7 +28,14 @@ describe('the usage ledger (SQLite) and its recovery after a restart', () => {
   let dir: string
   let store: SqliteStore
   const clock = new ManualClock()
-  const meter = () => new UsageMeter({ store, clock, log: silentLog, prices: new PriceBook({ gpu: () => undefined, cpu: () => undefined }, parseConfig({}).billing.prices), checkpointMs: 60_000 })
+  const meter = () =>
+    new UsageMeter({
+      store,
+      clock,
+      log: silentLog,
+      prices: new PriceBook({ gpu: () => undefined, cpu: () => undefined }, parseConfig({}).billing.prices),
+      checkpointMs: 60_000,
+    })
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'hangar-usage-'))
     store = new SqliteStore(join(dir, 'hangar.db'))
@@ -43,13 +50,22 @@ describe('the usage ledger (SQLite) and its recovery after a restart', () => {
     const i = await store.usage.open(subject('ep', 'w1'), T0)
     await store.usage.close([i.id], T0 + 5 * HOUR_MS)
     await store.usage.close([i.id], T0 + 9 * HOUR_MS)
-    const days = (await store.usage.sumRollup({ products: ['serverless'] }, T0 - 24 * HOUR_MS, T0 + 48 * HOUR_MS, { size: 'day', by: ['resourceId'] })).sort((a, b) => a.bucket - b.bucket)
+    const days = (
+      await store.usage.sumRollup({ products: ['serverless'] }, T0 - 24 * HOUR_MS, T0 + 48 * HOUR_MS, {
+        size: 'day',
+        by: ['resourceId'],
+      })
+    ).sort((a, b) => a.bucket - b.bucket)
     expect(days.map((d) => [new Date(d.bucket).toISOString(), d.amounts.cpu])).toEqual([
       ['2026-03-14T00:00:00.000Z', 2 * 3_600_000],
       ['2026-03-15T00:00:00.000Z', 3 * 3_600_000],
     ])
     expect(await store.usage.listOpen()).toEqual([])
-    const overlapping = await store.usage.listOverlapping({ accountId: 'acc', products: ['serverless'] }, T0 + 4 * HOUR_MS, T0 + 6 * HOUR_MS)
+    const overlapping = await store.usage.listOverlapping(
+      { accountId: 'acc', products: ['serverless'] },
+      T0 + 4 * HOUR_MS,
+      T0 + 6 * HOUR_MS,
+    )
     expect(overlapping.map((x) => [x.startedAt, x.endedAt])).toEqual([[T0, T0 + 5 * HOUR_MS]])
   })
 
@@ -67,8 +83,15 @@ describe('the usage ledger (SQLite) and its recovery after a restart', () => {
     const after = meter()
     await after.recover([subject('vol-kept', null), subject('vol-repriced', null, 7_200_000), subject('vol-new', null)])
     const restart = clock.now()
-    const all = await store.usage.listOverlapping({ accountId: 'acc', products: ['volume', 'serverless'] }, 0, Number.MAX_SAFE_INTEGER)
-    const byKey = (id: string) => all.filter((i) => i.resourceId === id).map((i) => [i.startedAt - T0, i.endedAt === null ? null : i.endedAt - T0, i.priceMicros])
+    const all = await store.usage.listOverlapping(
+      { accountId: 'acc', products: ['volume', 'serverless'] },
+      0,
+      Number.MAX_SAFE_INTEGER,
+    )
+    const byKey = (id: string) =>
+      all
+        .filter((i) => i.resourceId === id)
+        .map((i) => [i.startedAt - T0, i.endedAt === null ? null : i.endedAt - T0, i.priceMicros])
     // The worker was last known alive at T0 + 1 h: billed up to there, not through the outage.
     expect(byKey('ep')).toEqual([[0, HOUR_MS, 3_600_000]])
     // A volume outlives the control plane: the same interval runs on, with no gap and nothing twice.
@@ -89,7 +112,11 @@ describe('the usage ledger (SQLite) and its recovery after a restart', () => {
     await m.end('serverless:ep:w1')
     await m.stop()
     expect(await store.usage.lastAlive()).toBe(T0 + 30 * 60_000)
-    expect((await store.usage.listOverlapping({ products: ['serverless'] }, 0, Number.MAX_SAFE_INTEGER)).map((i) => i.endedAt! - i.startedAt)).toEqual([30 * 60_000])
+    expect(
+      (await store.usage.listOverlapping({ products: ['serverless'] }, 0, Number.MAX_SAFE_INTEGER)).map(
+        (i) => i.endedAt! - i.startedAt,
+      ),
+    ).toEqual([30 * 60_000])
   })
 
   it('keeps a start before its stop when both are queued at once, and ignores a second start of the same thing', async () => {

@@ -59,7 +59,10 @@ describe('signed webhooks', () => {
   let rx: RawReceiver
   const clock = new ManualClock()
   beforeAll(async () => {
-    s = await startTestServer({ jobs: { pingIntervalMs: 500, webhookRetryDelayMs: 200, webhookSecretOverlapMs: OVERLAP_MS } }, { clock })
+    s = await startTestServer(
+      { jobs: { pingIntervalMs: 500, webhookRetryDelayMs: 200, webhookSecretOverlapMs: OVERLAP_MS } },
+      { clock },
+    )
     rx = await new RawReceiver().start()
   })
   afterAll(async () => {
@@ -82,18 +85,31 @@ describe('signed webhooks', () => {
     expect(call.headers['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/]+=*$/)
     expect(new Webhook(secret).verify(call.body, call.headers)).toEqual(job.body)
     // Another endpoint's secret does not verify it.
-    const other = await s.api('POST', '/v2/serverless', endpointBody('hangar/echo:latest', { name: 'other', workers: { min: 0, max: 0 } }))
+    const other = await s.api(
+      'POST',
+      '/v2/serverless',
+      endpointBody('hangar/echo:latest', { name: 'other', workers: { min: 0, max: 0 } }),
+    )
     expect(verifies(other.body.webhookSecret, call)).toBe(false)
 
     // The job shows the delivery and its attempt.
     const status = await jobCall(s, 'GET', `/v2/${created.body.id}/status/${job.body.id}`)
     expect(status.body.webhookDeliveries).toEqual([
-      { id: call.headers['webhook-id'], url: rx.url, state: 'DELIVERED', attempts: [{ at: expect.any(String), statusCode: 200, error: null, durationMs: expect.any(Number) }], nextAttemptAt: null },
+      {
+        id: call.headers['webhook-id'],
+        url: rx.url,
+        state: 'DELIVERED',
+        attempts: [{ at: expect.any(String), statusCode: 200, error: null, durationMs: expect.any(Number) }],
+        nextAttemptAt: null,
+      },
     ])
   })
 
   it('signs with both secrets during the overlap of a rotation, and with the new one only after it', async () => {
-    const created = await createEndpoint(s, endpointBody('hangar/echo:latest', { name: 'parked', workers: { min: 0, max: 0 } }))
+    const created = await createEndpoint(
+      s,
+      endpointBody('hangar/echo:latest', { name: 'parked', workers: { min: 0, max: 0 } }),
+    )
     const old = created.webhookSecret as string
     const rotated = await s.api('POST', `/v2/serverless/${created.id}/webhook-secret/rotate`)
     expect(rotated.status).toBe(200)
@@ -121,7 +137,10 @@ describe('signed webhooks', () => {
   })
 
   it('refuses a rotation of an endpoint the caller does not own, and by a read-only key', async () => {
-    const ep = await createEndpoint(s, endpointBody('hangar/echo:latest', { name: 'mine', workers: { min: 0, max: 0 } }))
+    const ep = await createEndpoint(
+      s,
+      endpointBody('hangar/echo:latest', { name: 'mine', workers: { min: 0, max: 0 } }),
+    )
     const stranger = await s.accountKey('stranger')
     expect((await s.api('POST', `/v2/serverless/${ep.id}/webhook-secret/rotate`, undefined, stranger)).status).toBe(404)
     const reader = await s.accountKey('stranger', 'READ_ONLY')

@@ -46,7 +46,9 @@ describe('webhooks', () => {
   beforeAll(async () => {
     s = await startTestServer({ jobs: { pingIntervalMs: 500, webhookRetryDelayMs: 200 } })
     echo = (await createEndpoint(s, endpointBody('hangar/echo:latest'))).id
-    parked = (await createEndpoint(s, endpointBody('hangar/echo:latest', { name: 'parked', workers: { min: 0, max: 0 } }))).id
+    parked = (
+      await createEndpoint(s, endpointBody('hangar/echo:latest', { name: 'parked', workers: { min: 0, max: 0 } }))
+    ).id
   })
   afterAll(() => s.stop())
 
@@ -143,5 +145,6 @@ async function waitDelivery(s: TestServer, jobId: string, state: string) {
 
 async function waitAttempts(s: TestServer, jobId: string, n: number) {
   const until = Date.now() + 10_000
-  while (((await s.hangar.store.webhooks.listForJob(jobId))[0]?.attempts.length ?? 0) < n && Date.now() < until) await new Promise((r) => setTimeout(r, 20))
+  while (((await s.hangar.store.webhooks.listForJob(jobId))[0]?.attempts.length ?? 0) < n && Date.now() < until)
+    await new Promise((r) => setTimeout(r, 20))
 }

@@ -20,10 +20,19 @@ describe('the hangar/worker SDK in a worker project of its own', { timeout: 180_
   let s: TestServer
   beforeAll(async () => {
     // `npm install <path to hangar>`, as docs/writing-workers.md says (the built dist is there: npm test builds first).
-    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'my-worker', version: '1.0.0', type: 'module', private: true }))
+    writeFileSync(
+      join(project, 'package.json'),
+      JSON.stringify({ name: 'my-worker', version: '1.0.0', type: 'module', private: true }),
+    )
     await run(NPM, ['install', '--no-audit', '--no-fund', '--ignore-scripts', ROOT], { cwd: project })
-    writeFileSync(join(project, 'worker.js'), "import { serve } from 'hangar/worker'\nawait serve({ handler: async (job) => ({ greeting: `hello ${job.input.name}` }) })\n")
-    s = await startTestServer({ jobs: { pingIntervalMs: 500 }, images: { 'acme/my-worker:1': { command: [process.execPath, join(project, 'worker.js')] } } })
+    writeFileSync(
+      join(project, 'worker.js'),
+      "import { serve } from 'hangar/worker'\nawait serve({ handler: async (job) => ({ greeting: `hello ${job.input.name}` }) })\n",
+    )
+    s = await startTestServer({
+      jobs: { pingIntervalMs: 500 },
+      images: { 'acme/my-worker:1': { command: [process.execPath, join(project, 'worker.js')] } },
+    })
   })
   afterAll(async () => {
     await s?.stop()
@@ -33,7 +42,11 @@ describe('the hangar/worker SDK in a worker project of its own', { timeout: 180_
   it('runs jobs with the SDK imported as `hangar/worker`', async () => {
     const ep = (await createEndpoint(s, endpointBody('acme/my-worker:1'))).id
     const r = await jobCall(s, 'POST', `/v2/${ep}/runsync?wait=60000`, { input: { name: 'world' } })
-    expect(r.body).toMatchObject({ status: 'COMPLETED', output: { greeting: 'hello world' }, workerId: expect.any(String) })
+    expect(r.body).toMatchObject({
+      status: 'COMPLETED',
+      output: { greeting: 'hello world' },
+      workerId: expect.any(String),
+    })
   })
 })
 
@@ -47,10 +60,21 @@ describe('the @hangar/worker package installed from its tarball', { timeout: 180
     // prepack copies the SDK out of the dist this run built (packages/worker/build.mjs).
     await run(NPM, ['pack', '--pack-destination', project], { cwd: join(ROOT, 'packages', 'worker') })
     const tarball = readdirSync(project).find((f) => f.endsWith('.tgz'))!
-    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'my-worker', version: '1.0.0', type: 'module', private: true }))
-    await run(NPM, ['install', '--offline', '--no-audit', '--no-fund', '--ignore-scripts', `./${tarball}`], { cwd: project })
-    writeFileSync(join(project, 'worker.js'), "import { serve } from '@hangar/worker'\nawait serve({ handler: async (job) => ({ greeting: `hi ${job.input.name}` }) })\n")
-    s = await startTestServer({ jobs: { pingIntervalMs: 500 }, images: { 'acme/slim-worker:1': { command: [process.execPath, join(project, 'worker.js')] } } })
+    writeFileSync(
+      join(project, 'package.json'),
+      JSON.stringify({ name: 'my-worker', version: '1.0.0', type: 'module', private: true }),
+    )
+    await run(NPM, ['install', '--offline', '--no-audit', '--no-fund', '--ignore-scripts', `./${tarball}`], {
+      cwd: project,
+    })
+    writeFileSync(
+      join(project, 'worker.js'),
+      "import { serve } from '@hangar/worker'\nawait serve({ handler: async (job) => ({ greeting: `hi ${job.input.name}` }) })\n",
+    )
+    s = await startTestServer({
+      jobs: { pingIntervalMs: 500 },
+      images: { 'acme/slim-worker:1': { command: [process.execPath, join(project, 'worker.js')] } },
+    })
   })
   afterAll(async () => {
     await s?.stop()
@@ -65,6 +89,10 @@ describe('the @hangar/worker package installed from its tarball', { timeout: 180
   it('runs jobs with the SDK imported as `@hangar/worker`', async () => {
     const ep = (await createEndpoint(s, endpointBody('acme/slim-worker:1'))).id
     const r = await jobCall(s, 'POST', `/v2/${ep}/runsync?wait=60000`, { input: { name: 'image' } })
-    expect(r.body).toMatchObject({ status: 'COMPLETED', output: { greeting: 'hi image' }, workerId: expect.any(String) })
+    expect(r.body).toMatchObject({
+      status: 'COMPLETED',
+      output: { greeting: 'hi image' },
+      workerId: expect.any(String),
+    })
   })
 })

@@ -24,19 +24,41 @@ describe('worker protocol (Python SDK replay)', () => {
   let volumeId: string
 
   const call = (method: string, url: string, body?: string, headers: Record<string, string> = {}) =>
-    fetch(url, { method, headers: { authorization: env.RUNPOD_AI_API_KEY, 'content-type': FORM, 'user-agent': 'RunPod-Python-SDK/1.7.0', ...headers }, body })
+    fetch(url, {
+      method,
+      headers: {
+        authorization: env.RUNPOD_AI_API_KEY,
+        'content-type': FORM,
+        'user-agent': 'RunPod-Python-SDK/1.7.0',
+        ...headers,
+      },
+      body,
+    })
   const take = () => call('GET', `${env.RUNPOD_WEBHOOK_GET_JOB}&job_in_progress=0`)
   const done = (jobId: string, body: unknown, isStream = false) =>
-    call('POST', `${env.RUNPOD_WEBHOOK_POST_OUTPUT.replace('$ID', jobId)}&isStream=${isStream}`, typeof body === 'string' ? body : JSON.stringify(body), { 'x-request-id': jobId })
+    call(
+      'POST',
+      `${env.RUNPOD_WEBHOOK_POST_OUTPUT.replace('$ID', jobId)}&isStream=${isStream}`,
+      typeof body === 'string' ? body : JSON.stringify(body),
+      { 'x-request-id': jobId },
+    )
   const doneBatch = (body: unknown, key = env.RUNPOD_AI_API_KEY) =>
-    fetch(env.HANGAR_WEBHOOK_POST_OUTPUT_BATCH, { method: 'POST', headers: { authorization: key, 'content-type': FORM }, body: typeof body === 'string' ? body : JSON.stringify(body) })
+    fetch(env.HANGAR_WEBHOOK_POST_OUTPUT_BATCH, {
+      method: 'POST',
+      headers: { authorization: key, 'content-type': FORM },
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+    })
   const takeBatch = async (n: number) => {
-    const r = await call('GET', `${env.RUNPOD_WEBHOOK_GET_JOB.replace('/job-take/', '/job-take-batch/')}&batch_size=${n}&job_in_progress=0`)
+    const r = await call(
+      'GET',
+      `${env.RUNPOD_WEBHOOK_GET_JOB.replace('/job-take/', '/job-take-batch/')}&batch_size=${n}&job_in_progress=0`,
+    )
     expect(r.status).toBe(200)
     return ((await r.json()) as Array<{ id: string }>).map((j) => j.id)
   }
   const statusOf = async (id: string) => (await jobCall(s, 'GET', `/v2/${ep}/status/${id}`)).body
-  const submit = async (input: Record<string, unknown>, extra: Record<string, unknown> = {}) => (await jobCall(s, 'POST', `/v2/${ep}/run`, { input, ...extra })).body.id as string
+  const submit = async (input: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+    (await jobCall(s, 'POST', `/v2/${ep}/run`, { input, ...extra })).body.id as string
   const takeJob = async () => {
     const r = await take()
     expect(r.status).toBe(200)
@@ -50,12 +72,25 @@ describe('worker protocol (Python SDK replay)', () => {
       jobs: { takeWaitMs: 1_000, pingIntervalMs: 60_000 },
       // The replay worker writes its environment to a file outside its own disk: no process sandbox for it.
       runtime: { process: { sandbox: 'off' } },
-      images: { 'test/replay:latest': { command: [process.execPath, join(import.meta.dirname, 'fixtures', 'envdump.mjs')], env: { DUMP_TO: dump } } },
+      images: {
+        'test/replay:latest': {
+          command: [process.execPath, join(import.meta.dirname, 'fixtures', 'envdump.mjs')],
+          env: { DUMP_TO: dump },
+        },
+      },
     })
     const volume = await s.api('POST', '/v2/network-volumes', { name: 'models', size: 10, dataCenter: 'LOCAL-1' })
     expect(volume.status).toBe(201)
     volumeId = volume.body.id
-    ep = (await createEndpoint(s, endpointBody('test/replay:latest', { workers: { min: 1, max: 1, idleTimeout: 3600 }, networkVolumes: [volumeId] }))).id
+    ep = (
+      await createEndpoint(
+        s,
+        endpointBody('test/replay:latest', {
+          workers: { min: 1, max: 1, idleTimeout: 3600 },
+          networkVolumes: [volumeId],
+        }),
+      )
+    ).id
     const until = Date.now() + 15_000
     while (!existsSync(dump) && Date.now() < until) await new Promise((r) => setTimeout(r, 50))
     ;({ env, cwd } = JSON.parse(readFileSync(dump, 'utf8')))
@@ -73,7 +108,13 @@ describe('worker protocol (Python SDK replay)', () => {
     expect(env.RUNPOD_WEBHOOK_POST_STREAM).toBe(`${base}/job-stream/${wid}/$ID?gpu=CPU`)
     expect(env.RUNPOD_WEBHOOK_PING).toBe(`${base}/ping/${wid}?gpu=CPU`)
     expect(env.HANGAR_WEBHOOK_POST_OUTPUT_BATCH).toBe(`${base}/job-done-batch/${wid}?gpu=CPU`)
-    expect(env).toMatchObject({ RUNPOD_ENDPOINT_ID: ep, RUNPOD_PING_INTERVAL: '60000', RUNPOD_SKIP_AUTO_SYSTEM_CHECKS: 'true', CUDA_VISIBLE_DEVICES: '', DUMP_TO: expect.any(String) })
+    expect(env).toMatchObject({
+      RUNPOD_ENDPOINT_ID: ep,
+      RUNPOD_PING_INTERVAL: '60000',
+      RUNPOD_SKIP_AUTO_SYSTEM_CHECKS: 'true',
+      CUDA_VISIBLE_DEVICES: '',
+      DUMP_TO: expect.any(String),
+    })
     expect(env.RUNPOD_AI_API_KEY).toMatch(/^hw_/)
     expect(env.RUNPOD_AI_API_KEY).not.toBe(s.adminKey)
     expect(cwd).toBe(join(s.dataDir, 'workers', wid, 'disk'))
@@ -96,7 +137,10 @@ describe('worker protocol (Python SDK replay)', () => {
     const progress = await done(id, { status: 'IN_PROGRESS', output: { percent: 10 } })
     json(progress, 'job-done (progress)')
     json(await jobCall(s, 'GET', `/v2/${ep}/status/${id}`), 'status (running, progress as RawJson)')
-    json(await call('POST', env.RUNPOD_WEBHOOK_POST_STREAM.replace('$ID', id), JSON.stringify({ output: 'c1' })), 'job-stream')
+    json(
+      await call('POST', env.RUNPOD_WEBHOOK_POST_STREAM.replace('$ID', id), JSON.stringify({ output: 'c1' })),
+      'job-stream',
+    )
     json(await jobCall(s, 'GET', `/v2/${ep}/stream/${id}`), 'stream')
     json(await call('GET', `${env.RUNPOD_WEBHOOK_PING}&job_id=${id}&runpod_version=1.12.0`), 'ping')
     json(await jobCall(s, 'POST', `/v2/${ep}/cancel/${id}`), 'cancel')
@@ -107,11 +151,20 @@ describe('worker protocol (Python SDK replay)', () => {
     json(await done(id, { output: { late: true } }), 'job-done (late)')
     // Batches, and a completed job whose output is kept as the text it came in (RawJson).
     const [a, b] = [await submit({ i: 1 }), await submit({ i: 2 })]
-    const batch = await call('GET', `${env.RUNPOD_WEBHOOK_GET_JOB.replace('/job-take/', '/job-take-batch/')}&batch_size=2&job_in_progress=0`)
+    const batch = await call(
+      'GET',
+      `${env.RUNPOD_WEBHOOK_GET_JOB.replace('/job-take/', '/job-take-batch/')}&batch_size=2&job_in_progress=0`,
+    )
     expect(batch.status).toBe(200)
     json(batch, 'job-take-batch')
     expect(((await batch.json()) as Array<{ id: string }>).map((j) => j.id).sort()).toEqual([a, b].sort())
-    json(await doneBatch([{ id: a, output: { n: 1 } }, { id: b, output: { n: 2 } }]), 'job-done-batch')
+    json(
+      await doneBatch([
+        { id: a, output: { n: 1 } },
+        { id: b, output: { n: 2 } },
+      ]),
+      'job-done-batch',
+    )
     json(await jobCall(s, 'GET', `/v2/${ep}/status/${a}`), 'status (completed, RawJson output)')
     json(await jobCall(s, 'GET', `/v2/${ep}/status-sync/${a}`), 'status-sync')
     json(await jobCall(s, 'GET', `/v2/${ep}/stream/${a}`), 'stream (completed)')
@@ -132,7 +185,9 @@ describe('worker protocol (Python SDK replay)', () => {
     json(await jobCall(s, 'POST', `/v2/${ep}/run`, { input: {} }), 'run')
     json(await jobCall(s, 'POST', `/v2/${ep}/purge-queue`), 'purge-queue')
     // Errors are problems, also a JSON type.
-    const bad = await call('GET', `${env.RUNPOD_WEBHOOK_GET_JOB}&job_in_progress=0`, undefined, { authorization: 'hw_wrong' })
+    const bad = await call('GET', `${env.RUNPOD_WEBHOOK_GET_JOB}&job_in_progress=0`, undefined, {
+      authorization: 'hw_wrong',
+    })
     expect(bad.status).toBe(401)
     expect(bad.headers.get('content-type')?.split(';')[0]).toBe('application/problem+json')
   })
@@ -157,12 +212,18 @@ describe('worker protocol (Python SDK replay)', () => {
   })
 
   it('refuses a wrong worker key, another worker id and an account key', async () => {
-    const wrong = await fetch(`${env.RUNPOD_WEBHOOK_GET_JOB}&job_in_progress=0`, { headers: { authorization: 'hw_wrong' } })
+    const wrong = await fetch(`${env.RUNPOD_WEBHOOK_GET_JOB}&job_in_progress=0`, {
+      headers: { authorization: 'hw_wrong' },
+    })
     expect(wrong.status).toBe(401)
     expect(wrong.headers.get('www-authenticate')).toBe('Bearer realm="hangar"')
-    const other = await fetch(env.RUNPOD_WEBHOOK_GET_JOB.replace(env.RUNPOD_POD_ID, 'someoneelse'), { headers: { authorization: env.RUNPOD_AI_API_KEY } })
+    const other = await fetch(env.RUNPOD_WEBHOOK_GET_JOB.replace(env.RUNPOD_POD_ID, 'someoneelse'), {
+      headers: { authorization: env.RUNPOD_AI_API_KEY },
+    })
     expect(other.status).toBe(401)
-    const admin = await fetch(`${env.RUNPOD_WEBHOOK_GET_JOB}&job_in_progress=0`, { headers: { authorization: s.adminKey } })
+    const admin = await fetch(`${env.RUNPOD_WEBHOOK_GET_JOB}&job_in_progress=0`, {
+      headers: { authorization: s.adminKey },
+    })
     expect(admin.status).toBe(401)
   })
 
@@ -175,25 +236,49 @@ describe('worker protocol (Python SDK replay)', () => {
 
   it('hands out a job with webhook, policy and s3Config; a progress update keeps it running; the form-labelled result completes it', async () => {
     const s3Config = { accessId: 'a', accessSecret: 'b', bucketName: 'c', endpointUrl: 'http://127.0.0.1:9' }
-    const id = await submit({ prompt: 'hi' }, { webhook: 'http://127.0.0.1:9/hook', policy: { executionTimeout: 60_000, ttl: 600_000 }, s3Config })
+    const id = await submit(
+      { prompt: 'hi' },
+      { webhook: 'http://127.0.0.1:9/hook', policy: { executionTimeout: 60_000, ttl: 600_000 }, s3Config },
+    )
     const job = await takeJob()
-    expect(job).toEqual({ id, input: { prompt: 'hi' }, webhook: 'http://127.0.0.1:9/hook', policy: { executionTimeout: 60_000, ttl: 600_000 }, s3Config })
+    expect(job).toEqual({
+      id,
+      input: { prompt: 'hi' },
+      webhook: 'http://127.0.0.1:9/hook',
+      policy: { executionTimeout: 60_000, ttl: 600_000 },
+      s3Config,
+    })
     expect((await done(id, { status: 'IN_PROGRESS', output: { percent: 50 } })).status).toBe(200)
-    expect((await jobCall(s, 'GET', `/v2/${ep}/status/${id}`)).body).toMatchObject({ status: 'IN_PROGRESS', output: { percent: 50 } })
+    expect((await jobCall(s, 'GET', `/v2/${ep}/status/${id}`)).body).toMatchObject({
+      status: 'IN_PROGRESS',
+      output: { percent: 50 },
+    })
     const ping = await call('GET', `${env.RUNPOD_WEBHOOK_PING}&job_id=${id}&runpod_version=1.7.0`)
     expect(ping.status).toBe(200)
     expect((await done(id, { output: { text: 'héllo' } })).status).toBe(200)
-    expect((await jobCall(s, 'GET', `/v2/${ep}/status/${id}`)).body).toMatchObject({ status: 'COMPLETED', output: { text: 'héllo' } })
+    expect((await jobCall(s, 'GET', `/v2/${ep}/status/${id}`)).body).toMatchObject({
+      status: 'COMPLETED',
+      output: { text: 'héllo' },
+    })
   })
 
   it('streams generator chunks, then completes with isStream=true and the aggregate', async () => {
     const id = await submit({ n: 2 })
     await takeJob()
     for (const chunk of ['first', { second: 2 }]) {
-      const r = await call('POST', env.RUNPOD_WEBHOOK_POST_STREAM.replace('$ID', id), JSON.stringify({ output: chunk }), { 'content-type': 'application/json' })
+      const r = await call(
+        'POST',
+        env.RUNPOD_WEBHOOK_POST_STREAM.replace('$ID', id),
+        JSON.stringify({ output: chunk }),
+        { 'content-type': 'application/json' },
+      )
       expect(r.status).toBe(200)
     }
-    expect((await jobCall(s, 'GET', `/v2/${ep}/stream/${id}`)).body).toEqual({ id, status: 'IN_PROGRESS', stream: [{ output: 'first' }, { output: { second: 2 } }] })
+    expect((await jobCall(s, 'GET', `/v2/${ep}/stream/${id}`)).body).toEqual({
+      id,
+      status: 'IN_PROGRESS',
+      stream: [{ output: 'first' }, { output: { second: 2 } }],
+    })
     expect((await done(id, { output: ['first', { second: 2 }] }, true)).status).toBe(200)
     expect((await jobCall(s, 'GET', `/v2/${ep}/stream/${id}`)).body).toEqual({ id, status: 'COMPLETED', stream: [] })
     expect((await jobCall(s, 'GET', `/v2/${ep}/status/${id}`)).body.output).toEqual(['first', { second: 2 }])
@@ -202,13 +287,24 @@ describe('worker protocol (Python SDK replay)', () => {
   it('fails a job on a raised error and on a returned dict with error', async () => {
     const raised = await submit({})
     await takeJob()
-    const error = JSON.stringify({ error_type: "<class 'ValueError'>", error_message: 'bad input', error_traceback: 'Traceback ...', hostname: 'h', worker_id: env.RUNPOD_POD_ID, runpod_version: '1.7.0' })
+    const error = JSON.stringify({
+      error_type: "<class 'ValueError'>",
+      error_message: 'bad input',
+      error_traceback: 'Traceback ...',
+      hostname: 'h',
+      worker_id: env.RUNPOD_POD_ID,
+      runpod_version: '1.7.0',
+    })
     await done(raised, { error })
     expect((await jobCall(s, 'GET', `/v2/${ep}/status/${raised}`)).body).toMatchObject({ status: 'FAILED', error })
     const returned = await submit({})
     await takeJob()
     await done(returned, { output: { partial: 1 }, error: 'handler said no' })
-    expect((await jobCall(s, 'GET', `/v2/${ep}/status/${returned}`)).body).toMatchObject({ status: 'FAILED', error: 'handler said no', output: { partial: 1 } })
+    expect((await jobCall(s, 'GET', `/v2/${ep}/status/${returned}`)).body).toMatchObject({
+      status: 'FAILED',
+      error: 'handler said no',
+      output: { partial: 1 },
+    })
   })
 
   it('never completes a job with a result it cannot read', async () => {
@@ -216,13 +312,19 @@ describe('worker protocol (Python SDK replay)', () => {
     await takeJob()
     const r = await done(id, 'output=not+json')
     expect(r.status).toBe(400)
-    expect((await jobCall(s, 'GET', `/v2/${ep}/status/${id}`)).body).toMatchObject({ status: 'FAILED', error: expect.stringMatching(/result was refused: it is not valid JSON/) })
+    expect((await jobCall(s, 'GET', `/v2/${ep}/status/${id}`)).body).toMatchObject({
+      status: 'FAILED',
+      error: expect.stringMatching(/result was refused: it is not valid JSON/),
+    })
   })
 
   it('hands out batches on job-take-batch', async () => {
     const a = await submit({ i: 1 })
     const b = await submit({ i: 2 })
-    const r = await call('GET', `${env.RUNPOD_WEBHOOK_GET_JOB.replace('/job-take/', '/job-take-batch/')}&batch_size=5&job_in_progress=0`)
+    const r = await call(
+      'GET',
+      `${env.RUNPOD_WEBHOOK_GET_JOB.replace('/job-take/', '/job-take-batch/')}&batch_size=5&job_in_progress=0`,
+    )
     expect(r.status).toBe(200)
     expect(((await r.json()) as Array<{ id: string }>).map((j) => j.id)).toEqual([a, b])
     await done(a, { output: 1 })
@@ -243,7 +345,13 @@ describe('worker protocol (Python SDK replay)', () => {
   })
 
   it('applies each item of a job-done-batch as job-done would, and answers for each in order', async () => {
-    const [done1, failed, progressing, stream, cancelled] = [await submit({ i: 1 }), await submit({ i: 2 }), await submit({ i: 3 }), await submit({ i: 4 }), await submit({ i: 5 })]
+    const [done1, failed, progressing, stream, cancelled] = [
+      await submit({ i: 1 }),
+      await submit({ i: 2 }),
+      await submit({ i: 3 }),
+      await submit({ i: 4 }),
+      await submit({ i: 5 }),
+    ]
     expect(await takeBatch(5)).toEqual([done1, failed, progressing, stream, cancelled])
     expect((await jobCall(s, 'POST', `/v2/${ep}/cancel/${cancelled}`)).body.status).toBe('CANCELLED')
     // As the SDK writes it: JSON text labelled form-urlencoded; the output keeps its digits (kept as raw text).
@@ -273,7 +381,9 @@ describe('worker protocol (Python SDK replay)', () => {
     expect(await statusOf(stream)).toMatchObject({ status: 'COMPLETED', output: ['a', 'b'] })
     expect(await statusOf(cancelled)).toMatchObject({ status: 'CANCELLED' })
     // A later result for the job whose progress was posted completes it; [] is a batch of nothing.
-    expect(await (await doneBatch([{ id: progressing, output: 'end' }])).json()).toEqual({ results: [{ id: progressing, accepted: true, status: 'COMPLETED' }] })
+    expect(await (await doneBatch([{ id: progressing, output: 'end' }])).json()).toEqual({
+      results: [{ id: progressing, accepted: true, status: 'COMPLETED' }],
+    })
     expect(await (await doneBatch([])).json()).toEqual({ results: [] })
     expect(await statusOf(progressing)).toMatchObject({ status: 'COMPLETED', output: 'end' })
   })
@@ -283,17 +393,38 @@ describe('worker protocol (Python SDK replay)', () => {
     expect(await takeBatch(2)).toEqual([a, b])
     const first = { id: a, output: 'must not be applied' }
     const cases: Array<[unknown, RegExp]> = [
-      ['[{"id":"' + a + '","output":1},', /^job-done-batch body: it is not valid JSON \(malformed JSON body: unexpected end at byte \d+\)$/],
+      [
+        '[{"id":"' + a + '","output":1},',
+        /^job-done-batch body: it is not valid JSON \(malformed JSON body: unexpected end at byte \d+\)$/,
+      ],
       ['', /^job-done-batch body: it is not valid JSON \(empty body\)$/],
-      [first, /^job-done-batch body: it must be a JSON array of job-done bodies, each with its job's "id", not an object$/],
-      [[first, 'x'], /^job-done-batch body\[1\]: it must be a JSON object \(a job-done body with "id"\), not a string$/],
+      [
+        first,
+        /^job-done-batch body: it must be a JSON array of job-done bodies, each with its job's "id", not an object$/,
+      ],
+      [
+        [first, 'x'],
+        /^job-done-batch body\[1\]: it must be a JSON object \(a job-done body with "id"\), not a string$/,
+      ],
       [[first, [{ id: b }]], /^job-done-batch body\[1\]: it must be a JSON object .*not an array$/],
       [[first, { output: 1 }], /^job-done-batch body\[1\]\.id: missing: each result names its job with "id"$/],
-      [[first, { id: 7, output: 1 }], /^job-done-batch body\[1\]\.id: it must be the job id, a non-empty string, not a number$/],
+      [
+        [first, { id: 7, output: 1 }],
+        /^job-done-batch body\[1\]\.id: it must be the job id, a non-empty string, not a number$/,
+      ],
       [[first, { id: '', output: 1 }], /^job-done-batch body\[1\]\.id: .*not an empty one$/],
-      [[first, { id: b, output: 1 }, { id: a, output: 2 }], new RegExp(`^job-done-batch body\\[2\\]\\.id: job "${a}" is already at \\[0\\]: post each job once$`)],
-      [[first, { id: b, isStream: 'true' }], /^job-done-batch body\[1\]\.isStream: it must be true or false, not a string$/],
-      [[first, ...Array.from({ length: 256 }, (_, k) => ({ id: `other-${k}`, output: k }))], /^job-done-batch body: it holds 257 results, at most 256 are taken in one request$/],
+      [
+        [first, { id: b, output: 1 }, { id: a, output: 2 }],
+        new RegExp(`^job-done-batch body\\[2\\]\\.id: job "${a}" is already at \\[0\\]: post each job once$`),
+      ],
+      [
+        [first, { id: b, isStream: 'true' }],
+        /^job-done-batch body\[1\]\.isStream: it must be true or false, not a string$/,
+      ],
+      [
+        [first, ...Array.from({ length: 256 }, (_, k) => ({ id: `other-${k}`, output: k }))],
+        /^job-done-batch body: it holds 257 results, at most 256 are taken in one request$/,
+      ],
     ]
     for (const [body, detail] of cases) {
       const r = await doneBatch(body)
@@ -305,11 +436,19 @@ describe('worker protocol (Python SDK replay)', () => {
     expect(await statusOf(a)).toMatchObject({ status: 'IN_PROGRESS' })
     expect(await statusOf(b)).toMatchObject({ status: 'IN_PROGRESS' })
     // 256 is the limit itself.
-    const full = await doneBatch([{ id: a, output: 'a' }, { id: b, stopPod: false, output: 'b' }, ...Array.from({ length: 254 }, (_, k) => ({ id: `other-${k}`, output: k }))])
+    const full = await doneBatch([
+      { id: a, output: 'a' },
+      { id: b, stopPod: false, output: 'b' },
+      ...Array.from({ length: 254 }, (_, k) => ({ id: `other-${k}`, output: k })),
+    ])
     expect(full.status).toBe(200)
     const { results } = (await full.json()) as { results: Array<{ id: string; accepted: boolean }> }
     expect(results).toHaveLength(256)
-    expect(results.slice(0, 3)).toEqual([{ id: a, accepted: true, status: 'COMPLETED' }, { id: b, accepted: true, status: 'COMPLETED' }, { id: 'other-0', accepted: false }])
+    expect(results.slice(0, 3)).toEqual([
+      { id: a, accepted: true, status: 'COMPLETED' },
+      { id: b, accepted: true, status: 'COMPLETED' },
+      { id: 'other-0', accepted: false },
+    ])
     expect(await statusOf(a)).toMatchObject({ status: 'COMPLETED', output: 'a' })
   })
 
@@ -318,13 +457,22 @@ describe('worker protocol (Python SDK replay)', () => {
     await takeJob()
     expect((await doneBatch([{ id, output: 'forged' }], 'hw_wrong')).status).toBe(401)
     expect((await doneBatch([{ id, output: 'forged' }], s.adminKey)).status).toBe(401)
-    const other = await fetch(env.HANGAR_WEBHOOK_POST_OUTPUT_BATCH.replace(env.RUNPOD_POD_ID, 'someoneelse'), { method: 'POST', headers: { authorization: env.RUNPOD_AI_API_KEY }, body: JSON.stringify([{ id, output: 'forged' }]) })
+    const other = await fetch(env.HANGAR_WEBHOOK_POST_OUTPUT_BATCH.replace(env.RUNPOD_POD_ID, 'someoneelse'), {
+      method: 'POST',
+      headers: { authorization: env.RUNPOD_AI_API_KEY },
+      body: JSON.stringify([{ id, output: 'forged' }]),
+    })
     expect(other.status).toBe(401)
     const u = new URL(env.HANGAR_WEBHOOK_POST_OUTPUT_BATCH)
-    const huge = await rawRequest(s.url, `POST ${u.pathname}${u.search} HTTP/1.1\r\nHost: x\r\nAuthorization: ${env.RUNPOD_AI_API_KEY}\r\nContent-Type: ${FORM}\r\nContent-Length: ${64 * 1024 * 1024 + 1}\r\nConnection: close\r\n\r\n[`)
+    const huge = await rawRequest(
+      s.url,
+      `POST ${u.pathname}${u.search} HTTP/1.1\r\nHost: x\r\nAuthorization: ${env.RUNPOD_AI_API_KEY}\r\nContent-Type: ${FORM}\r\nContent-Length: ${64 * 1024 * 1024 + 1}\r\nConnection: close\r\n\r\n[`,
+    )
     expect(huge.status).toBe(413)
     expect(await statusOf(id)).toMatchObject({ status: 'IN_PROGRESS' })
-    expect((await (await doneBatch([{ id, output: 'mine' }])).json()).results).toEqual([{ id, accepted: true, status: 'COMPLETED' }])
+    expect((await (await doneBatch([{ id, output: 'mine' }])).json()).results).toEqual([
+      { id, accepted: true, status: 'COMPLETED' },
+    ])
   })
 
   it('replaces the worker after a result with stopPod', async () => {
@@ -334,7 +482,8 @@ describe('worker protocol (Python SDK replay)', () => {
     await done(id, { output: 'bye', stopPod: true })
     await waitStatus(s, ep, id, 'COMPLETED')
     const until = Date.now() + 15_000
-    while ((await s.hangar.store.workers.get(workerId))?.state !== 'EXITED' && Date.now() < until) await new Promise((r) => setTimeout(r, 50))
+    while ((await s.hangar.store.workers.get(workerId))?.state !== 'EXITED' && Date.now() < until)
+      await new Promise((r) => setTimeout(r, 50))
     expect((await s.hangar.store.workers.get(workerId))?.state).toBe('EXITED')
     // workers.min is 1: a new worker replaces it.
     const active = await s.hangar.store.workers.listActive(ep)
@@ -357,19 +506,40 @@ describe('worker protocol: a job whose take answer was lost', () => {
     const dump = join(dir, 'env.json')
     const lines: string[] = []
     s = await startTestServer(
-      { jobs: { takeWaitMs: 1_000, pingIntervalMs: 60_000 }, runtime: { process: { sandbox: 'off' } }, images: { 'test/replay:latest': { command: [process.execPath, join(import.meta.dirname, 'fixtures', 'envdump.mjs')], env: { DUMP_TO: dump } } } },
+      {
+        jobs: { takeWaitMs: 1_000, pingIntervalMs: 60_000 },
+        runtime: { process: { sandbox: 'off' } },
+        images: {
+          'test/replay:latest': {
+            command: [process.execPath, join(import.meta.dirname, 'fixtures', 'envdump.mjs')],
+            env: { DUMP_TO: dump },
+          },
+        },
+      },
       { clock, logger: pino({ level: 'info' }, { write: (line: string) => void lines.push(line) }) },
     )
-    ep = (await createEndpoint(s, endpointBody('test/replay:latest', { workers: { min: 1, max: 1, idleTimeout: 3600 } }))).id
+    ep = (
+      await createEndpoint(s, endpointBody('test/replay:latest', { workers: { min: 1, max: 1, idleTimeout: 3600 } }))
+    ).id
     const deadline = Date.now() + 15_000
     while (!existsSync(dump) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
     const { env } = JSON.parse(readFileSync(dump, 'utf8')) as { env: Record<string, string> }
-    const call = (url: string, init: RequestInit = {}) => fetch(url, { ...init, headers: { authorization: env.RUNPOD_AI_API_KEY, 'content-type': FORM } })
-    const ping = async (ids?: string) => expect((await call(`${env.RUNPOD_WEBHOOK_PING}&runpod_version=1.7.0${ids ? `&job_id=${ids}` : ''}`)).status).toBe(200)
-    const view = async (id: string) => (await jobCall(s, 'GET', `/v2/${ep}/status/${id}`)).body as { status: string; retries?: number; error?: string }
+    const call = (url: string, init: RequestInit = {}) =>
+      fetch(url, { ...init, headers: { authorization: env.RUNPOD_AI_API_KEY, 'content-type': FORM } })
+    const ping = async (ids?: string) =>
+      expect((await call(`${env.RUNPOD_WEBHOOK_PING}&runpod_version=1.7.0${ids ? `&job_id=${ids}` : ''}`)).status).toBe(
+        200,
+      )
+    const view = async (id: string) =>
+      (await jobCall(s, 'GET', `/v2/${ep}/status/${id}`)).body as { status: string; retries?: number; error?: string }
     const statusOf = async (id: string) => (await view(id)).status
-    const take = async () => ((await (await call(`${env.RUNPOD_WEBHOOK_GET_JOB}&job_in_progress=0`)).json()) as { id: string }).id
-    const waiting = async () => (await s.api('GET', `/v2/serverless/${ep}/workers`)).body.waiting as { jobs: number; reason: { code: string; message: string } | null }
+    const take = async () =>
+      ((await (await call(`${env.RUNPOD_WEBHOOK_GET_JOB}&job_in_progress=0`)).json()) as { id: string }).id
+    const waiting = async () =>
+      (await s.api('GET', `/v2/serverless/${ep}/workers`)).body.waiting as {
+        jobs: number
+        reason: { code: string; message: string } | null
+      }
 
     const id = (await jobCall(s, 'POST', `/v2/${ep}/run`, { input: { n: 1 } })).body.id as string
     // Taken (committed), but as if the answer never reached the worker: it does not list the job.
@@ -385,14 +555,25 @@ describe('worker protocol: a job whose take answer was lost', () => {
     await ping()
     // Back in the queue, counted as a retry, the reason said in the job and in the log.
     const requeued = await view(id)
-    expect(requeued).toMatchObject({ status: 'IN_QUEUE', retries: 1, error: expect.stringMatching(/^requeued \(1 of 2 allowed\): its worker \S+ never acknowledged it/) })
+    expect(requeued).toMatchObject({
+      status: 'IN_QUEUE',
+      retries: 1,
+      error: expect.stringMatching(/^requeued \(1 of 2 allowed\): its worker \S+ never acknowledged it/),
+    })
     expect((await s.api('GET', `/v2/${ep}/health`)).body.jobs.retried).toBe(1)
-    expect(lines.map((l) => JSON.parse(l) as { level: number; msg: string; jobId?: string }).filter((l) => l.msg === 'job requeued: its worker never acknowledged it' && l.jobId === id && l.level === 30)).toHaveLength(1)
+    expect(
+      lines
+        .map((l) => JSON.parse(l) as { level: number; msg: string; jobId?: string })
+        .filter((l) => l.msg === 'job requeued: its worker never acknowledged it' && l.jobId === id && l.level === 30),
+    ).toHaveLength(1)
     // One drop is not reported as a broken worker.
     expect((await waiting()).reason?.code).not.toBe('WORKER_DROPS_JOBS')
     // Taken again and completed once; a completed job shows no error.
     expect(await take()).toBe(id)
-    const done = await call(`${env.RUNPOD_WEBHOOK_POST_OUTPUT.replace('$ID', id)}&isStream=false`, { method: 'POST', body: JSON.stringify({ output: 'ok' }) })
+    const done = await call(`${env.RUNPOD_WEBHOOK_POST_OUTPUT.replace('$ID', id)}&isStream=false`, {
+      method: 'POST',
+      body: JSON.stringify({ output: 'ok' }),
+    })
     expect(await done.json()).toMatchObject({ accepted: true, status: 'COMPLETED' })
     const completed = await view(id)
     expect(completed).toMatchObject({ status: 'COMPLETED', output: 'ok', retries: 1 })
@@ -401,9 +582,11 @@ describe('worker protocol: a job whose take answer was lost', () => {
 
   it('reports a worker that keeps dropping what it takes as WORKER_DROPS_JOBS, and fails a job dropped too often', async () => {
     const { env } = JSON.parse(readFileSync(join(dir, 'env.json'), 'utf8')) as { env: Record<string, string> }
-    const call = (url: string) => fetch(url, { headers: { authorization: env.RUNPOD_AI_API_KEY, 'content-type': FORM } })
+    const call = (url: string) =>
+      fetch(url, { headers: { authorization: env.RUNPOD_AI_API_KEY, 'content-type': FORM } })
     const ping = async () => expect((await call(`${env.RUNPOD_WEBHOOK_PING}&runpod_version=1.7.0`)).status).toBe(200)
-    const take = async () => ((await (await call(`${env.RUNPOD_WEBHOOK_GET_JOB}&job_in_progress=0`)).json()) as { id: string }).id
+    const take = async () =>
+      ((await (await call(`${env.RUNPOD_WEBHOOK_GET_JOB}&job_in_progress=0`)).json()) as { id: string }).id
     // A worker that throws every take answer away: take, never list, twice past the grace.
     const drop = async () => {
       const id = await take()
@@ -420,11 +603,21 @@ describe('worker protocol: a job whose take answer was lost', () => {
     expect(await drop()).toBe(a)
     // With the first test's drop, three within the window: the workers view and the waiting jobs say why.
     const w = (await s.api('GET', `/v2/serverless/${ep}/workers`)).body.waiting
-    expect(w.reason).toMatchObject({ code: 'WORKER_DROPS_JOBS', message: expect.stringMatching(/^3 job\(s\) in the last 15 min were taken by worker \S+ and never acknowledged/) })
-    expect((await jobCall(s, 'GET', `/v2/${ep}/status/${b}`)).body).toMatchObject({ status: 'IN_QUEUE', waitingReason: expect.stringMatching(/never acknowledged/) })
+    expect(w.reason).toMatchObject({
+      code: 'WORKER_DROPS_JOBS',
+      message: expect.stringMatching(/^3 job\(s\) in the last 15 min were taken by worker \S+ and never acknowledged/),
+    })
+    expect((await jobCall(s, 'GET', `/v2/${ep}/status/${b}`)).body).toMatchObject({
+      status: 'IN_QUEUE',
+      waitingReason: expect.stringMatching(/never acknowledged/),
+    })
     // A third drop of job a fails it with the reason instead of looping; b is next.
     expect(await drop()).toBe(a)
-    expect((await jobCall(s, 'GET', `/v2/${ep}/status/${a}`)).body).toMatchObject({ status: 'FAILED', retries: 3, error: expect.stringMatching(/lost its worker 3 times; last: its worker \S+ never acknowledged it/) })
+    expect((await jobCall(s, 'GET', `/v2/${ep}/status/${a}`)).body).toMatchObject({
+      status: 'FAILED',
+      retries: 3,
+      error: expect.stringMatching(/lost its worker 3 times; last: its worker \S+ never acknowledged it/),
+    })
     expect(await take()).toBe(b)
   })
 })

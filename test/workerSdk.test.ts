@@ -28,7 +28,8 @@ describe('TypeScript worker SDK and worker visibility', () => {
           app.addHook('preHandler', async (req) => {
             const route = req.routeOptions.url ?? ''
             if (route.endsWith('/job-done/:workerId/:jobId')) posts.done++
-            if (route.endsWith('/job-done-batch/:workerId')) posts.batches.push((JSON.parse(String(req.body)) as unknown[]).length)
+            if (route.endsWith('/job-done-batch/:workerId'))
+              posts.batches.push((JSON.parse(String(req.body)) as unknown[]).length)
           })
         },
       },
@@ -45,27 +46,54 @@ describe('TypeScript worker SDK and worker visibility', () => {
     expect(ra.workerId).toBe(rb.workerId)
     const until = Date.now() + 5_000
     let shown = await jobCall(s, 'GET', `/v2/${ep}/status/${a}`)
-    while (shown.body.output === undefined && Date.now() < until) shown = await jobCall(s, 'GET', `/v2/${ep}/status/${a}`)
+    while (shown.body.output === undefined && Date.now() < until)
+      shown = await jobCall(s, 'GET', `/v2/${ep}/status/${a}`)
     expect(shown.body).toMatchObject({ status: 'IN_PROGRESS', output: { step: 'started' } })
     const list = await s.api('GET', `/v2/serverless/${ep}/workers`)
     expect(list.status).toBe(200)
-    expect(list.body).toMatchObject({ endpointVersion: 1, summary: { running: 1, idle: 0, initializing: 0, throttled: 0, unhealthy: 0, total: 1 } })
-    expect(list.body.workers[0]).toMatchObject({ id: ra.workerId, status: 'RUNNING', isStale: false, gpuCount: 0, version: 1, image: 'test/sdk:latest', gpuTypeId: null, dataCenterId: 'LOCAL-1' })
+    expect(list.body).toMatchObject({
+      endpointVersion: 1,
+      summary: { running: 1, idle: 0, initializing: 0, throttled: 0, unhealthy: 0, total: 1 },
+    })
+    expect(list.body.workers[0]).toMatchObject({
+      id: ra.workerId,
+      status: 'RUNNING',
+      isStale: false,
+      gpuCount: 0,
+      version: 1,
+      image: 'test/sdk:latest',
+      gpuTypeId: null,
+      dataCenterId: 'LOCAL-1',
+    })
     expect((await waitFinal(s, ep, a)).output).toEqual({ done: a })
     expect((await waitFinal(s, ep, b)).output).toEqual({ done: b })
   })
 
   it('sends the results of jobs that finish together in one job-done-batch request, a large one alone', async () => {
-    const batched = (await createEndpoint(s, endpointBody('test/sdk-batch:latest', { name: 'batched', workers: { min: 0, max: 1, idleTimeout: 60 } }))).id
+    const batched = (
+      await createEndpoint(
+        s,
+        endpointBody('test/sdk-batch:latest', { name: 'batched', workers: { min: 0, max: 1, idleTimeout: 60 } }),
+      )
+    ).id
     posts.done = 0
     posts.batches.length = 0
     // Queued before the worker has started: it takes them 8 at a time, and 8 finish at about the same moment.
-    const inputs = Array.from({ length: 24 }, (_, k) => (k === 5 ? { ms: 50, progress: false, fail: 'job five refuses' } : k === 9 ? { ms: 50, progress: false, big: 1_100_000 } : { ms: 50, progress: false }))
-    const ids = await Promise.all(inputs.map(async (input) => (await jobCall(s, 'POST', `/v2/${batched}/run`, { input })).body.id as string))
+    const inputs = Array.from({ length: 24 }, (_, k) =>
+      k === 5
+        ? { ms: 50, progress: false, fail: 'job five refuses' }
+        : k === 9
+          ? { ms: 50, progress: false, big: 1_100_000 }
+          : { ms: 50, progress: false },
+    )
+    const ids = await Promise.all(
+      inputs.map(async (input) => (await jobCall(s, 'POST', `/v2/${batched}/run`, { input })).body.id as string),
+    )
     const finals = await Promise.all(ids.map((id) => waitFinal(s, batched, id)))
     finals.forEach((job, k) => {
       if (k === 5) expect(job).toMatchObject({ status: 'FAILED', error: 'job five refuses' })
-      else if (k === 9) expect(job).toMatchObject({ status: 'COMPLETED', output: { done: ids[k], big: 'x'.repeat(1_100_000) } })
+      else if (k === 9)
+        expect(job).toMatchObject({ status: 'COMPLETED', output: { done: ids[k], big: 'x'.repeat(1_100_000) } })
       else expect(job).toMatchObject({ status: 'COMPLETED', output: { done: ids[k] } })
     })
     // The large result went alone through job-done; the 23 others through job-done-batch, several per request.
@@ -80,10 +108,15 @@ describe('TypeScript worker SDK and worker visibility', () => {
     await jobCall(s, 'POST', `/v2/${broken}/run`, { input: {} })
     const end = Date.now() + 10_000
     let health = (await jobCall(s, 'GET', `/v2/${broken}/health`)).body
-    while (health.workers.unhealthy === 0 && Date.now() < end) health = (await jobCall(s, 'GET', `/v2/${broken}/health`)).body
+    while (health.workers.unhealthy === 0 && Date.now() < end)
+      health = (await jobCall(s, 'GET', `/v2/${broken}/health`)).body
     expect(health).toMatchObject({ jobs: { inQueue: 1 }, workers: { unhealthy: 1, running: 0 } })
     const [record] = await s.hangar.store.workers.listRecent(broken, 1)
-    expect(record).toMatchObject({ state: 'FAILED', lastError: 'image "registry.example/unknown:1" has no local command: set the endpoint\'s entrypoint/cmd, or map the image in the "images" configuration' })
+    expect(record).toMatchObject({
+      state: 'FAILED',
+      lastError:
+        'image "registry.example/unknown:1" has no local command: set the endpoint\'s entrypoint/cmd, or map the image in the "images" configuration',
+    })
   })
 })
 
@@ -118,7 +151,9 @@ class FakeControlPlane {
     const body = Buffer.concat(chunks).toString('utf8')
     const url = new URL(req.url ?? '/', 'http://x')
     const send = (status: number, json?: unknown): void => {
-      res.writeHead(status, { 'content-type': 'application/json' }).end(json === undefined ? undefined : JSON.stringify(json))
+      res
+        .writeHead(status, { 'content-type': 'application/json' })
+        .end(json === undefined ? undefined : JSON.stringify(json))
     }
     if (req.headers.authorization !== 'hw_fake') return send(401, {})
     if (url.pathname.startsWith('/v2/ep/job-take-batch/w1')) {
@@ -134,7 +169,15 @@ class FakeControlPlane {
     if (url.pathname === '/v2/ep/job-done-batch/w1') {
       this.batchBodies.push(body)
       const status = this.batchAnswers.shift() ?? 200
-      return status === 200 ? send(200, { results: (JSON.parse(body) as Array<{ id: string }>).map((r) => ({ id: r.id, accepted: true, status: 'COMPLETED' })) }) : send(status, { status })
+      return status === 200
+        ? send(200, {
+            results: (JSON.parse(body) as Array<{ id: string }>).map((r) => ({
+              id: r.id,
+              accepted: true,
+              status: 'COMPLETED',
+            })),
+          })
+        : send(status, { status })
     }
     const done = /^\/v2\/ep\/job-done\/w1\/([^/]+)$/.exec(url.pathname)
     if (done) {
@@ -179,14 +222,15 @@ describe('TypeScript worker SDK against a control plane that answers job-done-ba
     await until(async () => fake.single.length >= 8, 20_000, 'the second results')
     expect(fake.batchBodies).toHaveLength(1)
     expect(fake.single.map((p) => p.jobId).sort()).toEqual([...first, ...second].sort())
-    for (const p of fake.single) expect(p).toEqual({ jobId: p.jobId, query: '?gpu=CPU&isStream=false', body: { output: { done: p.jobId } } })
+    for (const p of fake.single)
+      expect(p).toEqual({ jobId: p.jobId, query: '?gpu=CPU&isStream=false', body: { output: { done: p.jobId } } })
   })
 
   it('posts the results of a batch refused with a 400 through job-done, and batches the next ones again', async () => {
     fake = new FakeControlPlane([400])
     startWorker(await fake.start())
     const [first] = fake.add({ ms: 50, progress: false })
-    await until(async () => fake.single.length >= 1, 20_000, 'the refused batch\'s result, alone')
+    await until(async () => fake.single.length >= 1, 20_000, "the refused batch's result, alone")
     expect(JSON.parse(fake.batchBodies[0])).toEqual([{ id: first, output: { done: first } }])
     expect(fake.single).toEqual([{ jobId: first, query: '?gpu=CPU&isStream=false', body: { output: { done: first } } }])
     const [next] = fake.add({ ms: 50, progress: false })
@@ -198,12 +242,23 @@ describe('TypeScript worker SDK against a control plane that answers job-done-ba
   it('posts the results of a failed batch again one by one, without holding back the results that follow', async () => {
     fake = new FakeControlPlane([503])
     startWorker(await fake.start())
-    const ids = fake.add({ ms: 50, progress: false }, { ms: 50, progress: false, fail: 'no' }, { ms: 50, progress: false })
-    await until(async () => fake.single.length + fake.batchBodies.slice(1).flatMap((b) => JSON.parse(b) as unknown[]).length >= 3, 20_000, 'the results')
+    const ids = fake.add(
+      { ms: 50, progress: false },
+      { ms: 50, progress: false, fail: 'no' },
+      { ms: 50, progress: false },
+    )
+    await until(
+      async () => fake.single.length + fake.batchBodies.slice(1).flatMap((b) => JSON.parse(b) as unknown[]).length >= 3,
+      20_000,
+      'the results',
+    )
     // What the failed batch held comes again through job-done, each result once and unchanged.
     const failed = JSON.parse(fake.batchBodies[0]) as Array<{ id: string }>
     expect(fake.single.map((p) => p.jobId).sort()).toEqual(failed.map((r) => r.id).sort())
-    const posted = [...fake.single.map((p) => ({ id: p.jobId, ...(p.body as object) })), ...fake.batchBodies.slice(1).flatMap((b) => JSON.parse(b) as Array<{ id: string }>)]
+    const posted = [
+      ...fake.single.map((p) => ({ id: p.jobId, ...(p.body as object) })),
+      ...fake.batchBodies.slice(1).flatMap((b) => JSON.parse(b) as Array<{ id: string }>),
+    ]
     expect(posted.sort((a, b) => ids.indexOf(a.id) - ids.indexOf(b.id))).toEqual([
       { id: ids[0], output: { done: ids[0] } },
       { id: ids[1], error: 'no' },

@@ -4,7 +4,11 @@
 const url = process.env.RUNPOD_WEBHOOK_PING
 const key = process.env.RUNPOD_AI_API_KEY
 const every = Number(process.env.RUNPOD_PING_INTERVAL ?? 10_000)
-const ping = () => fetch(url, { headers: { authorization: key } }).then((r) => r.body?.cancel(), () => {})
+const ping = () =>
+  fetch(url, { headers: { authorization: key } }).then(
+    (r) => r.body?.cancel(),
+    () => {},
+  )
 ping()
 const timer = setInterval(ping, every)
 process.once('SIGTERM', () => {

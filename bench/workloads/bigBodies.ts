@@ -1,6 +1,17 @@
 import { Pool } from 'undici'
 import { readFileSync } from 'node:fs'
-import { accountKey, createQueueEndpoint, jobServerConfig, round, rssMb, sleep, startServer, waitReady, type BenchContext, type Row } from '../lib.js'
+import {
+  accountKey,
+  createQueueEndpoint,
+  jobServerConfig,
+  round,
+  rssMb,
+  sleep,
+  startServer,
+  waitReady,
+  type BenchContext,
+  type Row,
+} from '../lib.js'
 
 const MiB = 1024 * 1024
 
@@ -48,7 +59,8 @@ async function variant(ctx: BenchContext, image: string, label: string, clients:
             if (res.statusCode !== 200 || !text.startsWith('{"id"') || !text.includes('"COMPLETED"')) {
               refused++
               firstRefusal ||= `${res.statusCode} ${text.slice(0, 200)}`
-            } else if (echo && text.length < size - 100) throw new Error(`/runsync returned ${text.length} bytes, expected the ${size}-byte input back`)
+            } else if (echo && text.length < size - 100)
+              throw new Error(`/runsync returned ${text.length} bytes, expected the ${size}-byte input back`)
           }),
         )
       }
@@ -71,8 +83,21 @@ async function variant(ctx: BenchContext, image: string, label: string, clients:
         note: `${rounds} round(s) of ${clients} concurrent calls, ${label}, ${round(seconds, 1)} s; ${refused} refused${firstRefusal ? ` (${firstRefusal})` : ''}`,
       },
     ]
-    if (echo) rows.push({ workload: w, metric: 'peak growth per body byte in flight', value: round((peak - idle) / inFlight, 2), unit: 'x', note: `(peak - idle) / (${clients} x ${size / MiB} MiB in + out)` })
-    rows.push({ workload: w, metric: 'peak growth per input byte', value: round((peak - idle) / inputs, 2), unit: 'x', note: `(peak - idle) / (${clients} x ${size / MiB} MiB in)` })
+    if (echo)
+      rows.push({
+        workload: w,
+        metric: 'peak growth per body byte in flight',
+        value: round((peak - idle) / inFlight, 2),
+        unit: 'x',
+        note: `(peak - idle) / (${clients} x ${size / MiB} MiB in + out)`,
+      })
+    rows.push({
+      workload: w,
+      metric: 'peak growth per input byte',
+      value: round((peak - idle) / inputs, 2),
+      unit: 'x',
+      note: `(peak - idle) / (${clients} x ${size / MiB} MiB in)`,
+    })
     return rows
   } finally {
     await s.stop()

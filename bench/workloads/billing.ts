@@ -18,7 +18,9 @@ export async function billing(ctx: BenchContext): Promise<Row[]> {
   const w = '9 billing'
   try {
     const key = await accountKey(s, 'bench', true)
-    const accountId = ((await s.api('GET', '/v2/admin/accounts')).body.accounts as Array<{ id: string; name: string }>).find((a) => a.name === 'bench')!.id
+    const accountId = (
+      (await s.api('GET', '/v2/admin/accounts')).body.accounts as Array<{ id: string; name: string }>
+    ).find((a) => a.name === 'bench')!.id
     const now = Date.now()
     const t0 = performance.now()
     const intervals = await seed(s.dbFile, accountId, now, scale)
@@ -33,7 +35,10 @@ export async function billing(ctx: BenchContext): Promise<Row[]> {
       [`/v2/billing/pods?bucketSize=day&grouping=podId&startTime=${year}`, 'pods by day and pod, whole year', 20],
       [`/v2/billing/pods?bucketSize=month&grouping=podId&startTime=${year}`, 'pods by month and pod, whole year'],
       [`/v2/billing/serverless?bucketSize=day&startTime=${year}`, 'serverless by day and endpoint, whole year'],
-      [`/v2/billing/serverless?bucketSize=day&grouping=gpuTypeId&startTime=${year}`, 'serverless by day and GPU type, whole year'],
+      [
+        `/v2/billing/serverless?bucketSize=day&grouping=gpuTypeId&startTime=${year}`,
+        'serverless by day and GPU type, whole year',
+      ],
       [`/v2/billing/serverless?bucketSize=week&startTime=${year}`, 'serverless by week and endpoint, whole year'],
       [`/v2/billing?bucketSize=day&startTime=${year}`, 'aggregate by day, whole year'],
       ['/v2/billing?bucketSize=month&lastN=12', 'aggregate by month, last 12'],
@@ -42,7 +47,9 @@ export async function billing(ctx: BenchContext): Promise<Row[]> {
       ['/v2/billing/pods?bucketSize=hour&lastN=168', 'pods by hour, last 7 days'],
     ]
     const goal = '<= 200 ms p99'
-    const rows: Row[] = [{ workload: w, metric: 'ledger', value: intervals, unit: 'intervals', note: `seeded in ${round(seedS, 1)} s` }]
+    const rows: Row[] = [
+      { workload: w, metric: 'ledger', value: intervals, unit: 'intervals', note: `seeded in ${round(seedS, 1)} s` },
+    ]
     for (const [path, what, requests] of queries) {
       const n = Math.min(requests ?? 100, ctx.quick ? 20 : 100)
       const times: number[] = []
@@ -57,7 +64,15 @@ export async function billing(ctx: BenchContext): Promise<Row[]> {
       }
       times.sort((a, b) => a - b)
       const p99 = round(percentile(times, 99), 1)
-      rows.push({ workload: w, metric: `${what} p99`, value: p99, unit: 'ms', goal, met: p99 <= 200, note: `p50 ${round(percentile(times, 50), 1)} ms, ${records} records` })
+      rows.push({
+        workload: w,
+        metric: `${what} p99`,
+        value: p99,
+        unit: 'ms',
+        goal,
+        met: p99 <= 200,
+        note: `p50 ${round(percentile(times, 50), 1)} ms, ${records} records`,
+      })
     }
     return rows
   } finally {
@@ -90,10 +105,27 @@ async function seed(dbFile: string, accountId: string, now: number, scale: numbe
       for (let day = start; day + DAY <= now; day += DAY) {
         for (let k = 0; k < sessions; k++) {
           const from = day + Math.floor((k * DAY) / sessions) + ((p * 7_919) % 600_000)
-          await add({ ...pod, component: 'gpu', quantity: 1 + (p % 4), priceMicros: 690_000 * (1 + (p % 4)), periodMs: HOUR_MS, startedAt: from, endedAt: from + 55 * 60_000 })
+          await add({
+            ...pod,
+            component: 'gpu',
+            quantity: 1 + (p % 4),
+            priceMicros: 690_000 * (1 + (p % 4)),
+            periodMs: HOUR_MS,
+            startedAt: from,
+            endedAt: from + 55 * 60_000,
+          })
         }
       }
-      for (let from = start; from < now - 30 * DAY; from += 30 * DAY) await add({ ...pod, component: 'disk', quantity: 50, priceMicros: 5_000_000, periodMs: MONTH_MS, startedAt: from, endedAt: from + 30 * DAY })
+      for (let from = start; from < now - 30 * DAY; from += 30 * DAY)
+        await add({
+          ...pod,
+          component: 'disk',
+          quantity: 50,
+          priceMicros: 5_000_000,
+          periodMs: MONTH_MS,
+          startedAt: from,
+          endedAt: from + 30 * DAY,
+        })
     }
     // Endpoints: 20 worker sessions of 40 minutes a day each, CPU compute and container disk.
     const workers = Math.max(1, Math.round(20 * scale))
@@ -101,7 +133,15 @@ async function seed(dbFile: string, accountId: string, now: number, scale: numbe
       for (let day = start, d = 0; day + DAY <= now; day += DAY, d++) {
         for (let k = 0; k < workers; k++) {
           const from = day + Math.floor((k * DAY) / workers)
-          const w = { ...base, product: 'serverless' as const, resourceId: `ep${e}`, partId: `w${e}-${d}-${k}`, gpuTypeId: null, startedAt: from, endedAt: from + 40 * 60_000 }
+          const w = {
+            ...base,
+            product: 'serverless' as const,
+            resourceId: `ep${e}`,
+            partId: `w${e}-${d}-${k}`,
+            gpuTypeId: null,
+            startedAt: from,
+            endedAt: from + 40 * 60_000,
+          }
           await add({ ...w, component: 'cpu', quantity: 4, priceMicros: 144_000, periodMs: HOUR_MS })
           await add({ ...w, component: 'disk', quantity: 10, priceMicros: 1_000_000, periodMs: MONTH_MS })
         }

@@ -20,15 +20,28 @@ export async function bullmqThroughput(ctx: BenchContext): Promise<Row[]> {
   const name = `hangar-bench-${process.pid}-${Date.now()}`
   const queue = new Queue(name, { connection })
   try {
-    await Promise.race([queue.waitUntilReady(), new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), 3_000))])
+    await Promise.race([
+      queue.waitUntilReady(),
+      new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), 3_000)),
+    ])
   } catch (err) {
     await queue.close().catch(() => {})
-    return [{ workload: w, metric: 'jobs/s', value: NaN, unit: 'jobs/s', note: `not measured: no Redis at ${REDIS_URL} (${(err as Error).message})` }]
+    return [
+      {
+        workload: w,
+        metric: 'jobs/s',
+        value: NaN,
+        unit: 'jobs/s',
+        note: `not measured: no Redis at ${REDIS_URL} (${(err as Error).message})`,
+      },
+    ]
   }
   const workers: ChildProcess[] = []
   try {
     for (let i = 0; i < WORKERS; i++) {
-      const child = fork(join(ROOT, 'bench', 'workers', 'bullmq.mjs'), [REDIS_URL, name, String(CONCURRENCY)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+      const child = fork(join(ROOT, 'bench', 'workers', 'bullmq.mjs'), [REDIS_URL, name, String(CONCURRENCY)], {
+        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      })
       workers.push(child)
       await new Promise<void>((resolve, reject) => {
         child.once('message', () => resolve())
@@ -53,9 +66,18 @@ export async function bullmqThroughput(ctx: BenchContext): Promise<Row[]> {
     const t0 = performance.now()
     await Promise.all(Array.from({ length: Math.min(IN_FLIGHT, n) }, lane))
     const submitMs = performance.now() - t0
-    await until(`${n} completed BullMQ jobs`, async () => (await queue.getJobCounts('completed')).completed >= n, 600_000, 250)
+    await until(
+      `${n} completed BullMQ jobs`,
+      async () => (await queue.getJobCounts('completed')).completed >= n,
+      600_000,
+      250,
+    )
     const cu = process.cpuUsage(c0)
-    const cpu = { redis: ((await redisCpu()) - r0) * 1000 / n, workers: (workersCpu() - w0) * 1000 / n, client: (cu.user + cu.system) / n }
+    const cpu = {
+      redis: (((await redisCpu()) - r0) * 1000) / n,
+      workers: ((workersCpu() - w0) * 1000) / n,
+      client: (cu.user + cu.system) / n,
+    }
     const jobs = await queue.getJobs(['completed'], 0, -1)
     let first = Infinity
     let last = -Infinity
@@ -69,12 +91,32 @@ export async function bullmqThroughput(ctx: BenchContext): Promise<Row[]> {
     const hangar = ctx.shared.hangarJobsPerSec
     const ratio = hangar / jobsPerSec
     return [
-      { workload: w, metric: 'completed jobs/s', value: round(jobsPerSec), unit: 'jobs/s', note: `${jobs.length} jobs, ${WORKERS} worker processes x concurrency ${CONCURRENCY}, ${IN_FLIGHT} adds in flight` },
+      {
+        workload: w,
+        metric: 'completed jobs/s',
+        value: round(jobsPerSec),
+        unit: 'jobs/s',
+        note: `${jobs.length} jobs, ${WORKERS} worker processes x concurrency ${CONCURRENCY}, ${IN_FLIGHT} adds in flight`,
+      },
       { workload: w, metric: 'add rate', value: round((n / submitMs) * 1000), unit: 'jobs/s' },
       { workload: w, metric: 'add->completed p50', value: percentile(lat, 50), unit: 'ms' },
       { workload: w, metric: 'add->completed p99', value: percentile(lat, 99), unit: 'ms' },
-      { workload: w, metric: 'Redis CPU per job', value: round(cpu.redis), unit: 'µs', note: `workers ${round(cpu.workers)} µs, client ${round(cpu.client)} µs` },
-      { workload: w, metric: 'ratio Hangar / BullMQ', value: round(ratio, 2), unit: 'x', goal: '>= 0.7', met: ratio >= 0.7, note: hangar ? 'workload 1 of this run' : 'workload 1 did not run' },
+      {
+        workload: w,
+        metric: 'Redis CPU per job',
+        value: round(cpu.redis),
+        unit: 'µs',
+        note: `workers ${round(cpu.workers)} µs, client ${round(cpu.client)} µs`,
+      },
+      {
+        workload: w,
+        metric: 'ratio Hangar / BullMQ',
+        value: round(ratio, 2),
+        unit: 'x',
+        goal: '>= 0.7',
+        met: ratio >= 0.7,
+        note: hangar ? 'workload 1 of this run' : 'workload 1 did not run',
+      },
     ]
   } finally {
     await Promise.all(

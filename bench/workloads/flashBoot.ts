@@ -1,5 +1,16 @@
 import { Pool } from 'undici'
-import { accountKey, createQueueEndpoint, jobServerConfig, round, startServer, until, waitReady, type BenchContext, type BenchServer, type Row } from '../lib.js'
+import {
+  accountKey,
+  createQueueEndpoint,
+  jobServerConfig,
+  round,
+  startServer,
+  until,
+  waitReady,
+  type BenchContext,
+  type BenchServer,
+  type Row,
+} from '../lib.js'
 import { median } from './coldStart.js'
 
 /**
@@ -15,8 +26,13 @@ export async function flashBoot(ctx: BenchContext): Promise<Row[]> {
   const w = '5 FlashBoot start'
   try {
     const key = await accountKey(s, 'bench', true)
-    const ep = await createQueueEndpoint(s, key, 'hangar/echo:latest', { flashboot: 'FLASHBOOT', workers: { min: 0, max: 1, idleTimeout: 1 } })
-    const warm = await createQueueEndpoint(s, key, 'hangar/echo:latest', { workers: { min: 1, max: 1, idleTimeout: 60 } })
+    const ep = await createQueueEndpoint(s, key, 'hangar/echo:latest', {
+      flashboot: 'FLASHBOOT',
+      workers: { min: 0, max: 1, idleTimeout: 1 },
+    })
+    const warm = await createQueueEndpoint(s, key, 'hangar/echo:latest', {
+      workers: { min: 1, max: 1, idleTimeout: 60 },
+    })
     await waitReady(s, key, warm, 1)
     // The timed requests go over one keep-alive undici connection, as in workload 3: fetch() alone took
     // about 4 ms per request on the 2-core machine, more than the platform's part.
@@ -28,7 +44,17 @@ export async function flashBoot(ctx: BenchContext): Promise<Row[]> {
       await runsync(pool, key, warm, -1)
       for (let i = 0; i < runs; i++) {
         const idleFrom = performance.now()
-        if (!(await parked(s, key, ep))) return [{ workload: w, metric: 'first /runsync after scale-down', value: NaN, unit: 'ms', goal: '<= 5 ms', note: 'not measured: no worker was parked (FlashBoot) within 15 s of going idle' }]
+        if (!(await parked(s, key, ep)))
+          return [
+            {
+              workload: w,
+              metric: 'first /runsync after scale-down',
+              value: NaN,
+              unit: 'ms',
+              goal: '<= 5 ms',
+              note: 'not measured: no worker was parked (FlashBoot) within 15 s of going idle',
+            },
+          ]
         const idleMs = performance.now() - idleFrom
         times.push(await runsync(pool, key, ep, i))
         await idle(s, key, warm, idleMs)
@@ -40,7 +66,15 @@ export async function flashBoot(ctx: BenchContext): Promise<Row[]> {
     const med = round(median(times), 1)
     const floorMed = round(median(floor), 1)
     return [
-      { workload: w, metric: 'first /runsync after scale-down', value: med, unit: 'ms', goal: '<= 5 ms', met: med <= 5, note: `median of ${runs} (each after the worker was parked by the 1 s idle timeout); all: ${times.map((t) => round(t, 1)).join(', ')} ms` },
+      {
+        workload: w,
+        metric: 'first /runsync after scale-down',
+        value: med,
+        unit: 'ms',
+        goal: '<= 5 ms',
+        met: med <= 5,
+        note: `median of ${runs} (each after the worker was parked by the 1 s idle timeout); all: ${times.map((t) => round(t, 1)).join(', ')} ms`,
+      },
       {
         workload: w,
         metric: 'floor: /runsync to a never-parked worker after the same idle time',
@@ -48,7 +82,13 @@ export async function flashBoot(ctx: BenchContext): Promise<Row[]> {
         unit: 'ms',
         note: `median of ${runs}, same image, taking turns with the row above; all: ${floor.map((t) => round(t, 1)).join(', ')} ms`,
       },
-      { workload: w, metric: 'FlashBoot /runsync / never-parked floor', value: round(median(times) / median(floor), 2), unit: 'x', note: 'what taking a parked worker back adds to the same job' },
+      {
+        workload: w,
+        metric: 'FlashBoot /runsync / never-parked floor',
+        value: round(median(times) / median(floor), 2),
+        unit: 'x',
+        note: 'what taking a parked worker back adds to the same job',
+      },
     ]
   } finally {
     await s.stop()
@@ -57,10 +97,16 @@ export async function flashBoot(ctx: BenchContext): Promise<Row[]> {
 
 async function runsync(pool: Pool, key: string, ep: string, i: number): Promise<number> {
   const t0 = performance.now()
-  const res = await pool.request({ path: `/v2/${ep}/runsync`, method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ input: { i } }) })
+  const res = await pool.request({
+    path: `/v2/${ep}/runsync`,
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ input: { i } }),
+  })
   const out = (await res.body.json()) as { status?: string }
   const ms = performance.now() - t0
-  if (res.statusCode !== 200 || out.status !== 'COMPLETED') throw new Error(`/runsync: ${res.statusCode} ${JSON.stringify(out)}`)
+  if (res.statusCode !== 200 || out.status !== 'COMPLETED')
+    throw new Error(`/runsync: ${res.statusCode} ${JSON.stringify(out)}`)
   return ms
 }
 
@@ -76,7 +122,13 @@ async function idle(s: BenchServer, key: string, endpointId: string, ms: number)
 /** Waits until the endpoint's worker is parked; false when none is within 15 s. */
 async function parked(s: BenchServer, key: string, ep: string): Promise<boolean> {
   try {
-    await until('a parked worker', async () => ((await s.api('GET', `/v2/serverless/${ep}/workers`, undefined, key)).body?.summary?.parked ?? 0) >= 1, 15_000, 50)
+    await until(
+      'a parked worker',
+      async () =>
+        ((await s.api('GET', `/v2/serverless/${ep}/workers`, undefined, key)).body?.summary?.parked ?? 0) >= 1,
+      15_000,
+      50,
+    )
     return true
   } catch {
     return false

@@ -1,7 +1,21 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Agent, request } from 'undici'
-import { accountKey, childPids, cpuMeter, jobServerConfig, load, percentile, round, startBareFastify, startServer, until, type BenchContext, type BenchServer, type Row } from '../lib.js'
+import {
+  accountKey,
+  childPids,
+  cpuMeter,
+  jobServerConfig,
+  load,
+  percentile,
+  round,
+  startBareFastify,
+  startServer,
+  until,
+  type BenchContext,
+  type BenchServer,
+  type Row,
+} from '../lib.js'
 import { median } from './coldStart.js'
 
 const W = 'lb load balancer'
@@ -42,7 +56,9 @@ export async function loadBalancerBench(ctx: BenchContext): Promise<Row[]> {
     const pCpu = meter(p.total)
     // The floor: the same proxy library (@fastify/reply-from on undici) in a bare Fastify process, no auth,
     // balancer, hooks or header rewriting, loaded and timed the same way.
-    const bare = await startBareFastify(`f.register(require('@fastify/reply-from'), { base: ${JSON.stringify(new URL(direct).origin)}, undici: { connections: 1024 } }); f.all('/*', (req, reply) => { reply.from(req.url) })`)
+    const bare = await startBareFastify(
+      `f.register(require('@fastify/reply-from'), { base: ${JSON.stringify(new URL(direct).origin)}, undici: { connections: 1024 } }); f.all('/*', (req, reply) => { reply.from(req.url) })`,
+    )
     let bl: { p50: number; p99: number }
     let b: Awaited<ReturnType<typeof load>>
     let bCpu: ReturnType<ReturnType<typeof cpuMeter>>
@@ -62,17 +78,88 @@ export async function loadBalancerBench(ctx: BenchContext): Promise<Row[]> {
     const added = pl.p50 - dl.p50
     const cpuRatio = pCpu.server / bCpu.server
     return [
-      { workload: W, metric: 'req/s direct to the worker', value: Math.round(d.rps), unit: 'req/s', note: `16 connections, ${seconds} s; p50 ${d.p50} ms, p99 ${d.p99} ms (autocannon)` },
-      { workload: W, metric: 'req/s through the proxy', value: Math.round(p.rps), unit: 'req/s', note: `p50 ${p.p50} ms, p99 ${p.p99} ms; non-2xx ${p.non2xx}` },
-      { workload: W, metric: 'proxy / direct throughput', value: round(ratio, 2), unit: 'x', goal: '>= 0.8 x', met: ratio >= 0.8, note: 'client, proxy and worker share the cores' },
-      { workload: W, metric: 'floor: bare reply-from proxy, req/s', value: Math.round(b.rps), unit: 'req/s', note: `p50 ${b.p50} ms, p99 ${b.p99} ms; Fastify + @fastify/reply-from (undici) forwarding every path to the same worker, nothing else` },
-      { workload: W, metric: 'floor: bare reply-from proxy, CPU per request', value: round(bCpu.server), unit: 'µs', note: `worker CPU per request ${round(bCpu.workers)} µs` },
-      { workload: W, metric: 'control-plane CPU per proxied request', value: round(pCpu.server), unit: 'µs', note: `worker CPU per request: ${round(pCpu.workers)} µs proxied, ${round(dCpu.workers)} µs direct` },
-      { workload: W, metric: 'control-plane CPU per proxied request / bare proxy', value: round(cpuRatio, 2), unit: 'x', goal: '<= 2 x', met: cpuRatio <= 2 },
-      { workload: W, metric: 'p50 direct (sequential)', value: round(dl.p50 * 1000), unit: 'µs', note: `p99 ${round(dl.p99 * 1000)} µs, ${sequential} requests on one connection` },
-      { workload: W, metric: 'p50 through the proxy (sequential)', value: round(pl.p50 * 1000), unit: 'µs', note: `p99 ${round(pl.p99 * 1000)} µs` },
-      { workload: W, metric: 'added p50 latency', value: round(added * 1000), unit: 'µs', goal: '<= 300 µs', met: added <= 0.3, note: `the bare proxy adds ${round((bl.p50 - dl.p50) * 1000)} µs (p50 ${round(bl.p50 * 1000)} µs, p99 ${round(bl.p99 * 1000)} µs)` },
-      { workload: W, metric: 'cold start: first request answered', value: round(median(coldMs)), unit: 'ms', note: `median of ${colds}, hangar/http (node, 0 ms init), worker start + health check + proxy; all: ${coldMs.map((c) => round(c)).join(', ')} ms` },
+      {
+        workload: W,
+        metric: 'req/s direct to the worker',
+        value: Math.round(d.rps),
+        unit: 'req/s',
+        note: `16 connections, ${seconds} s; p50 ${d.p50} ms, p99 ${d.p99} ms (autocannon)`,
+      },
+      {
+        workload: W,
+        metric: 'req/s through the proxy',
+        value: Math.round(p.rps),
+        unit: 'req/s',
+        note: `p50 ${p.p50} ms, p99 ${p.p99} ms; non-2xx ${p.non2xx}`,
+      },
+      {
+        workload: W,
+        metric: 'proxy / direct throughput',
+        value: round(ratio, 2),
+        unit: 'x',
+        goal: '>= 0.8 x',
+        met: ratio >= 0.8,
+        note: 'client, proxy and worker share the cores',
+      },
+      {
+        workload: W,
+        metric: 'floor: bare reply-from proxy, req/s',
+        value: Math.round(b.rps),
+        unit: 'req/s',
+        note: `p50 ${b.p50} ms, p99 ${b.p99} ms; Fastify + @fastify/reply-from (undici) forwarding every path to the same worker, nothing else`,
+      },
+      {
+        workload: W,
+        metric: 'floor: bare reply-from proxy, CPU per request',
+        value: round(bCpu.server),
+        unit: 'µs',
+        note: `worker CPU per request ${round(bCpu.workers)} µs`,
+      },
+      {
+        workload: W,
+        metric: 'control-plane CPU per proxied request',
+        value: round(pCpu.server),
+        unit: 'µs',
+        note: `worker CPU per request: ${round(pCpu.workers)} µs proxied, ${round(dCpu.workers)} µs direct`,
+      },
+      {
+        workload: W,
+        metric: 'control-plane CPU per proxied request / bare proxy',
+        value: round(cpuRatio, 2),
+        unit: 'x',
+        goal: '<= 2 x',
+        met: cpuRatio <= 2,
+      },
+      {
+        workload: W,
+        metric: 'p50 direct (sequential)',
+        value: round(dl.p50 * 1000),
+        unit: 'µs',
+        note: `p99 ${round(dl.p99 * 1000)} µs, ${sequential} requests on one connection`,
+      },
+      {
+        workload: W,
+        metric: 'p50 through the proxy (sequential)',
+        value: round(pl.p50 * 1000),
+        unit: 'µs',
+        note: `p99 ${round(pl.p99 * 1000)} µs`,
+      },
+      {
+        workload: W,
+        metric: 'added p50 latency',
+        value: round(added * 1000),
+        unit: 'µs',
+        goal: '<= 300 µs',
+        met: added <= 0.3,
+        note: `the bare proxy adds ${round((bl.p50 - dl.p50) * 1000)} µs (p50 ${round(bl.p50 * 1000)} µs, p99 ${round(bl.p99 * 1000)} µs)`,
+      },
+      {
+        workload: W,
+        metric: 'cold start: first request answered',
+        value: round(median(coldMs)),
+        unit: 'ms',
+        note: `median of ${colds}, hangar/http (node, 0 ms init), worker start + health check + proxy; all: ${coldMs.map((c) => round(c)).join(', ')} ms`,
+      },
     ]
   } finally {
     await s.stop()
@@ -103,18 +190,30 @@ async function coldStart(s: BenchServer, key: string, i: number): Promise<number
   await res.arrayBuffer()
   // The next cold start must not wait for capacity this worker holds.
   await s.api('DELETE', `/v2/serverless/${ep}`, undefined, key)
-  await until('the worker of a deleted endpoint to stop', async () => (await s.api('GET', `/v2/serverless`, undefined, key)).body.endpoints.every((e: { id: string }) => e.id !== ep), 10_000, 50)
+  await until(
+    'the worker of a deleted endpoint to stop',
+    async () =>
+      (await s.api('GET', `/v2/serverless`, undefined, key)).body.endpoints.every((e: { id: string }) => e.id !== ep),
+    10_000,
+    50,
+  )
   return ms
 }
 
 /** The host port the process runtime gave the worker's PORT (bench-only: read from the runtime's own file). */
 function publishedPort(s: BenchServer, workerId: string): number {
-  const ports = JSON.parse(readFileSync(join(s.dataDir, 'data', 'workers', workerId, 'ports.json'), 'utf8')) as Array<{ publicPort: number }>
+  const ports = JSON.parse(readFileSync(join(s.dataDir, 'data', 'workers', workerId, 'ports.json'), 'utf8')) as Array<{
+    publicPort: number
+  }>
   return ports[0].publicPort
 }
 
 /** p50/p99 (ms) of `n` sequential GETs on one keep-alive connection. */
-async function latencies(url: string, headers: Record<string, string>, n: number): Promise<{ p50: number; p99: number }> {
+async function latencies(
+  url: string,
+  headers: Record<string, string>,
+  n: number,
+): Promise<{ p50: number; p99: number }> {
   const agent = new Agent({ connections: 1 })
   try {
     const times: number[] = []

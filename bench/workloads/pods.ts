@@ -15,7 +15,12 @@ export async function pods(ctx: BenchContext): Promise<Row[]> {
     const restart: number[] = []
     for (let i = 0; i < runs; i++) {
       const t0 = Date.now()
-      const r = await s.api('POST', '/v2/pods', { name: `bench-${i}`, image: 'hangar/pod:latest', cpu: { id: 'cpu3c', vcpuCount: 2 }, ports: ['8080/http'] })
+      const r = await s.api('POST', '/v2/pods', {
+        name: `bench-${i}`,
+        image: 'hangar/pod:latest',
+        cpu: { id: 'cpu3c', vcpuCount: 2 },
+        ports: ['8080/http'],
+      })
       if (r.status !== 201) throw new Error(`create pod: ${r.status} ${JSON.stringify(r.body)}`)
       const id = r.body.id as string
       create.push(Date.parse((await running(s, id)).startedAt) - t0)
@@ -28,8 +33,22 @@ export async function pods(ctx: BenchContext): Promise<Row[]> {
     }
     const c = round(median(create))
     return [
-      { workload: w, metric: 'create -> RUNNING', value: c, unit: 'ms', goal: '<= 100 ms', met: c <= 100, note: `median of ${runs}; all: ${create.join(', ')} ms` },
-      { workload: w, metric: 'stop -> start -> RUNNING', value: round(median(restart)), unit: 'ms', note: `median of ${runs}; all: ${restart.join(', ')} ms` },
+      {
+        workload: w,
+        metric: 'create -> RUNNING',
+        value: c,
+        unit: 'ms',
+        goal: '<= 100 ms',
+        met: c <= 100,
+        note: `median of ${runs}; all: ${create.join(', ')} ms`,
+      },
+      {
+        workload: w,
+        metric: 'stop -> start -> RUNNING',
+        value: round(median(restart)),
+        unit: 'ms',
+        note: `median of ${runs}; all: ${restart.join(', ')} ms`,
+      },
     ]
   } finally {
     await s.stop()
@@ -38,6 +57,11 @@ export async function pods(ctx: BenchContext): Promise<Row[]> {
 
 async function running(s: BenchServer, id: string): Promise<{ startedAt: string }> {
   let pod: any
-  await until(`pod ${id} RUNNING`, async () => (pod = (await s.api('GET', `/v2/pods/${id}`)).body).status === 'RUNNING', 20_000, 5)
+  await until(
+    `pod ${id} RUNNING`,
+    async () => (pod = (await s.api('GET', `/v2/pods/${id}`)).body).status === 'RUNNING',
+    20_000,
+    5,
+  )
   return pod
 }

@@ -1,5 +1,16 @@
 import { Pool } from 'undici'
-import { accountKey, createQueueEndpoint, jobServerConfig, percentile, round, startBareFastify, startServer, waitReady, type BenchContext, type Row } from '../lib.js'
+import {
+  accountKey,
+  createQueueEndpoint,
+  jobServerConfig,
+  percentile,
+  round,
+  startBareFastify,
+  startServer,
+  waitReady,
+  type BenchContext,
+  type Row,
+} from '../lib.js'
 
 /** Round trips of one kind in a row, before the other kind takes its turn (see runsyncLatency). */
 const BLOCK = 100
@@ -27,7 +38,8 @@ export async function runsyncLatency(ctx: BenchContext): Promise<Row[]> {
     const runsync = async () => {
       const res = await pool.request({ path: `/v2/${ep}/runsync`, method: 'POST', headers, body })
       const out = (await res.body.json()) as { status: string }
-      if (res.statusCode !== 200 || out.status !== 'COMPLETED') throw new Error(`/runsync: ${res.statusCode} ${JSON.stringify(out)}`)
+      if (res.statusCode !== 200 || out.status !== 'COMPLETED')
+        throw new Error(`/runsync: ${res.statusCode} ${JSON.stringify(out)}`)
     }
     const bareCall = async () => {
       const res = await barePool.request({ path: '/x', method: 'POST', headers, body })
@@ -40,7 +52,10 @@ export async function runsyncLatency(ctx: BenchContext): Promise<Row[]> {
       for (let i = 0; i < 50; i++) await runsync()
       for (let i = 0; i < 50; i++) await bareCall()
       for (let done = 0; done < n; done += BLOCK) {
-        for (const [call, into] of [[runsync, lat], [bareCall, floor]] as const) {
+        for (const [call, into] of [
+          [runsync, lat],
+          [bareCall, floor],
+        ] as const) {
           for (let i = 0; i < Math.min(BLOCK, n - done); i++) {
             const t0 = performance.now()
             await call()
@@ -58,7 +73,15 @@ export async function runsyncLatency(ctx: BenchContext): Promise<Row[]> {
     const p99 = round(percentile(lat, 99), 2)
     const ratio = round(percentile(lat, 50) / percentile(floor, 50), 2)
     return [
-      { workload: w, metric: 'round trip p50', value: p50, unit: 'ms', goal: '<= 0.8 ms', met: p50 <= 0.8, note: `${n} jobs, one warm worker, one keep-alive connection` },
+      {
+        workload: w,
+        metric: 'round trip p50',
+        value: p50,
+        unit: 'ms',
+        goal: '<= 0.8 ms',
+        met: p50 <= 0.8,
+        note: `${n} jobs, one warm worker, one keep-alive connection`,
+      },
       {
         workload: w,
         metric: 'round trip p50 / bare Fastify round trip p50',
@@ -68,7 +91,15 @@ export async function runsyncLatency(ctx: BenchContext): Promise<Row[]> {
         met: ratio <= 3.5,
         note: `both measured in this run, taking turns in blocks of ${BLOCK}; a /runsync is three HTTP exchanges (submission, the waiting job-take's answer, the result)`,
       },
-      { workload: w, metric: 'round trip p99', value: p99, unit: 'ms', goal: '<= 3 ms', met: p99 <= 3, note: `p90 ${round(percentile(lat, 90), 2)} ms, p95 ${round(percentile(lat, 95), 2)} ms, max ${round(lat[lat.length - 1], 1)} ms` },
+      {
+        workload: w,
+        metric: 'round trip p99',
+        value: p99,
+        unit: 'ms',
+        goal: '<= 3 ms',
+        met: p99 <= 3,
+        note: `p90 ${round(percentile(lat, 90), 2)} ms, p95 ${round(percentile(lat, 95), 2)} ms, max ${round(lat[lat.length - 1], 1)} ms`,
+      },
       {
         workload: w,
         metric: 'floor: one bare Fastify POST round trip p50',

@@ -1,5 +1,18 @@
 import { Pool } from 'undici'
-import { accountKey, createQueueEndpoint, jobServerConfig, percentile, round, rssMb, startServer, submitJobs, waitReady, type BenchContext, type BenchServer, type Row } from '../lib.js'
+import {
+  accountKey,
+  createQueueEndpoint,
+  jobServerConfig,
+  percentile,
+  round,
+  rssMb,
+  startServer,
+  submitJobs,
+  waitReady,
+  type BenchContext,
+  type BenchServer,
+  type Row,
+} from '../lib.js'
 
 const CONNECTIONS = 64
 const IN_FLIGHT = 256
@@ -32,7 +45,12 @@ export async function scale(ctx: BenchContext): Promise<Row[]> {
     const sampler = setInterval(() => (peak = Math.max(peak, rssMb(s.child.pid!))), 1_000)
     let rest
     try {
-      rest = await submitJobs(s, key, ep, total - 1_000, { connections: CONNECTIONS, inFlight: IN_FLIGHT, keepIdEvery: 97, deadline: Date.now() + SUBMIT_BUDGET_MS })
+      rest = await submitJobs(s, key, ep, total - 1_000, {
+        connections: CONNECTIONS,
+        inFlight: IN_FLIGHT,
+        keepIdEvery: 97,
+        deadline: Date.now() + SUBMIT_BUDGET_MS,
+      })
     } finally {
       clearInterval(sampler)
     }
@@ -51,12 +69,46 @@ export async function scale(ctx: BenchContext): Promise<Row[]> {
     const ratio = large.p99 / small.p99
     const short = retained < total ? `; stopped after ${SUBMIT_BUDGET_MS / 60_000} min at ${retained} of ${total}` : ''
     return [
-      { workload: w, metric: 'jobs submitted and retained', value: retained, unit: 'jobs', note: `all queued (one idle worker that never takes)${short}` },
-      { workload: w, metric: 'submit rate', value: round((rest.submitted / rest.ms) * 1000), unit: 'jobs/s', note: `${CONNECTIONS} keep-alive connections, ${IN_FLIGHT} in flight` },
-      { workload: w, metric: 'control-plane RSS', value: peak, unit: 'MB', goal: '<= 500 MB', met: peak <= 500, note: `peak (sampled each second while submitting, and after the purge); ${rssStart} MB before, ${rssFull} MB with all retained, ${rssAfter} MB after the purge` },
+      {
+        workload: w,
+        metric: 'jobs submitted and retained',
+        value: retained,
+        unit: 'jobs',
+        note: `all queued (one idle worker that never takes)${short}`,
+      },
+      {
+        workload: w,
+        metric: 'submit rate',
+        value: round((rest.submitted / rest.ms) * 1000),
+        unit: 'jobs/s',
+        note: `${CONNECTIONS} keep-alive connections, ${IN_FLIGHT} in flight`,
+      },
+      {
+        workload: w,
+        metric: 'control-plane RSS',
+        value: peak,
+        unit: 'MB',
+        goal: '<= 500 MB',
+        met: peak <= 500,
+        note: `peak (sampled each second while submitting, and after the purge); ${rssStart} MB before, ${rssFull} MB with all retained, ${rssAfter} MB after the purge`,
+      },
       { workload: w, metric: '/status p99 at 1k jobs', value: small.p99, unit: 'ms', note: `p50 ${small.p50} ms` },
-      { workload: w, metric: `/status p99 at ${retained} jobs`, value: large.p99, unit: 'ms', goal: '<= 2x the 1k p99', met: ratio <= 2, note: `p50 ${large.p50} ms; ${round(ratio, 2)}x` },
-      { workload: w, metric: 'purge-queue', value: round(purgeMs), unit: 'ms', note: `${purge.body.removed} jobs removed` },
+      {
+        workload: w,
+        metric: `/status p99 at ${retained} jobs`,
+        value: large.p99,
+        unit: 'ms',
+        goal: '<= 2x the 1k p99',
+        met: ratio <= 2,
+        note: `p50 ${large.p50} ms; ${round(ratio, 2)}x`,
+      },
+      {
+        workload: w,
+        metric: 'purge-queue',
+        value: round(purgeMs),
+        unit: 'ms',
+        note: `${purge.body.removed} jobs removed`,
+      },
     ]
   } finally {
     await s.stop()
@@ -64,7 +116,13 @@ export async function scale(ctx: BenchContext): Promise<Row[]> {
 }
 
 /** p50/p99 (ms, client side) of GET /status over random ids of `ids`, 8 requests in flight. */
-async function statusLatency(s: BenchServer, key: string, ep: string, ids: string[], requests: number): Promise<{ p50: number; p99: number }> {
+async function statusLatency(
+  s: BenchServer,
+  key: string,
+  ep: string,
+  ids: string[],
+  requests: number,
+): Promise<{ p50: number; p99: number }> {
   const pool = new Pool(s.url, { connections: 8 })
   const headers = { authorization: `Bearer ${key}` }
   const lat: number[] = []

@@ -14,7 +14,17 @@ interface LogLine {
  * cannot send one. A dropped connection is resumed with Last-Event-ID; the server ends the stream when
  * the worker or pod exits.
  */
-export function LogStream({ title, path, endMessage, onClose }: { title: string; path: string; endMessage: string; onClose: () => void }) {
+export function LogStream({
+  title,
+  path,
+  endMessage,
+  onClose,
+}: {
+  title: string
+  path: string
+  endMessage: string
+  onClose: () => void
+}) {
   const { client } = useSession()
   const [lines, setLines] = useState<LogLine[]>([])
   const [state, setState] = useState<'live' | 'ended' | string>('live')
@@ -57,7 +67,10 @@ export function LogStream({ title, path, endMessage, onClose }: { title: string;
     <section class="logs" aria-label={`Logs of ${title}`}>
       <header class="page-head">
         <h2>
-          Logs of <span class="mono">{title}</span> <span class={`muted live-${state === 'live' ? 'on' : 'off'}`}>{state === 'live' ? '● live' : state === 'ended' ? endMessage : state}</span>
+          Logs of <span class="mono">{title}</span>{' '}
+          <span class={`muted live-${state === 'live' ? 'on' : 'off'}`}>
+            {state === 'live' ? '● live' : state === 'ended' ? endMessage : state}
+          </span>
         </h2>
         <button type="button" onClick={onClose}>
           Close

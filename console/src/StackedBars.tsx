@@ -8,7 +8,15 @@ export interface Bar {
  * Stacked bars in plain SVG (no chart library): one bar per bucket, one colour per series, a tooltip per
  * segment. Scales to its box, so it fits a phone as well.
  */
-export function StackedBars({ bars, series, format }: { bars: Bar[]; series: Array<{ name: string; color: string }>; format: (v: number) => string }) {
+export function StackedBars({
+  bars,
+  series,
+  format,
+}: {
+  bars: Bar[]
+  series: Array<{ name: string; color: string }>
+  format: (v: number) => string
+}) {
   const W = 720
   const H = 260
   const left = 64

@@ -14,13 +14,32 @@ export interface ChartSeries {
  * `bars` draws counts per interval as bars; otherwise lines with points. When every value is zero or
  * missing it shows `empty` instead of a flat line.
  */
-export function TimeChart({ title, times, series, unit, bars = false, empty }: { title: string; times: number[]; series: ChartSeries[]; unit?: string; bars?: boolean; empty: string }) {
+export function TimeChart({
+  title,
+  times,
+  series,
+  unit,
+  bars = false,
+  empty,
+}: {
+  title: string
+  times: number[]
+  series: ChartSeries[]
+  unit?: string
+  bars?: boolean
+  empty: string
+}) {
   const box = useRef<HTMLDivElement>(null)
   const hasData = series.some((s) => s.values.some((v) => v !== null && v !== 0))
   useEffect(() => {
     const el = box.current
     if (!el || !hasData) return
-    const fmt = (v: number | null) => (v === null || v === undefined ? '—' : unit === 'ms' ? ms(v) : `${Number.isInteger(v) ? v : v.toFixed(2)}${unit ? ` ${unit}` : ''}`)
+    const fmt = (v: number | null) =>
+      v === null || v === undefined
+        ? '—'
+        : unit === 'ms'
+          ? ms(v)
+          : `${Number.isInteger(v) ? v : v.toFixed(2)}${unit ? ` ${unit}` : ''}`
     const barPaths = bars ? uPlot.paths.bars!({ size: [0.8, 40], gap: 1 }) : undefined
     const opts: uPlot.Options = {
       width: Math.max(240, el.clientWidth),
@@ -28,14 +47,17 @@ export function TimeChart({ title, times, series, unit, bars = false, empty }: {
       legend: { live: true },
       cursor: { drag: { x: false, y: false } },
       scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] } },
-      axes: [{ stroke: '#667085', grid: { stroke: '#eef0f4' } }, {
+      axes: [
+        { stroke: '#667085', grid: { stroke: '#eef0f4' } },
+        {
           stroke: '#667085',
           grid: { stroke: '#eef0f4' },
           size: 64,
           // Counts tick on whole numbers.
           incrs: bars ? [1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 100_000] : undefined,
           values: (_u, ticks) => ticks.map((t) => (unit === 'ms' ? ms(t) : unit ? `${t} ${unit}` : String(t))),
-        }],
+        },
+      ],
       series: [
         {},
         ...series.map((s) => ({
@@ -50,7 +72,10 @@ export function TimeChart({ title, times, series, unit, bars = false, empty }: {
         })),
       ],
     }
-    const data: uPlot.AlignedData = [times.map((t) => t / 1000), ...series.map((s) => s.values.map((v) => (v === null ? null : v)))]
+    const data: uPlot.AlignedData = [
+      times.map((t) => t / 1000),
+      ...series.map((s) => s.values.map((v) => (v === null ? null : v))),
+    ]
     const plot = new uPlot(opts, data, el)
     const resize = new ResizeObserver(() => plot.setSize({ width: Math.max(240, el.clientWidth), height: 200 }))
     resize.observe(el)

@@ -18,7 +18,9 @@ export class ApiError extends Error {
 /** The parts of `errors` that name `field` (`workers` matches `workers.max: ...` and `workers: ...`). */
 export function errorsOf(err: unknown, field: string): string[] {
   if (!(err instanceof ApiError)) return []
-  return (err.problem.errors ?? []).filter((e) => pathOf(e) === field || pathOf(e).startsWith(field + '.') || pathOf(e).startsWith(field + '['))
+  return (err.problem.errors ?? []).filter(
+    (e) => pathOf(e) === field || pathOf(e).startsWith(field + '.') || pathOf(e).startsWith(field + '['),
+  )
 }
 
 /** The errors of `err` that none of `fields` claims: shown above the form instead of beside a field. */
@@ -70,20 +72,35 @@ export class Client {
     if (body !== undefined) headers['content-type'] = 'application/json'
     let res: Response
     try {
-      res = await fetch(this.base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal })
+      res = await fetch(this.base + path, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal,
+      })
     } catch (err) {
       if ((err as Error).name === 'AbortError') throw err
-      throw new ApiError(0, { title: 'Network error', status: 0, detail: `the server did not answer: ${(err as Error).message}` })
+      throw new ApiError(0, {
+        title: 'Network error',
+        status: 0,
+        detail: `the server did not answer: ${(err as Error).message}`,
+      })
     }
     const text = await res.text()
-    let parsed: unknown 
+    let parsed: unknown
     try {
       parsed = text ? JSON.parse(text) : undefined
     } catch {
       parsed = text
     }
     if (!res.ok) {
-      const problem = isProblem(parsed) ? parsed : { title: res.statusText, status: res.status, detail: typeof parsed === 'string' && parsed ? parsed : `HTTP ${res.status}` }
+      const problem = isProblem(parsed)
+        ? parsed
+        : {
+            title: res.statusText,
+            status: res.status,
+            detail: typeof parsed === 'string' && parsed ? parsed : `HTTP ${res.status}`,
+          }
       if (res.status === 401) this.onUnauthorized?.(problem.detail)
       throw new ApiError(res.status, problem)
     }
@@ -92,5 +109,10 @@ export class Client {
 }
 
 function isProblem(v: unknown): v is Problem {
-  return typeof v === 'object' && v !== null && typeof (v as Problem).detail === 'string' && typeof (v as Problem).status === 'number'
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    typeof (v as Problem).detail === 'string' &&
+    typeof (v as Problem).status === 'number'
+  )
 }

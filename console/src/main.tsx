@@ -43,7 +43,10 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
       </header>
       <main>
         <Router>
-          {[...pages.flatMap((p) => p.paths.map((path) => <Route key={path} path={path} component={p.component} />)), <Route key="404" default component={NotFound} />]}
+          {[
+            ...pages.flatMap((p) => p.paths.map((path) => <Route key={path} path={path} component={p.component} />)),
+            <Route key="404" default component={NotFound} />,
+          ]}
         </Router>
       </main>
     </div>

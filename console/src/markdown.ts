@@ -42,7 +42,8 @@ function unique(base: string, counts: Map<string, number>): string {
   return n ? `${base}-${n}` : base
 }
 
-const escapeHtml = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;')
+const escapeHtml = (s: string) =>
+  s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;')
 
 /** Decodes the entities marked writes, so that a text is escaped once when it is put into HTML again. */
 const unescapeHtml = (s: string) =>
@@ -85,7 +86,9 @@ export function renderDoc(markdown: string, path: string): { html: string; title
         if (target === null) {
           // A file of the repository outside docs/ (bench/RESULTS.md), or an address of another kind: its text only.
           const repoPath = /^[a-z][a-z0-9+.-]*:/i.test(href) || href.startsWith('//') ? null : href
-          return repoPath ? `<span class="doc-offsite" title="${escapeHtml(`in Hangar's repository: ${repoPath}`)}">${inner}</span>` : inner
+          return repoPath
+            ? `<span class="doc-offsite" title="${escapeHtml(`in Hangar's repository: ${repoPath}`)}">${inner}</span>`
+            : inner
         }
         const external = /^[a-z][a-z0-9+.-]*:/i.test(target)
         return `<a href="${escapeHtml(target)}"${external ? ' target="_blank" rel="noreferrer"' : ''}>${inner}</a>`

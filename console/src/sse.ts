@@ -11,8 +11,17 @@ export interface ServerEvent {
  * ends the stream; rejects on HTTP errors and, with the signal's reason, once it is aborted (no event is
  * handed on after that). `lastEventId` resumes after that event.
  */
-export async function readEventStream(url: string, headers: Record<string, string>, onEvent: (e: ServerEvent) => void, signal: AbortSignal, lastEventId?: string): Promise<void> {
-  const res = await fetch(url, { headers: { ...headers, accept: 'text/event-stream', ...(lastEventId ? { 'last-event-id': lastEventId } : {}) }, signal })
+export async function readEventStream(
+  url: string,
+  headers: Record<string, string>,
+  onEvent: (e: ServerEvent) => void,
+  signal: AbortSignal,
+  lastEventId?: string,
+): Promise<void> {
+  const res = await fetch(url, {
+    headers: { ...headers, accept: 'text/event-stream', ...(lastEventId ? { 'last-event-id': lastEventId } : {}) },
+    signal,
+  })
   if (!res.ok || !res.body) {
     let detail = `HTTP ${res.status}`
     try {

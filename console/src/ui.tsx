@@ -66,7 +66,19 @@ export function Problems({ error, fields = [] }: { error: unknown; fields?: stri
 }
 
 /** A labelled form field with the server's errors for `name` shown beside it. */
-export function Field({ label, name, error, hint, children }: { label: string; name: string; error?: unknown; hint?: string; children: ComponentChildren }) {
+export function Field({
+  label,
+  name,
+  error,
+  hint,
+  children,
+}: {
+  label: string
+  name: string
+  error?: unknown
+  hint?: string
+  children: ComponentChildren
+}) {
   const errs = errorsOf(error, name)
   return (
     <label class={errs.length ? 'field invalid' : 'field'} data-field={name}>
@@ -82,7 +94,15 @@ export function Field({ label, name, error, hint, children }: { label: string; n
   )
 }
 
-export function Page({ title, actions, children }: { title: string; actions?: ComponentChildren; children: ComponentChildren }) {
+export function Page({
+  title,
+  actions,
+  children,
+}: {
+  title: string
+  actions?: ComponentChildren
+  children: ComponentChildren
+}) {
   return (
     <section class="page">
       <header class="page-head">
@@ -162,7 +182,13 @@ export function CopyButton({ text, label = 'Copy' }: { text: string; label?: str
 }
 
 /** What an unknown console URL shows. */
-export function NotFoundView({ what = 'There is no page at this address.', back = { href: '/console/endpoints', label: 'Back to endpoints' } }: { what?: string; back?: { href: string; label: string } }) {
+export function NotFoundView({
+  what = 'There is no page at this address.',
+  back = { href: '/console/endpoints', label: 'Back to endpoints' },
+}: {
+  what?: string
+  back?: { href: string; label: string }
+}) {
   return (
     <section class="page not-found" role="alert">
       <h1>Not found</h1>

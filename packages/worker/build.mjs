@@ -9,7 +9,9 @@ const here = import.meta.dirname
 const built = resolve(here, '../../dist')
 const out = join(here, 'dist')
 if (!existsSync(join(built, 'worker/index.js'))) {
-  console.error(`@hangar/worker: ${join(built, 'worker/index.js')} is missing; run \`npm run build\` at the repository root first`)
+  console.error(
+    `@hangar/worker: ${join(built, 'worker/index.js')} is missing; run \`npm run build\` at the repository root first`,
+  )
   process.exit(1)
 }
 rmSync(out, { recursive: true, force: true })

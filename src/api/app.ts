@@ -52,7 +52,12 @@ import { serverlessRoutes } from './routes/serverless.js'
 import { templateRoutes } from './routes/templates.js'
 import { retiredV1Routes } from './routes/retiredV1.js'
 import { validatorCompiler } from './validation.js'
-import { clientErrorHandler, frameworkErrorHandler, registerHostRequired, registerRawRequestAnswers } from './clientErrors.js'
+import {
+  clientErrorHandler,
+  frameworkErrorHandler,
+  registerHostRequired,
+  registerRawRequestAnswers,
+} from './clientErrors.js'
 import type { LimitsConfig } from './limitsConfig.js'
 import { registerBodyBudget } from './bodyBudget.js'
 import { charsetOf, decodeJsonBody, readBody } from './jsonBody.js'
@@ -153,7 +158,12 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     clientErrorHandler: clientErrorHandler(deps.limits),
     frameworkErrors: frameworkErrorHandler(MAX_PARAM_LENGTH),
     // Host-based load-balancer addressing: `{id}.{domain}/path` is served as `/lb/{id}/path`.
-    ...(lbDomain ? { rewriteUrl: (req: { headers: { host?: string }; url?: string }) => rewriteLbHost(req.headers.host, req.url ?? '/', lbDomain) } : {}),
+    ...(lbDomain
+      ? {
+          rewriteUrl: (req: { headers: { host?: string }; url?: string }) =>
+            rewriteLbHost(req.headers.host, req.url ?? '/', lbDomain),
+        }
+      : {}),
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   app.setValidatorCompiler(validatorCompiler())
@@ -179,10 +189,22 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   app.addContentTypeParser('application/json', async (req: FastifyRequest, payload: IncomingMessage) => {
     const type = req.headers['content-type'] ?? ''
     const charset = charsetOf(type)
-    if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') throw new DomainError('unsupported_media_type', `unsupported charset ${JSON.stringify(charset)}: JSON bodies must be UTF-8`)
+    if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8')
+      throw new DomainError(
+        'unsupported_media_type',
+        `unsupported charset ${JSON.stringify(charset)}: JSON bodies must be UTF-8`,
+      )
     const buf = await readBody(payload, req.headers, req.routeOptions.bodyLimit ?? deps.bodyLimit)
-    const body = decodeJsonBody(buf, { maxDepth: deps.limits.maxJsonDepth, rawField: req.routeOptions.config.rawJsonField, parse })
-    if (body !== undefined && !/^\s*application\/json\s*(;|$)/i.test(type)) throw new DomainError('unsupported_media_type', `unsupported content type ${JSON.stringify(type)}: send application/json`)
+    const body = decodeJsonBody(buf, {
+      maxDepth: deps.limits.maxJsonDepth,
+      rawField: req.routeOptions.config.rawJsonField,
+      parse,
+    })
+    if (body !== undefined && !/^\s*application\/json\s*(;|$)/i.test(type))
+      throw new DomainError(
+        'unsupported_media_type',
+        `unsupported content type ${JSON.stringify(type)}: send application/json`,
+      )
     return body
   })
 
@@ -199,7 +221,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       route.schema.response = { ...(route.schema.response as object), '4XX': problem, '5XX': problem }
     }
     for (const m of [route.method].flat()) {
-      if ((METHODS as readonly string[]).includes(m) && !shapes.find(m as never, route.url)) shapes.on(m as never, route.url, () => {})
+      if ((METHODS as readonly string[]).includes(m) && !shapes.find(m as never, route.url))
+        shapes.on(m as never, route.url, () => {})
     }
   })
   registerProblemHandling(app, (url) => METHODS.filter((m) => shapes.find(m, url)))
@@ -210,7 +233,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       info: {
         title: 'Hangar: Compute Platform REST API v2',
         version: '2.0.0',
-        description: 'Self-hosted implementation of the Compute Platform REST API v2. Routes under /v2/admin are Hangar extensions.',
+        description:
+          'Self-hosted implementation of the Compute Platform REST API v2. Routes under /v2/admin are Hangar extensions.',
       },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
       security: [{ bearer: [] }],
@@ -235,7 +259,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   app.get('/v2/openapi.json', { schema: { hide: true }, config: { access: 'public' } }, async () => app.swagger())
   // A person opening the server's address in a browser lands on something readable: the console when there
   // is one (it redirects / itself), else the API docs.
-  if (!deps.consoleDir) app.get('/', { schema: { hide: true }, config: { access: 'public' } }, async (_req, reply) => reply.redirect('/docs'))
+  if (!deps.consoleDir)
+    app.get('/', { schema: { hide: true }, config: { access: 'public' } }, async (_req, reply) =>
+      reply.redirect('/docs'),
+    )
   registerRequestLog(app)
   await app.register(adminRoutes(deps))
   await app.register(catalogRoutes(deps))
@@ -255,7 +282,13 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   if (deps.consoleDir) await app.register(consoleRoutes, { dir: deps.consoleDir, docsDir: deps.docsDir })
   await app.register(loadBalancerRoutes(deps))
   await app.register(retiredV1Routes(deps))
-  registerLbUpgrades(app.server, { accounts: deps.accounts, endpoints: deps.endpoints, balancer: deps.balancer, domain: lbDomain, replicas: deps.replicas })
+  registerLbUpgrades(app.server, {
+    accounts: deps.accounts,
+    endpoints: deps.endpoints,
+    balancer: deps.balancer,
+    domain: lbDomain,
+    replicas: deps.replicas,
+  })
   return app
 }
 

@@ -77,11 +77,17 @@ export function bearer(header: string | undefined, bareKey: boolean): string | u
   return m[1]
 }
 
-function authorize(req: FastifyRequest, access: Access, restricted: RestrictedUse | undefined, deniedAs: 'forbidden' | 'unauthorized'): void {
+function authorize(
+  req: FastifyRequest,
+  access: Access,
+  restricted: RestrictedUse | undefined,
+  deniedAs: 'forbidden' | 'unauthorized',
+): void {
   try {
     check(req, access, restricted)
   } catch (err) {
-    if (err instanceof DomainError && err.kind === 'forbidden' && deniedAs !== 'forbidden') throw new DomainError(deniedAs, err.detail)
+    if (err instanceof DomainError && err.kind === 'forbidden' && deniedAs !== 'forbidden')
+      throw new DomainError(deniedAs, err.detail)
     throw err
   }
 }
@@ -94,13 +100,22 @@ function check(req: FastifyRequest, access: Access, restricted: RestrictedUse | 
   }
   if (p.permission === 'RESTRICTED') {
     const what = `${req.method} ${req.routeOptions.url}`
-    if ((access === 'write' && restricted !== 'jobs') || !restricted) throw new DomainError('forbidden', `a RESTRICTED key cannot use ${what}; it may only read and run jobs on endpoints ${p.endpointIds.join(', ')}`)
+    if ((access === 'write' && restricted !== 'jobs') || !restricted)
+      throw new DomainError(
+        'forbidden',
+        `a RESTRICTED key cannot use ${what}; it may only read and run jobs on endpoints ${p.endpointIds.join(', ')}`,
+      )
     if (restricted === 'endpoint' || restricted === 'jobs') {
       const params = req.params as { id?: string; endpointId?: string }
       const id = params.endpointId ?? params.id ?? ''
-      if (!p.endpointIds.includes(id)) throw new DomainError('forbidden', `this key is restricted to endpoints ${p.endpointIds.join(', ')}, not ${JSON.stringify(id)}`)
+      if (!p.endpointIds.includes(id))
+        throw new DomainError(
+          'forbidden',
+          `this key is restricted to endpoints ${p.endpointIds.join(', ')}, not ${JSON.stringify(id)}`,
+        )
     }
     return
   }
-  if (access === 'write' && p.permission !== 'ALL') throw new DomainError('forbidden', `a ${p.permission} key cannot use ${req.method} ${req.routeOptions.url}`)
+  if (access === 'write' && p.permission !== 'ALL')
+    throw new DomainError('forbidden', `a ${p.permission} key cannot use ${req.method} ${req.routeOptions.url}`)
 }

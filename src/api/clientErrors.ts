@@ -43,12 +43,28 @@ export function clientErrorHandler(limits: LimitsConfig): (err: { code?: string 
 }
 
 /** Errors Fastify's router raises before any route runs (a path it cannot decode, a parameter too long). */
-export function frameworkErrorHandler(maxParamLength: number): (err: FastifyError, req: Pick<FastifyRequest, 'id'> & { raw: { url?: string } }, reply: FastifyReply) => void {
+export function frameworkErrorHandler(
+  maxParamLength: number,
+): (err: FastifyError, req: Pick<FastifyRequest, 'id'> & { raw: { url?: string } }, reply: FastifyReply) => void {
   return (err, req, reply) => {
     const path = req.raw.url?.split('?')[0] ?? ''
-    if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') return void sendProblem(reply, 414, `a path parameter of ${JSON.stringify(path.slice(0, 200))} is longer than ${maxParamLength} characters`)
-    if (err.code === 'FST_ERR_BAD_URL') return void sendProblem(reply, 400, `the path ${JSON.stringify(path.slice(0, 200))} is not valid percent-encoded UTF-8`)
-    return void sendProblem(reply, err.statusCode && err.statusCode < 500 ? err.statusCode : 500, err.statusCode && err.statusCode < 500 ? err.message : `internal error; request id ${req.id}`)
+    if (err.code === 'FST_ERR_MAX_PARAM_LENGTH')
+      return void sendProblem(
+        reply,
+        414,
+        `a path parameter of ${JSON.stringify(path.slice(0, 200))} is longer than ${maxParamLength} characters`,
+      )
+    if (err.code === 'FST_ERR_BAD_URL')
+      return void sendProblem(
+        reply,
+        400,
+        `the path ${JSON.stringify(path.slice(0, 200))} is not valid percent-encoded UTF-8`,
+      )
+    return void sendProblem(
+      reply,
+      err.statusCode && err.statusCode < 500 ? err.statusCode : 500,
+      err.statusCode && err.statusCode < 500 ? err.message : `internal error; request id ${req.id}`,
+    )
   }
 }
 
@@ -60,13 +76,27 @@ export function frameworkErrorHandler(maxParamLength: number): (err: FastifyErro
 export function registerRawRequestAnswers(server: Server): void {
   server.on('connect', (req: IncomingMessage, socket: Duplex) => {
     socket.on('error', () => {})
-    if (socket.writable) socket.end(rawProblem(501, `method CONNECT is not supported: this server is not a proxy (target ${JSON.stringify(String(req.url ?? '').slice(0, 200))})`))
+    if (socket.writable)
+      socket.end(
+        rawProblem(
+          501,
+          `method CONNECT is not supported: this server is not a proxy (target ${JSON.stringify(String(req.url ?? '').slice(0, 200))})`,
+        ),
+      )
     else socket.destroy()
   })
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
     // The body that may follow was not asked for: the connection closes after the answer.
-    const body = JSON.stringify({ title: 'Expectation Failed', status: 417, detail: `Expect: ${JSON.stringify(String(req.headers.expect).slice(0, 200))} cannot be met; the only expectation this server knows is 100-continue` })
-    res.writeHead(417, { 'content-type': 'application/problem+json', 'content-length': Buffer.byteLength(body), connection: 'close' })
+    const body = JSON.stringify({
+      title: 'Expectation Failed',
+      status: 417,
+      detail: `Expect: ${JSON.stringify(String(req.headers.expect).slice(0, 200))} cannot be met; the only expectation this server knows is 100-continue`,
+    })
+    res.writeHead(417, {
+      'content-type': 'application/problem+json',
+      'content-length': Buffer.byteLength(body),
+      connection: 'close',
+    })
     res.end(body)
   })
 }

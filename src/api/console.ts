@@ -24,13 +24,19 @@ export async function consoleRoutes(app: FastifyInstance, opts: ConsoleOptions):
   })
   app.get('/', async (_req, reply) => reply.redirect('/console/'))
   // Browsers ask for /favicon.ico whatever the page says: send them to the console's icon.
-  app.get('/favicon.ico', async (_req, reply) => reply.header('cache-control', 'public, max-age=86400').redirect('/console/favicon.svg', 301))
+  app.get('/favicon.ico', async (_req, reply) =>
+    reply.header('cache-control', 'public, max-age=86400').redirect('/console/favicon.svg', 301),
+  )
   const index = join(opts.dir, 'index.html')
   const built = existsSync(index)
   // Running from sources without `npm run build` (e.g. a test run): say how to get the console.
   const missing = async (_req: FastifyRequest, reply: FastifyReply) =>
-    reply.code(503).type('text/plain; charset=utf-8').send('The web console is not built: run `npm run build` (npm start and npm test do).\n')
-  const page = async (_req: FastifyRequest, reply: FastifyReply) => reply.header('cache-control', 'no-cache').sendFile('index.html', opts.dir)
+    reply
+      .code(503)
+      .type('text/plain; charset=utf-8')
+      .send('The web console is not built: run `npm run build` (npm start and npm test do).\n')
+  const page = async (_req: FastifyRequest, reply: FastifyReply) =>
+    reply.header('cache-control', 'no-cache').sendFile('index.html', opts.dir)
   if (opts.docsDir && existsSync(opts.docsDir)) docsRoutes(app, opts.docsDir, built ? page : missing)
   if (!built) {
     app.get('/console', missing)
@@ -63,9 +69,15 @@ const DOC_TYPES: Record<string, string> = { md: 'text/markdown; charset=utf-8', 
  * in folders of the same are served: no dot files, no `..`, no other kinds of file; and only where the file,
  * links resolved, lies inside `dir`.
  */
-function docsRoutes(app: FastifyInstance, dir: string, page: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>): void {
+function docsRoutes(
+  app: FastifyInstance,
+  dir: string,
+  page: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>,
+): void {
   const root = realpathSync(dir)
-  app.get('/console/docs/index.json', async (_req, reply) => reply.header('cache-control', 'no-cache').send({ pages: docPages(root) }))
+  app.get('/console/docs/index.json', async (_req, reply) =>
+    reply.header('cache-control', 'no-cache').send({ pages: docPages(root) }),
+  )
   app.get('/console/docs/*', async (req, reply) => {
     const rel = (req.params as { '*': string })['*']
     const kind = DOC_FILE.exec(rel)?.[1]
@@ -74,9 +86,16 @@ function docsRoutes(app: FastifyInstance, dir: string, page: (req: FastifyReques
     try {
       file = realpathSync(join(root, rel))
     } catch {
-      return reply.code(404).type('application/problem+json').send({ title: 'Not Found', status: 404, detail: `no page ${rel} in the manual` })
+      return reply
+        .code(404)
+        .type('application/problem+json')
+        .send({ title: 'Not Found', status: 404, detail: `no page ${rel} in the manual` })
     }
-    if (!file.startsWith(root + sep)) return reply.code(404).type('application/problem+json').send({ title: 'Not Found', status: 404, detail: `no page ${rel} in the manual` })
+    if (!file.startsWith(root + sep))
+      return reply
+        .code(404)
+        .type('application/problem+json')
+        .send({ title: 'Not Found', status: 404, detail: `no page ${rel} in the manual` })
     return reply
       .header('cache-control', 'no-cache')
       .header('x-content-type-options', 'nosniff')
@@ -92,13 +111,20 @@ export function docPages(root: string): Array<{ path: string; title: string }> {
     for (const entry of readdirSync(folder, { withFileTypes: true })) {
       const path = join(folder, entry.name)
       if (entry.isDirectory() && DOC_FILE.test(`${entry.name}/x.md`)) walk(path)
-      else if (entry.isFile() && DOC_FILE.test(relative(root, path).split(sep).join('/')) && entry.name.endsWith('.md')) pages.push(relative(root, path).split(sep).join('/'))
+      else if (entry.isFile() && DOC_FILE.test(relative(root, path).split(sep).join('/')) && entry.name.endsWith('.md'))
+        pages.push(relative(root, path).split(sep).join('/'))
     }
   }
   walk(root)
   const index = pages.includes('README.md') ? readFileSync(join(root, 'README.md'), 'utf8') : ''
-  const order = ['README.md', ...[...index.matchAll(/\]\(([^)#\s]+\.md)(?:#[^)]*)?\)/g)].map((m) => m[1].replace(/^\.\//, ''))]
+  const order = [
+    'README.md',
+    ...[...index.matchAll(/\]\(([^)#\s]+\.md)(?:#[^)]*)?\)/g)].map((m) => m[1].replace(/^\.\//, '')),
+  ]
   const rank = (p: string) => (order.includes(p) ? order.indexOf(p) : order.length)
   pages.sort((a, b) => rank(a) - rank(b) || a.localeCompare(b))
-  return pages.map((path) => ({ path, title: /^# (.+)$/m.exec(readFileSync(join(root, path), 'utf8'))?.[1].trim() ?? path }))
+  return pages.map((path) => ({
+    path,
+    title: /^# (.+)$/m.exec(readFileSync(join(root, path), 'utf8'))?.[1].trim() ?? path,
+  }))
 }

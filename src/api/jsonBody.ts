@@ -21,7 +21,11 @@ export interface JsonBodyOptions {
  * Reads a request body into one buffer: allocated once at the declared Content-Length (no chunk list and
  * concatenation, which held the body twice), or gathered up to `limit` when chunked.
  */
-export function readBody(payload: Readable & { headers?: IncomingHttpHeaders }, headers: IncomingHttpHeaders, limit: number): Promise<Buffer> {
+export function readBody(
+  payload: Readable & { headers?: IncomingHttpHeaders },
+  headers: IncomingHttpHeaders,
+  limit: number,
+): Promise<Buffer> {
   const declared = headers['content-length'] === undefined ? NaN : Number(headers['content-length'])
   if (declared > limit) return Promise.reject(tooLarge(limit))
   return new Promise((resolve, reject) => {
@@ -37,17 +41,27 @@ export function readBody(payload: Readable & { headers?: IncomingHttpHeaders }, 
       else resolve(body!)
     }
     const onData = (chunk: Buffer) => {
-      if (received + chunk.length > (whole ? whole.length : limit)) return done(whole ? new DomainError('bad_request', 'the body is longer than its Content-Length') : tooLarge(limit))
+      if (received + chunk.length > (whole ? whole.length : limit))
+        return done(
+          whole ? new DomainError('bad_request', 'the body is longer than its Content-Length') : tooLarge(limit),
+        )
       if (whole) chunk.copy(whole, received)
       else chunks.push(chunk)
       received += chunk.length
     }
     const onEnd = () => {
-      if (whole && received !== whole.length) return done(new DomainError('bad_request', `the body ended after ${received} of the ${whole.length} bytes its Content-Length declares`))
+      if (whole && received !== whole.length)
+        return done(
+          new DomainError(
+            'bad_request',
+            `the body ended after ${received} of the ${whole.length} bytes its Content-Length declares`,
+          ),
+        )
       done(null, whole ?? (chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, received)))
     }
     const onError = (err: Error) => done(err)
-    const onAborted = () => done(new DomainError('bad_request', 'the client closed the connection before the body ended'))
+    const onAborted = () =>
+      done(new DomainError('bad_request', 'the client closed the connection before the body ended'))
     payload.on('data', onData)
     payload.once('end', onEnd)
     payload.once('error', onError)
@@ -111,8 +125,14 @@ function utf8Body(buf: Buffer): Buffer | undefined {
 
 /** Sets member `m` on `out`: `rawField` as RawJson (see JsonBodyOptions), any other parsed. */
 function setMember(out: Record<string, unknown>, body: Buffer, m: JsonMember, o: JsonBodyOptions): void {
-  if (m.key === '__proto__') throw new JsonSyntaxError('JSON keys "__proto__" and "constructor.prototype" are not accepted')
-  out[m.key] = m.key === o.rawField ? (o.rawAnyType ? new RawJson(body.subarray(m.start, m.end)) : raw(body, m)) : o.parse(body.toString('utf8', m.start, m.end))
+  if (m.key === '__proto__')
+    throw new JsonSyntaxError('JSON keys "__proto__" and "constructor.prototype" are not accepted')
+  out[m.key] =
+    m.key === o.rawField
+      ? o.rawAnyType
+        ? new RawJson(body.subarray(m.start, m.end))
+        : raw(body, m)
+      : o.parse(body.toString('utf8', m.start, m.end))
 }
 
 /**

@@ -5,7 +5,10 @@ import { scanJson, type JsonMember, type JsonSpan } from './jsonScan.js'
 
 const bytes = (text: string) => Buffer.from(text, 'utf8')
 /** The listed members as `element:key=text` (element left out for top-level members). */
-const show = (text: string, members: JsonMember[]) => members.map((m) => `${m.element === undefined ? '' : `${m.element}:`}${m.key}=${bytes(text).toString('utf8', m.start, m.end)}`)
+const show = (text: string, members: JsonMember[]) =>
+  members.map(
+    (m) => `${m.element === undefined ? '' : `${m.element}:`}${m.key}=${bytes(text).toString('utf8', m.start, m.end)}`,
+  )
 const spans = (text: string, elements: JsonSpan[]) => elements.map((e) => bytes(text).toString('utf8', e.start, e.end))
 
 describe('scanJson', () => {
@@ -17,12 +20,27 @@ describe('scanJson', () => {
   })
 
   it('lists the elements of a top-level array and the members of each object element, tagged with its index', () => {
-    const text = '[{"id":"a","output":{"x":[1,2]}}, 7 ,{"id":"b","output":"t"},{},[{"id":"nested"}],{"id":"c","output":{"id":"inner"}}]'
+    const text =
+      '[{"id":"a","output":{"x":[1,2]}}, 7 ,{"id":"b","output":"t"},{},[{"id":"nested"}],{"id":"c","output":{"id":"inner"}}]'
     const members: JsonMember[] = []
     const elements: JsonSpan[] = []
     scanJson(bytes(text), 10, members, elements)
-    expect(spans(text, elements)).toEqual(['{"id":"a","output":{"x":[1,2]}}', '7', '{"id":"b","output":"t"}', '{}', '[{"id":"nested"}]', '{"id":"c","output":{"id":"inner"}}'])
-    expect(show(text, members)).toEqual(['0:id="a"', '0:output={"x":[1,2]}', '2:id="b"', '2:output="t"', '5:id="c"', '5:output={"id":"inner"}'])
+    expect(spans(text, elements)).toEqual([
+      '{"id":"a","output":{"x":[1,2]}}',
+      '7',
+      '{"id":"b","output":"t"}',
+      '{}',
+      '[{"id":"nested"}]',
+      '{"id":"c","output":{"id":"inner"}}',
+    ])
+    expect(show(text, members)).toEqual([
+      '0:id="a"',
+      '0:output={"x":[1,2]}',
+      '2:id="b"',
+      '2:output="t"',
+      '5:id="c"',
+      '5:output={"id":"inner"}',
+    ])
   })
 
   it('lists nothing in element mode when the top-level value is not an array', () => {
@@ -46,8 +64,11 @@ describe('scanJson', () => {
 describe('decodeJsonArrayBody', () => {
   const o = { maxDepth: 10, rawField: 'output', rawAnyType: true, parse: JSON.parse }
 
-  it('keeps each object element\'s raw field as its text and parses the rest', () => {
-    const out = decodeJsonArrayBody(bytes('[{"id":"a","output":{"n":12345678901234567890},"stopPod":true},{"id":"b","output":[1, 2]},{"id":"c"}]'), o)
+  it("keeps each object element's raw field as its text and parses the rest", () => {
+    const out = decodeJsonArrayBody(
+      bytes('[{"id":"a","output":{"n":12345678901234567890},"stopPod":true},{"id":"b","output":[1, 2]},{"id":"c"}]'),
+      o,
+    )
     expect(out).toEqual([
       { id: 'a', output: new RawJson(Buffer.from('{"n":12345678901234567890}')), stopPod: true },
       { id: 'b', output: new RawJson(Buffer.from('[1, 2]')) },
@@ -65,7 +86,10 @@ describe('decodeJsonArrayBody', () => {
     expect(() => decodeJsonArrayBody(bytes('[{"id":"a"},{"__proto__":{"x":1}}]'), o)).toThrow(/__proto__/)
   })
 
-  it('leaves decodeJsonBody\'s top-level object members as they were', () => {
-    expect(decodeJsonBody(bytes('{"output":{"a":1},"error":"e"}'), o)).toEqual({ output: new RawJson(Buffer.from('{"a":1}')), error: 'e' })
+  it("leaves decodeJsonBody's top-level object members as they were", () => {
+    expect(decodeJsonBody(bytes('{"output":{"a":1},"error":"e"}'), o)).toEqual({
+      output: new RawJson(Buffer.from('{"a":1}')),
+      error: 'e',
+    })
   })
 })

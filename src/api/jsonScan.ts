@@ -55,7 +55,8 @@ export function scanJson(b: Uint8Array, maxDepth: number, members?: JsonMember[]
     const c = b[i]
     let ended = true
     if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
-      if (depth === maxDepth) throw new JsonSyntaxError(`the JSON body is nested deeper than ${maxDepth} levels of objects and arrays`)
+      if (depth === maxDepth)
+        throw new JsonSyntaxError(`the JSON body is nested deeper than ${maxDepth} levels of objects and arrays`)
       stack[++depth] = c === 0x7b ? OBJ : ARR
       i = ws(b, i + 1)
       if (b[i] === (c === 0x7b ? 0x7d : 0x5d)) {
@@ -78,7 +79,12 @@ export function scanJson(b: Uint8Array, maxDepth: number, members?: JsonMember[]
         if (i < n) fail(`unexpected ${describe(b[i])} after the JSON value`)
         return
       }
-      if (members && depth === memberDepth && listed()) members.push(memberDepth === 1 ? { key, start: valueStart, end: i } : { key, start: valueStart, end: i, element: elements!.length })
+      if (members && depth === memberDepth && listed())
+        members.push(
+          memberDepth === 1
+            ? { key, start: valueStart, end: i }
+            : { key, start: valueStart, end: i, element: elements!.length },
+        )
       if (depth === 1 && elements && stack[1] === ARR) elements.push({ start: elementStart, end: i })
       i = ws(b, i)
       const d = b[i]
@@ -97,7 +103,8 @@ export function scanJson(b: Uint8Array, maxDepth: number, members?: JsonMember[]
     i = at
     if (b[i] !== 0x22) fail('expected a string key')
     const end = string(b, i, fail)
-    if (members && depth === memberDepth && listed()) key = JSON.parse(Buffer.from(b.buffer, b.byteOffset + i, end - i).toString('utf8')) as string
+    if (members && depth === memberDepth && listed())
+      key = JSON.parse(Buffer.from(b.buffer, b.byteOffset + i, end - i).toString('utf8')) as string
     i = ws(b, end)
     if (b[i] !== 0x3a) fail('expected ":"')
     return i + 1
@@ -121,7 +128,10 @@ function string(b: Uint8Array, i: number, fail: (what: string) => never): number
       if (e === 0x75 /* u */) {
         for (let k = 1; k <= 4; k++) if (!isHex(b[i + k])) fail('bad \\u escape')
         i += 4
-      } else if (!(e === 0x22 || e === 0x5c || e === 0x2f || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 || e === 0x74)) fail('bad escape')
+      } else if (
+        !(e === 0x22 || e === 0x5c || e === 0x2f || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 || e === 0x74)
+      )
+        fail('bad escape')
     } else if (c < 0x20) fail('control character in a string')
   }
   return fail('unterminated string')
@@ -154,7 +164,10 @@ function number(b: Uint8Array, i: number, fail: (what: string) => never): number
   // Without an exponent only more than 308 digits can overflow a double.
   if (exponent || i - start > 308) {
     const text = Buffer.from(b.buffer, b.byteOffset + start, i - start).toString('latin1')
-    if (!Number.isFinite(Number(text))) throw new JsonSyntaxError(`the JSON number ${text.length > 40 ? text.slice(0, 40) + '...' : text} at byte ${start} is not finite: numbers must fit a double`)
+    if (!Number.isFinite(Number(text)))
+      throw new JsonSyntaxError(
+        `the JSON number ${text.length > 40 ? text.slice(0, 40) + '...' : text} at byte ${start} is not finite: numbers must fit a double`,
+      )
   }
   return i
 }

@@ -23,7 +23,14 @@ export interface LbUpgradeDeps {
 }
 
 /** Handshake fields ws sets itself on the upstream connection; the rest of the client's headers go through. */
-const HANDSHAKE = ['host', 'sec-websocket-key', 'sec-websocket-version', 'sec-websocket-extensions', 'sec-websocket-protocol', 'authorization']
+const HANDSHAKE = [
+  'host',
+  'sec-websocket-key',
+  'sec-websocket-version',
+  'sec-websocket-extensions',
+  'sec-websocket-protocol',
+  'authorization',
+]
 
 /**
  * WebSocket upgrades to LOAD_BALANCER endpoints (`/lb/{id}/...` or host `{id}.{domain}`): authenticated
@@ -45,45 +52,111 @@ export function registerLbUpgrades(server: Server, deps: LbUpgradeDeps): void {
     void upgrade(req, socket, head, target).catch((err) => refuse(socket, err))
   })
 
-  async function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, target: { endpointId: string; path: string }): Promise<void> {
+  async function upgrade(
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    target: { endpointId: string; path: string },
+  ): Promise<void> {
     const replicas = deps.replicas
     if (replicas && !replicas.leadership.isLeader) return toLeader(req, socket, head, replicas)
     const principal = await deps.accounts.authenticate(bearer(req.headers.authorization, false))
     if (principal.permission === 'RESTRICTED' && !principal.endpointIds.includes(target.endpointId)) {
-      throw new DomainError('forbidden', `this key is restricted to endpoints ${principal.endpointIds.join(', ')}, not ${JSON.stringify(target.endpointId)}`)
+      throw new DomainError(
+        'forbidden',
+        `this key is restricted to endpoints ${principal.endpointIds.join(', ')}, not ${JSON.stringify(target.endpointId)}`,
+      )
     }
     const ep = await deps.endpoints.loadBalancer(principal, target.endpointId)
     const gone = new AbortController()
     socket.once('close', () => gone.abort())
-    const lease = await deps.balancer.acquire(ep.id, ep.scaling.type === 'REQUEST_COUNT' ? ep.scaling.requestCount : 1, gone.signal)
-    const offered = String(req.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim()).filter(Boolean)
+    const lease = await deps.balancer.acquire(
+      ep.id,
+      ep.scaling.type === 'REQUEST_COUNT' ? ep.scaling.requestCount : 1,
+      gone.signal,
+    )
+    const offered = String(req.headers['sec-websocket-protocol'] ?? '')
+      .split(',')
+      .map((p) => p.trim())
+      .filter(Boolean)
     const headers = endToEnd(req.headers as Headers, [...HANDSHAKE, FORWARDED_BY]) as Record<string, string>
-    const upstream = new WebSocket(`ws://${lease.address.host}:${lease.address.port}${target.path}`, offered, { headers, perMessageDeflate: false })
+    const upstream = new WebSocket(`ws://${lease.address.host}:${lease.address.port}${target.path}`, offered, {
+      headers,
+      perMessageDeflate: false,
+    })
     connect(req, socket, head, upstream, lease.release, {
       refused: (res, done) => {
-        refuse(socket, new DomainError('bad_gateway', `worker ${lease.workerId} refused the WebSocket upgrade with HTTP ${res.statusCode}`))
+        refuse(
+          socket,
+          new DomainError(
+            'bad_gateway',
+            `worker ${lease.workerId} refused the WebSocket upgrade with HTTP ${res.statusCode}`,
+          ),
+        )
         res.resume()
         done()
       },
-      unreachable: (err) => refuse(socket, new DomainError('bad_gateway', `worker ${lease.workerId} could not be reached for the WebSocket: ${err.message}`)),
+      unreachable: (err) =>
+        refuse(
+          socket,
+          new DomainError(
+            'bad_gateway',
+            `worker ${lease.workerId} could not be reached for the WebSocket: ${err.message}`,
+          ),
+        ),
     })
   }
 
   /** A follower's upgrade: the same handshake, to the leader; the leader's refusal is passed on as it came. */
-  function toLeader(req: IncomingMessage, socket: Duplex, head: Buffer, replicas: NonNullable<LbUpgradeDeps['replicas']>): void {
+  function toLeader(
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    replicas: NonNullable<LbUpgradeDeps['replicas']>,
+  ): void {
     const retry = { 'retry-after': '1' }
     const sender = req.headers[FORWARDED_BY]
-    if (sender !== undefined) throw new DomainError('unavailable', `${String(sender)} forwarded this upgrade to the leader, but this replica does not lead (leadership is moving); retry`, undefined, retry)
+    if (sender !== undefined)
+      throw new DomainError(
+        'unavailable',
+        `${String(sender)} forwarded this upgrade to the leader, but this replica does not lead (leadership is moving); retry`,
+        undefined,
+        retry,
+      )
     const leader = replicas.leadership.leaderUrl
-    if (!leader) throw new DomainError('unavailable', 'this replica does not lead and no leader is known right now (one is being elected); retry', undefined, retry)
-    const offered = String(req.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim()).filter(Boolean)
-    const headers: Record<string, string> = { ...(endToEnd(req.headers as Headers, HANDSHAKE) as Record<string, string>), [FORWARDED_BY]: replicas.self() }
+    if (!leader)
+      throw new DomainError(
+        'unavailable',
+        'this replica does not lead and no leader is known right now (one is being elected); retry',
+        undefined,
+        retry,
+      )
+    const offered = String(req.headers['sec-websocket-protocol'] ?? '')
+      .split(',')
+      .map((p) => p.trim())
+      .filter(Boolean)
+    const headers: Record<string, string> = {
+      ...(endToEnd(req.headers as Headers, HANDSHAKE) as Record<string, string>),
+      [FORWARDED_BY]: replicas.self(),
+    }
     if (req.headers.authorization) headers.authorization = req.headers.authorization
     if (req.headers.host) headers.host = req.headers.host
-    const upstream = new WebSocket(`${leader.replace(/^http/, 'ws')}${req.url ?? '/'}`, offered, { headers, perMessageDeflate: false })
+    const upstream = new WebSocket(`${leader.replace(/^http/, 'ws')}${req.url ?? '/'}`, offered, {
+      headers,
+      perMessageDeflate: false,
+    })
     connect(req, socket, head, upstream, () => {}, {
       refused: (res, done) => relay(socket, res, done),
-      unreachable: (err) => refuse(socket, new DomainError('unavailable', `the leader at ${leader} could not be reached for the WebSocket: ${err.message}; retry`, undefined, retry)),
+      unreachable: (err) =>
+        refuse(
+          socket,
+          new DomainError(
+            'unavailable',
+            `the leader at ${leader} could not be reached for the WebSocket: ${err.message}; retry`,
+            undefined,
+            retry,
+          ),
+        ),
     })
   }
 
@@ -92,7 +165,14 @@ export function registerLbUpgrades(server: Server, deps: LbUpgradeDeps): void {
    * Completes the client's handshake once `upstream` opens, then bridges the two; `release` once both closed or
    * the upstream failed. Only the first failure answers the client (terminating a refused handshake errors too).
    */
-  function connect(req: IncomingMessage, socket: Duplex, head: Buffer, upstream: WebSocket, release: () => void, fail: { refused: (res: IncomingMessage, done: () => void) => void; unreachable: (err: Error) => void }): void {
+  function connect(
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    upstream: WebSocket,
+    release: () => void,
+    fail: { refused: (res: IncomingMessage, done: () => void) => void; unreachable: (err: Error) => void },
+  ): void {
     let failed = false
     upstream.once('open', () => {
       if (upstream.protocol) protocolOf.set(req, upstream.protocol)
@@ -122,7 +202,9 @@ function relay(socket: Duplex, res: IncomingMessage, done: () => void): void {
     const keep = endToEnd(res.headers as Headers, ['content-length', 'transfer-encoding'])
     const lines = Object.entries(keep).flatMap(([k, v]) => [v ?? []].flat().map((x) => `${k}: ${x}\r\n`))
     const status = res.statusCode ?? 502
-    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n${lines.join('')}content-length: ${body.length}\r\nconnection: close\r\n\r\n`)
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n${lines.join('')}content-length: ${body.length}\r\nconnection: close\r\n\r\n`,
+    )
     socket.end(body)
     done()
   })
@@ -161,7 +243,15 @@ function lbTarget(req: IncomingMessage, domain: string | undefined): { endpointI
   return { endpointId: m[1], path: rest.startsWith('/') ? rest : `/${rest}` }
 }
 
-const STATUS: Partial<Record<DomainError['kind'], number>> = { unauthorized: 401, forbidden: 403, not_found: 404, bad_request: 400, unavailable: 503, bad_gateway: 502, too_many_requests: 429 }
+const STATUS: Partial<Record<DomainError['kind'], number>> = {
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  bad_request: 400,
+  unavailable: 503,
+  bad_gateway: 502,
+  too_many_requests: 429,
+}
 
 /** Answers a refused upgrade with a problem, on the raw socket (no HTTP response object exists for it). */
 function refuse(socket: Duplex, err: unknown): void {

@@ -43,11 +43,18 @@ export function needsLeader(url: string): boolean {
  * Register before authentication and before the routes. The single-process SQLite control plane does not
  * register it at all.
  */
-export async function registerLeaderForwarding(app: FastifyInstance, o: { leadership: LeaderView; self: () => string }): Promise<void> {
+export async function registerLeaderForwarding(
+  app: FastifyInstance,
+  o: { leadership: LeaderView; self: () => string },
+): Promise<void> {
   // Never retried: a forwarded POST must not run twice. No timeouts: the leader applies its own (long-polls, log
   // streams open as long as the client wants). Scopes that register their own reply-from (load-balancer traffic,
   // the pod proxy) forward with theirs: `reply.from` is the route's.
-  await app.register(replyFrom, { undici: { headersTimeout: 0, bodyTimeout: 0 }, disableRequestLogging: true, retryMethods: [] })
+  await app.register(replyFrom, {
+    undici: { headersTimeout: 0, bodyTimeout: 0 },
+    disableRequestLogging: true,
+    retryMethods: [],
+  })
   app.addHook('onRoute', (route) => {
     if (needsLeader(route.url)) route.config = { ...(route.config ?? {}), leader: true }
   })
@@ -65,21 +72,39 @@ function unavailable(detail: string): DomainError {
 }
 
 /** Sends the request to the leader and resolves once the response to the client has ended. */
-async function forward(req: FastifyRequest, reply: FastifyReply, o: { leadership: LeaderView; self: () => string }): Promise<void> {
+async function forward(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  o: { leadership: LeaderView; self: () => string },
+): Promise<void> {
   const sender = req.headers[FORWARDED_BY]
-  if (sender !== undefined) throw unavailable(`${String(sender)} forwarded this request to the leader, but this replica does not lead (leadership is moving); retry`)
+  if (sender !== undefined)
+    throw unavailable(
+      `${String(sender)} forwarded this request to the leader, but this replica does not lead (leadership is moving); retry`,
+    )
   const leader = o.leadership.leaderUrl
-  if (!leader) throw unavailable('this replica does not lead and no leader is known right now (one is being elected); retry')
+  if (!leader)
+    throw unavailable('this replica does not lead and no leader is known right now (one is being elected); retry')
   const raw = req.raw
   // Only a request with a body hands it on (a stream, as received); reply-from sends none otherwise.
-  if (raw.headers['content-length'] !== undefined ? raw.headers['content-length'] !== '0' : raw.headers['transfer-encoding'] !== undefined) req.body = raw
+  if (
+    raw.headers['content-length'] !== undefined
+      ? raw.headers['content-length'] !== '0'
+      : raw.headers['transfer-encoding'] !== undefined
+  )
+    req.body = raw
   await new Promise<void>((resolve) => {
     reply.raw.once('close', resolve)
     // As the client sent it: host-based load-balancer addressing rewrites raw.url, and the leader rewrites it again.
     reply.from(`${leader}${req.originalUrl}`, {
       rewriteRequestHeaders: (r, headers) => {
         const prior = [r.headers['x-forwarded-for'] ?? []].flat().join(', ')
-        return { ...headers, host: r.headers.host ?? '', [FORWARDED_BY]: o.self(), 'x-forwarded-for': prior ? `${prior}, ${r.ip}` : r.ip }
+        return {
+          ...headers,
+          host: r.headers.host ?? '',
+          [FORWARDED_BY]: o.self(),
+          'x-forwarded-for': prior ? `${prior}, ${r.ip}` : r.ip,
+        }
       },
       onError: (_rep, { error }) => {
         const e = error as Error & { code?: string; cause?: { code?: string } }

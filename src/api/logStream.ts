@@ -15,7 +15,13 @@ export function streamLog(req: FastifyRequest, reply: FastifyReply, log: WorkerL
   const wanted = (l: LogLine) => source === undefined || l.source === source
   const lastId = req.headers['last-event-id']
   const afterSeq = typeof lastId === 'string' ? Number(/(?:\/)(\d+)$/.exec(lastId)?.[1] ?? NaN) : NaN
-  const afterTs = !Number.isNaN(afterSeq) ? null : typeof lastId === 'string' && !Number.isNaN(Date.parse(lastId)) ? Date.parse(lastId) : since ? Date.parse(since) : null
+  const afterTs = !Number.isNaN(afterSeq)
+    ? null
+    : typeof lastId === 'string' && !Number.isNaN(Date.parse(lastId))
+      ? Date.parse(lastId)
+      : since
+        ? Date.parse(since)
+        : null
   let history = log.history().filter(wanted)
   if (!Number.isNaN(afterSeq)) history = history.filter((l) => l.seq > afterSeq)
   else if (afterTs !== null) history = history.filter((l) => l.ts > afterTs)
@@ -23,8 +29,16 @@ export function streamLog(req: FastifyRequest, reply: FastifyReply, log: WorkerL
 
   reply.hijack()
   const res = reply.raw
-  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' })
-  const send = (l: LogLine) => res.write(`id: ${new Date(l.ts).toISOString()}/${String(l.seq).padStart(12, '0')}\ndata: ${JSON.stringify({ ts: new Date(l.ts).toISOString(), source: l.source, line: l.line })}\n\n`)
+  res.writeHead(200, {
+    'content-type': 'text/event-stream',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  })
+  const send = (l: LogLine) =>
+    res.write(
+      `id: ${new Date(l.ts).toISOString()}/${String(l.seq).padStart(12, '0')}\ndata: ${JSON.stringify({ ts: new Date(l.ts).toISOString(), source: l.source, line: l.line })}\n\n`,
+    )
   let lastSent = 0
   for (const l of history) {
     send(l)

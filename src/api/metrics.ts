@@ -23,7 +23,8 @@ export function registerMetrics(app: FastifyInstance, deps: MetricsDeps): void {
   app.addHook('onResponse', (req, reply, done) => {
     const route = routeLabel(req.routeOptions.url)
     metrics.httpRequest({ method: req.method, route, statusCode: reply.statusCode, seconds: reply.elapsedTime / 1000 })
-    if (reply.statusCode === 429) metrics.rateLimited(req.routeOptions.config.jobOperation ? 'job_operation' : 'management')
+    if (reply.statusCode === 429)
+      metrics.rateLimited(req.routeOptions.config.jobOperation ? 'job_operation' : 'management')
     done()
   })
   app.get('/metrics', { schema: { hide: true }, config: { access: 'public', quota: false } }, async (req, reply) => {
@@ -43,9 +44,17 @@ export function routeLabel(pattern: string | undefined): string {
   return pattern
 }
 
-async function authorizeScrape(req: FastifyRequest, accounts: AccountService, token: string | undefined): Promise<void> {
+async function authorizeScrape(
+  req: FastifyRequest,
+  accounts: AccountService,
+  token: string | undefined,
+): Promise<void> {
   const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(req.headers.authorization ?? '')
-  if (!m) throw new DomainError('unauthorized', 'missing credentials: send Authorization: Bearer <admin key or metrics token>')
+  if (!m)
+    throw new DomainError(
+      'unauthorized',
+      'missing credentials: send Authorization: Bearer <admin key or metrics token>',
+    )
   if (token !== undefined && sameSecret(m[1], token)) return
   const principal = await accounts.authenticate(m[1])
   if (!principal.admin) throw new DomainError('forbidden', '/metrics needs an admin key or the metrics token')

@@ -52,7 +52,9 @@ export function sendProblem(reply: FastifyReply, status: number, detail: string,
 export function rawProblem(status: number, detail: string, headers: Record<string, string> = {}): string {
   const body = JSON.stringify({ title: STATUS_CODES[status] ?? 'Error', status, detail } satisfies Problem)
   const extra = { ...(status === 401 ? { 'www-authenticate': BEARER_CHALLENGE } : {}), ...headers }
-  const lines = Object.entries(extra).map(([k, v]) => `${k}: ${v}\r\n`).join('')
+  const lines = Object.entries(extra)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('')
   return `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\ncontent-type: application/problem+json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n${lines}\r\n${body}`
 }
 
@@ -66,7 +68,12 @@ export function registerProblemHandling(app: FastifyInstance, methodsFor: (url: 
     const fe = err as FastifyError
     if (fe.validation) {
       const errors = formatValidationErrors(fe.validation as never, fe.validationContext)
-      return sendProblem(reply, req.routeOptions.config.validationStatus ?? 422, errors.length === 1 ? errors[0] : `${errors.length} validation failures, listed in errors`, errors)
+      return sendProblem(
+        reply,
+        req.routeOptions.config.validationStatus ?? 422,
+        errors.length === 1 ? errors[0] : `${errors.length} validation failures, listed in errors`,
+        errors,
+      )
     }
     switch (fe.code) {
       case 'FST_ERR_CTP_INVALID_JSON_BODY':
@@ -75,7 +82,11 @@ export function registerProblemHandling(app: FastifyInstance, methodsFor: (url: 
       case 'FST_ERR_CTP_BODY_TOO_LARGE':
         return sendProblem(reply, 413, `request body is larger than the ${reqLimit(req)} limit`)
       case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-        return sendProblem(reply, 415, `unsupported content type ${JSON.stringify(req.headers['content-type'] ?? '')}: send application/json`)
+        return sendProblem(
+          reply,
+          415,
+          `unsupported content type ${JSON.stringify(req.headers['content-type'] ?? '')}: send application/json`,
+        )
     }
     if (fe.statusCode && fe.statusCode >= 400 && fe.statusCode < 500) {
       if (err instanceof SyntaxError) return sendProblem(reply, 400, `malformed JSON body: ${err.message}`)

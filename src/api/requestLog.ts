@@ -2,7 +2,8 @@ import type { FastifyInstance } from 'fastify'
 import { REQUEST_LINE } from '../logger.js'
 
 /** Worker-protocol routes: long-polls and heartbeats every few seconds per worker, logged only at debug. */
-const WORKER_PROTOCOL = /^\/v2\/:endpointId\/(job-take|job-take-batch|job-stop|ping|job-done|job-done-batch|job-stream)\//
+const WORKER_PROTOCOL =
+  /^\/v2\/:endpointId\/(job-take|job-take-batch|job-stop|ping|job-done|job-done-batch|job-stream)\//
 
 /**
  * One line per answered request: at info for clients (management API, job operations), at debug for the
@@ -15,7 +16,16 @@ export function registerRequestLog(app: FastifyInstance): void {
     const level = WORKER_PROTOCOL.test(route) ? 'debug' : 'info'
     // Nothing to build when the line would be dropped (pino's level check; Fastify's no-op logger has none).
     if ((req.log as { isLevelEnabled?: (l: string) => boolean }).isLevelEnabled?.(level) === false) return done()
-    req.log[level]({ method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime), [REQUEST_LINE]: true }, `${req.method} ${req.url.split('?')[0]} ${reply.statusCode}`)
+    req.log[level](
+      {
+        method: req.method,
+        url: req.url,
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime),
+        [REQUEST_LINE]: true,
+      },
+      `${req.method} ${req.url.split('?')[0]} ${reply.statusCode}`,
+    )
     done()
   })
 }

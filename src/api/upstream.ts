@@ -37,7 +37,11 @@ export function upstreamOptions(req: FastifyRequest, reply: FastifyReply, o: Ups
       const e = error as Error & { statusCode?: number; code?: string; cause?: { code?: string } }
       const code = e.cause?.code ?? e.code ?? ''
       if (e.statusCode === 504 || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
-        return void sendProblem(reply, 504, `${o.upstream} did not answer ${o.timeoutMs === undefined ? 'in time' : `within ${o.timeoutMs} ms`}`)
+        return void sendProblem(
+          reply,
+          504,
+          `${o.upstream} did not answer ${o.timeoutMs === undefined ? 'in time' : `within ${o.timeoutMs} ms`}`,
+        )
       }
       sendProblem(reply, 502, `${o.upstream} failed the request: ${code || e.message}`)
     },

@@ -36,33 +36,49 @@ export function validatorCompiler(): FastifySchemaCompiler<unknown> {
   addFormats(body)
   addFormats(text)
   for (const ajv of [body, text]) ajv.addKeyword(POWER_OF_TWO)
-  return ({ schema, httpPart }) => (httpPart === 'body' ? body : text).compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>
+  return ({ schema, httpPart }) =>
+    (httpPart === 'body' ? body : text).compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>
 }
 
 /** Turns Ajv failures into `path: rule` lines, one per failure, e.g. `gpu.count: must be >= 1`. */
 export function formatValidationErrors(errors: ErrorObject[], context?: string): string[] {
   const prefix = context && context !== 'body' ? (context === 'querystring' ? 'query' : context) : ''
   // A failed anyOf reports every branch's complaint too; keep only the anyOf, worded from its branches.
-  const anyOfPaths = errors.filter((e) => e.keyword === 'anyOf').map((e) => ({ schemaPath: e.schemaPath, instancePath: e.instancePath }))
+  const anyOfPaths = errors
+    .filter((e) => e.keyword === 'anyOf')
+    .map((e) => ({ schemaPath: e.schemaPath, instancePath: e.instancePath }))
   const out: string[] = []
   for (const e of errors) {
-    if (e.keyword !== 'anyOf' && anyOfPaths.some((a) => e.schemaPath.startsWith(a.schemaPath + '/') && e.instancePath.startsWith(a.instancePath))) continue
+    if (
+      e.keyword !== 'anyOf' &&
+      anyOfPaths.some((a) => e.schemaPath.startsWith(a.schemaPath + '/') && e.instancePath.startsWith(a.instancePath))
+    )
+      continue
     // propertyNames reports the failing name twice: once with the rule that failed (kept), once wrapped.
     if (e.keyword === 'if' || e.keyword === 'propertyNames') continue
     if (e.keyword === 'discriminator') {
       // Ajv reports a missing or unknown tag of a discriminated union; say which values the tag takes.
       const { tag, tagValue } = e.params as { tag: string; tagValue: unknown }
-      const values = ((e.parentSchema as { oneOf?: Array<{ properties?: Record<string, { const?: unknown }> }> })?.oneOf ?? []).map((b) => JSON.stringify(b.properties?.[tag]?.const))
-      out.push(`${path(prefix, e.instancePath, tag)}: ${tagValue === undefined ? 'is required' : `must be one of ${values.join(', ')}, got ${JSON.stringify(tagValue)}`}`)
+      const values = (
+        (e.parentSchema as { oneOf?: Array<{ properties?: Record<string, { const?: unknown }> }> })?.oneOf ?? []
+      ).map((b) => JSON.stringify(b.properties?.[tag]?.const))
+      out.push(
+        `${path(prefix, e.instancePath, tag)}: ${tagValue === undefined ? 'is required' : `must be one of ${values.join(', ')}, got ${JSON.stringify(tagValue)}`}`,
+      )
       continue
     }
     const name = (e as ErrorObject & { propertyName?: string }).propertyName
     if (name !== undefined) {
-      const rule = e.keyword === 'pattern' && (e.params as { pattern?: string }).pattern === NO_NUL_PATTERN ? NO_NUL_RULE : message({ ...e, data: name })
+      const rule =
+        e.keyword === 'pattern' && (e.params as { pattern?: string }).pattern === NO_NUL_PATTERN
+          ? NO_NUL_RULE
+          : message({ ...e, data: name })
       out.push(`${path(prefix, e.instancePath)}: key ${JSON.stringify(name)} ${rule}`)
       continue
     }
-    out.push(`${path(prefix, e.instancePath, e.keyword === 'required' ? (e.params as { missingProperty: string }).missingProperty : undefined)}: ${message(e)}`)
+    out.push(
+      `${path(prefix, e.instancePath, e.keyword === 'required' ? (e.params as { missingProperty: string }).missingProperty : undefined)}: ${message(e)}`,
+    )
   }
   return [...new Set(out)]
 }
@@ -70,7 +86,10 @@ export function formatValidationErrors(errors: ErrorObject[], context?: string):
 const NO_NUL_RULE = 'must not contain a NUL character (\\u0000), which no program can be given'
 
 function path(prefix: string, pointer: string, child?: string): string {
-  const parts = pointer.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'))
+  const parts = pointer
+    .split('/')
+    .slice(1)
+    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'))
   if (child !== undefined) parts.push(child)
   let out = prefix
   for (const p of parts) out += /^\d+$/.test(p) ? `[${p}]` : out ? `.${p}` : p

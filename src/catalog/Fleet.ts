@@ -69,7 +69,10 @@ export class Fleet {
   constructor(readonly hosts: readonly Host[]) {}
 
   /** Free and total GPUs of a type, optionally in some data centers and on hosts matching a CUDA filter. */
-  gpuStock(typeId: string, filter: { dataCenterIds?: string[]; cuda?: (v: string | null) => boolean } = {}): { total: number; free: number; perHostFree: number[] } {
+  gpuStock(
+    typeId: string,
+    filter: { dataCenterIds?: string[]; cuda?: (v: string | null) => boolean } = {},
+  ): { total: number; free: number; perHostFree: number[] } {
     let total = 0
     let free = 0
     const perHostFree: number[] = []
@@ -86,7 +89,11 @@ export class Fleet {
   }
 
   /** Free and total vCPUs, and how many workers of `vcpus` x `ramGbPerVcpu` would still fit. */
-  cpuStock(vcpus: number, ramGbPerVcpu: number, dataCenterIds?: string[]): { totalVcpu: number; freeVcpu: number; fits: number } {
+  cpuStock(
+    vcpus: number,
+    ramGbPerVcpu: number,
+    dataCenterIds?: string[],
+  ): { totalVcpu: number; freeVcpu: number; fits: number } {
     let totalVcpu = 0
     let freeVcpu = 0
     let fits = 0
@@ -109,16 +116,29 @@ export class Fleet {
   /** CUDA versions reported by hosts carrying a GPU type. */
   cudaVersionsOf(typeId: string): string[] {
     const versions = new Set<string>()
-    for (const h of this.hosts) for (const g of h.gpus) if (g.typeId === typeId && g.cudaVersion) versions.add(g.cudaVersion)
+    for (const h of this.hosts)
+      for (const g of h.gpus) if (g.typeId === typeId && g.cudaVersion) versions.add(g.cudaVersion)
     return [...versions].sort(compareCuda)
   }
 
   /** Takes capacity for one worker, trying each option in order; a failure says why nothing fits. */
   reserve(id: string, req: PlacementRequest): Allocation | PlacementFailure {
-    const hosts = [...this.hostsIn(req.dataCenterIds)].filter((h) => req.onlyHostId === undefined || h.id === req.onlyHostId)
-    if (req.preferHostId !== undefined) hosts.sort((a, b) => Number(b.id === req.preferHostId) - Number(a.id === req.preferHostId))
-    if (hosts.length === 0 && this.down.size > 0) return { reason: `no host is up${req.dataCenterIds.length ? ` in data centers ${req.dataCenterIds.join(', ')}` : ''} (down: ${[...this.down].map(([h, why]) => `${h}: ${why}`).join('; ')})` }
-    if (hosts.length === 0) return { reason: req.onlyHostId !== undefined ? `host ${req.onlyHostId} is not in the fleet${req.dataCenterIds.length ? ` in data centers ${req.dataCenterIds.join(', ')}` : ''}` : `no host in data centers ${req.dataCenterIds.join(', ')}` }
+    const hosts = [...this.hostsIn(req.dataCenterIds)].filter(
+      (h) => req.onlyHostId === undefined || h.id === req.onlyHostId,
+    )
+    if (req.preferHostId !== undefined)
+      hosts.sort((a, b) => Number(b.id === req.preferHostId) - Number(a.id === req.preferHostId))
+    if (hosts.length === 0 && this.down.size > 0)
+      return {
+        reason: `no host is up${req.dataCenterIds.length ? ` in data centers ${req.dataCenterIds.join(', ')}` : ''} (down: ${[...this.down].map(([h, why]) => `${h}: ${why}`).join('; ')})`,
+      }
+    if (hosts.length === 0)
+      return {
+        reason:
+          req.onlyHostId !== undefined
+            ? `host ${req.onlyHostId} is not in the fleet${req.dataCenterIds.length ? ` in data centers ${req.dataCenterIds.join(', ')}` : ''}`
+            : `no host in data centers ${req.dataCenterIds.join(', ')}`,
+      }
     if (req.gpu) {
       const { typeIds, count, allowedCudaVersions, minCudaVersion } = req.gpu
       const cudaOk = cudaFilter(allowedCudaVersions, minCudaVersion)
@@ -141,7 +161,18 @@ export class Fleet {
             const taken = freeIdx.slice(0, count)
             for (const i of taken) busy.add(i)
             this.usedGpu.set(key(host.id, typeId), busy)
-            return this.remember({ id, hostId: host.id, dataCenterId: host.dataCenterId, gpuTypeId: typeId, gpuIndices: taken, cudaVersion: g.cudaVersion, virtual: g.virtual, cpuFlavorId: null, vcpus: 0, memoryGb: 0 })
+            return this.remember({
+              id,
+              hostId: host.id,
+              dataCenterId: host.dataCenterId,
+              gpuTypeId: typeId,
+              gpuIndices: taken,
+              cudaVersion: g.cudaVersion,
+              virtual: g.virtual,
+              cpuFlavorId: null,
+              vcpus: 0,
+              memoryGb: 0,
+            })
           }
         }
       }
@@ -149,8 +180,12 @@ export class Fleet {
       const where = req.dataCenterIds.length ? ` in data centers ${req.dataCenterIds.join(', ')}` : ''
       if (!sawType) return { reason: `no host${where} has any of ${types}` }
       if (!sawCuda) {
-        const wanted = allowedCudaVersions.length ? `CUDA ${allowedCudaVersions.join(' or ')}` : `CUDA ${minCudaVersion} or newer`
-        return { reason: `no host${where} with ${types} has ${wanted} (they have ${[...versions].sort(compareCuda).join(', ') || 'no CUDA version'})` }
+        const wanted = allowedCudaVersions.length
+          ? `CUDA ${allowedCudaVersions.join(' or ')}`
+          : `CUDA ${minCudaVersion} or newer`
+        return {
+          reason: `no host${where} with ${types} has ${wanted} (they have ${[...versions].sort(compareCuda).join(', ') || 'no CUDA version'})`,
+        }
       }
       if (most < count) return { reason: `no host${where} has ${count} GPUs of one of ${types}: at most ${most}` }
       return { reason: `all ${count > 1 ? `sets of ${count} ` : ''}GPUs of ${types}${where} are in use` }
@@ -160,11 +195,24 @@ export class Fleet {
         const used = this.usedCpu.get(host.id) ?? { vcpus: 0, memoryGb: 0 }
         if (host.vcpus - used.vcpus < opt.vcpus || host.memoryGb - used.memoryGb < opt.memoryGb) continue
         this.usedCpu.set(host.id, { vcpus: used.vcpus + opt.vcpus, memoryGb: used.memoryGb + opt.memoryGb })
-        return this.remember({ id, hostId: host.id, dataCenterId: host.dataCenterId, gpuTypeId: null, gpuIndices: [], cudaVersion: null, virtual: false, cpuFlavorId: opt.flavorId, vcpus: opt.vcpus, memoryGb: opt.memoryGb })
+        return this.remember({
+          id,
+          hostId: host.id,
+          dataCenterId: host.dataCenterId,
+          gpuTypeId: null,
+          gpuIndices: [],
+          cudaVersion: null,
+          virtual: false,
+          cpuFlavorId: opt.flavorId,
+          vcpus: opt.vcpus,
+          memoryGb: opt.memoryGb,
+        })
       }
     }
     const configs = (req.cpu ?? []).map((o) => `${o.flavorId} ${o.vcpus} vCPU/${o.memoryGb} GB`).join(', ')
-    return { reason: `no host${req.dataCenterIds.length ? ` in data centers ${req.dataCenterIds.join(', ')}` : ''} has enough free vCPUs and memory for any of the CPU configurations (${configs})` }
+    return {
+      reason: `no host${req.dataCenterIds.length ? ` in data centers ${req.dataCenterIds.join(', ')}` : ''} has enough free vCPUs and memory for any of the CPU configurations (${configs})`,
+    }
   }
 
   /**
@@ -227,7 +275,8 @@ export class Fleet {
   }
 
   private *hostsIn(dataCenterIds?: string[]): Iterable<Host> {
-    for (const h of this.hosts) if (!this.down.has(h.id) && (!dataCenterIds?.length || dataCenterIds.includes(h.dataCenterId))) yield h
+    for (const h of this.hosts)
+      if (!this.down.has(h.id) && (!dataCenterIds?.length || dataCenterIds.includes(h.dataCenterId))) yield h
   }
 }
 

@@ -6,10 +6,15 @@ import { EngineSetting } from '../runtime/docker/EngineConfig.js'
 
 export const GpuTypeSpec = Type.Object(
   {
-    id: Type.String({ minLength: 1, description: 'GPU type id, as endpoints and pods ask for it (`NVIDIA GeForce RTX 4090`); an id of the built-in catalog replaces that entry.' }),
+    id: Type.String({
+      minLength: 1,
+      description:
+        'GPU type id, as endpoints and pods ask for it (`NVIDIA GeForce RTX 4090`); an id of the built-in catalog replaces that entry.',
+    }),
     name: Type.Optional(Type.String({ description: 'Display name; the id when unset.' })),
     pool: Type.Union([Type.String(), Type.Null()], {
-      description: 'The GPU pool serverless endpoints name in `gpu.pools` (`ADA_24`); null: not offered to serverless endpoints.',
+      description:
+        'The GPU pool serverless endpoints name in `gpu.pools` (`ADA_24`); null: not offered to serverless endpoints.',
     }),
     manufacturer: described(Manufacturer, 'The maker (`NVIDIA`, `AMD`, ...).'),
     memory: Type.Integer({ minimum: 1, description: 'GPU memory, GB.' }),
@@ -21,7 +26,9 @@ export const GpuTypeSpec = Type.Object(
       },
       { description: 'Prices, USD per GPU-hour (see docs/billing.md).' },
     ),
-    maxCount: Type.Optional(Type.Integer({ minimum: 1, default: 8, description: 'Most GPUs of this type one pod or worker may ask for.' })),
+    maxCount: Type.Optional(
+      Type.Integer({ minimum: 1, default: 8, description: 'Most GPUs of this type one pod or worker may ask for.' }),
+    ),
   },
   { additionalProperties: false },
 )
@@ -29,11 +36,18 @@ export type GpuTypeSpec = Static<typeof GpuTypeSpec>
 
 export const CpuFlavorSpec = Type.Object(
   {
-    id: Type.String({ minLength: 1, description: 'CPU flavor id, as endpoints and pods ask for it (`cpu3c`); an id of the built-in catalog replaces that entry.' }),
+    id: Type.String({
+      minLength: 1,
+      description:
+        'CPU flavor id, as endpoints and pods ask for it (`cpu3c`); an id of the built-in catalog replaces that entry.',
+    }),
     name: Type.String({ description: 'Display name.' }),
     group: Type.String({ description: 'The family the flavor belongs to (`cpu3`).' }),
     vcpu: Type.Object(
-      { min: Type.Integer({ minimum: 1, description: 'Fewest vCPUs.' }), max: Type.Integer({ minimum: 1, description: 'Most vCPUs.' }) },
+      {
+        min: Type.Integer({ minimum: 1, description: 'Fewest vCPUs.' }),
+        max: Type.Integer({ minimum: 1, description: 'Most vCPUs.' }),
+      },
       { description: 'vCPU counts one pod or worker may ask for.' },
     ),
     ramGbPerVcpu: Type.Number({ exclusiveMinimum: 0, description: 'Memory that comes with each vCPU, GB.' }),
@@ -51,13 +65,25 @@ export type CpuFlavorSpec = Static<typeof CpuFlavorSpec>
 
 export const DataCenterSpec = Type.Object(
   {
-    id: Type.String({ minLength: 1, description: 'Data center id, as endpoints, pods, volumes and `fleet.hosts[].dataCenterId` name it.' }),
+    id: Type.String({
+      minLength: 1,
+      description: 'Data center id, as endpoints, pods, volumes and `fleet.hosts[].dataCenterId` name it.',
+    }),
     name: Type.String({ description: 'Display name.' }),
     region: described(Region, 'Region, as the catalog reports it (`EUROPE`, ...).'),
     countryCode: Type.Optional(Type.String({ pattern: '^[A-Z]{2}$', description: 'ISO 3166-1 alpha-2 country code.' })),
-    globalNetwork: Type.Boolean({ default: false, description: 'Offers global networking: pods asking for `globalNetworking` are placed only in such data centers.' }),
-    networkVolumeTypes: Type.Array(NetworkVolumeType, { default: ['STANDARD'], description: 'Network volume types offered here.' }),
-    compliance: Type.Array(Compliance, { default: [], description: 'Compliance certifications the catalog reports (and filters by).' }),
+    globalNetwork: Type.Boolean({
+      default: false,
+      description: 'Offers global networking: pods asking for `globalNetworking` are placed only in such data centers.',
+    }),
+    networkVolumeTypes: Type.Array(NetworkVolumeType, {
+      default: ['STANDARD'],
+      description: 'Network volume types offered here.',
+    }),
+    compliance: Type.Array(Compliance, {
+      default: [],
+      description: 'Compliance certifications the catalog reports (and filters by).',
+    }),
   },
   { additionalProperties: false },
 )
@@ -76,7 +102,8 @@ export const CatalogConfig = Type.Object(
   {
     additionalProperties: false,
     default: {},
-    description: 'What can be asked for: GPU types, CPU flavors and data centers, with their prices (see docs/configuration.md).',
+    description:
+      'What can be asked for: GPU types, CPU flavors and data centers, with their prices (see docs/configuration.md).',
   },
 )
 export type CatalogConfig = Static<typeof CatalogConfig>
@@ -87,10 +114,19 @@ export const HostGpuSpec = Type.Object(
     count: Type.Integer({ minimum: 1, description: 'How many the host has.' }),
     cudaVersion: Type.Union([CudaVersion, Type.Null()], {
       default: null,
-      description: "The host's CUDA version (`12.4`), matched against endpoints' `allowedCudaVersions`/`minCudaVersion`.",
+      description:
+        "The host's CUDA version (`12.4`), matched against endpoints' `allowedCudaVersions`/`minCudaVersion`.",
     }),
-    virtual: Type.Boolean({ default: false, description: 'Not real GPUs: marked `"virtual": true` in the catalog, so GPU endpoints can be developed anywhere.' }),
-    indices: Type.Optional(Type.Array(Type.Integer({ minimum: 0 }), { description: 'Device indices for CUDA_VISIBLE_DEVICES; default 0..count-1.' })),
+    virtual: Type.Boolean({
+      default: false,
+      description:
+        'Not real GPUs: marked `"virtual": true` in the catalog, so GPU endpoints can be developed anywhere.',
+    }),
+    indices: Type.Optional(
+      Type.Array(Type.Integer({ minimum: 0 }), {
+        description: 'Device indices for CUDA_VISIBLE_DEVICES; default 0..count-1.',
+      }),
+    ),
   },
   { additionalProperties: false },
 )
@@ -104,7 +140,10 @@ export const HostSpec = Type.Object(
     memoryGb: Type.Integer({ minimum: 0, description: 'Memory the host offers, GB.' }),
     gpus: Type.Array(HostGpuSpec, { default: [], description: 'The GPUs of the host.' }),
     engine: Type.Optional(
-      described(EngineSetting, 'Its Docker or Podman engine: workers placed here run as its containers. Without one they run as local processes.'),
+      described(
+        EngineSetting,
+        'Its Docker or Podman engine: workers placed here run as its containers. Without one they run as local processes.',
+      ),
     ),
   },
   { additionalProperties: false },
@@ -113,14 +152,31 @@ export type HostSpec = Static<typeof HostSpec>
 
 export const FleetConfig = Type.Object(
   {
-    hosts: Type.Optional(Type.Array(HostSpec, { description: 'The machines of the fleet (see docs/containers.md, "Several hosts"); this machine alone when unset.' })),
-    detectGpus: Type.Boolean({ default: true, description: 'Look for NVIDIA GPUs with nvidia-smi when describing this machine.' }),
-    virtualGpus: Type.Boolean({ default: true, description: 'Add the default virtual GPUs when this machine has no real GPU.' }),
-    cpuOversubscription: Type.Number({
-      minimum: 1, default: 8,
-      description: 'vCPUs offered per physical core of this machine. Local process workers mostly wait on I/O, so a 2-core development machine would otherwise fit a single 2-vCPU worker.',
+    hosts: Type.Optional(
+      Type.Array(HostSpec, {
+        description:
+          'The machines of the fleet (see docs/containers.md, "Several hosts"); this machine alone when unset.',
+      }),
+    ),
+    detectGpus: Type.Boolean({
+      default: true,
+      description: 'Look for NVIDIA GPUs with nvidia-smi when describing this machine.',
     }),
-    localDataCenterId: Type.String({ minLength: 1, default: 'LOCAL-1', description: 'The data center this machine belongs to.' }),
+    virtualGpus: Type.Boolean({
+      default: true,
+      description: 'Add the default virtual GPUs when this machine has no real GPU.',
+    }),
+    cpuOversubscription: Type.Number({
+      minimum: 1,
+      default: 8,
+      description:
+        'vCPUs offered per physical core of this machine. Local process workers mostly wait on I/O, so a 2-core development machine would otherwise fit a single 2-vCPU worker.',
+    }),
+    localDataCenterId: Type.String({
+      minLength: 1,
+      default: 'LOCAL-1',
+      description: 'The data center this machine belongs to.',
+    }),
   },
   {
     additionalProperties: false,

@@ -44,5 +44,11 @@ export function parseNvidiaSmi(list: string, banner: string): HostGpuSpec[] {
     indices.push(Number(m[1]))
     byName.set(m[2], indices)
   }
-  return [...byName].map(([typeId, indices]) => ({ typeId, count: indices.length, cudaVersion: cuda, virtual: false, indices }))
+  return [...byName].map(([typeId, indices]) => ({
+    typeId,
+    count: indices.length,
+    cudaVersion: cuda,
+    virtual: false,
+    indices,
+  }))
 }

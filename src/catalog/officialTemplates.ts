@@ -1,6 +1,11 @@
 import type { Template } from '../contract/template.js'
 
-const serverlessWorker = (id: string, name: string, category: Template['category'], env: Record<string, string> = {}): Template => ({
+const serverlessWorker = (
+  id: string,
+  name: string,
+  category: Template['category'],
+  env: Record<string, string> = {},
+): Template => ({
   id,
   name,
   image: `hangar/${id.replace(/^hangar-/, '')}:latest`,

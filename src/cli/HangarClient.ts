@@ -1,5 +1,12 @@
 import type { Account, ApiKey, CreateAccount, CreateApiKey, CreatedApiKey } from '../contract/admin.js'
-import type { CreatedEndpoint, CreateEndpoint, Endpoint, ReleaseList, RotatedWebhookSecret, UpdateEndpoint } from '../contract/endpoint.js'
+import type {
+  CreatedEndpoint,
+  CreateEndpoint,
+  Endpoint,
+  ReleaseList,
+  RotatedWebhookSecret,
+  UpdateEndpoint,
+} from '../contract/endpoint.js'
 import type { Health, JobRef, JobRequest, JobStatusView, PurgeResult, StreamView } from '../contract/job.js'
 import type { BillingHistory } from '../contract/billing.js'
 import type { CpuFlavor, DataCenter, GpuType } from '../contract/catalog.js'
@@ -16,7 +23,9 @@ import type { EndpointMetrics, MetricsWindow } from '../contract/metrics.js'
 /** Raised for any non-2xx answer, carrying the problem body. */
 export class HangarApiError extends Error {
   constructor(readonly problem: Problem) {
-    super(`${problem.status} ${problem.title}: ${problem.detail}${problem.errors?.length ? '\n  ' + problem.errors.join('\n  ') : ''}`)
+    super(
+      `${problem.status} ${problem.title}: ${problem.detail}${problem.errors?.length ? '\n  ' + problem.errors.join('\n  ') : ''}`,
+    )
   }
 }
 
@@ -59,7 +68,8 @@ export class HangarClient {
     return this.call('POST', '/v2/admin/keys', body)
   }
   async listKeys(account?: string): Promise<ApiKey[]> {
-    return (await this.call<{ keys: ApiKey[] }>('GET', `/v2/admin/keys${account ? `?account=${enc(account)}` : ''}`)).keys
+    return (await this.call<{ keys: ApiKey[] }>('GET', `/v2/admin/keys${account ? `?account=${enc(account)}` : ''}`))
+      .keys
   }
   revokeKey(id: string): Promise<ApiKey> {
     return this.call('POST', `/v2/admin/keys/${enc(id)}/revoke`, {})
@@ -104,7 +114,8 @@ export class HangarClient {
 
   // pods
   async listPods(includeClusterPods = false): Promise<Pod[]> {
-    return (await this.call<{ pods: Pod[] }>('GET', `/v2/pods${includeClusterPods ? '?includeClusterPods=true' : ''}`)).pods
+    return (await this.call<{ pods: Pod[] }>('GET', `/v2/pods${includeClusterPods ? '?includeClusterPods=true' : ''}`))
+      .pods
   }
   getPod(id: string): Promise<Pod> {
     return this.call('GET', `/v2/pods/${enc(id)}`)
@@ -194,7 +205,9 @@ export class HangarClient {
     return (await this.call<{ templates: Template[] }>('GET', '/v2/templates')).templates
   }
   async catalogTemplates(source: TemplateSource['source'] = 'official'): Promise<Template[]> {
-    return (await this.call<{ templates: Template[] }>('GET', `/v2/catalog/templates?source=${enc(source ?? 'official')}`)).templates
+    return (
+      await this.call<{ templates: Template[] }>('GET', `/v2/catalog/templates?source=${enc(source ?? 'official')}`)
+    ).templates
   }
   getTemplate(id: string): Promise<Template> {
     return this.call('GET', `/v2/templates/${enc(id)}`)
@@ -212,7 +225,11 @@ export class HangarClient {
   // billing
   /** One billing history: `route` is '' for the aggregate, else pods, serverless, network-volumes, clusters. */
   billing(route: string, query: Record<string, string | number | undefined>): Promise<BillingHistory> {
-    const qs = new URLSearchParams(Object.entries(query).filter((e): e is [string, string | number] => e[1] !== undefined).map(([k, v]) => [k, String(v)])).toString()
+    const qs = new URLSearchParams(
+      Object.entries(query)
+        .filter((e): e is [string, string | number] => e[1] !== undefined)
+        .map(([k, v]) => [k, String(v)]),
+    ).toString()
     return this.call('GET', `/v2/billing${route ? `/${route}` : ''}${qs ? `?${qs}` : ''}`)
   }
 
@@ -299,13 +316,18 @@ export class HangarClient {
     try {
       return await fetch(this.baseUrl + path, {
         method,
-        headers: { authorization: `Bearer ${this.apiKey}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+        headers: {
+          authorization: `Bearer ${this.apiKey}`,
+          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        },
         body: body !== undefined ? JSON.stringify(body) : undefined,
         signal,
       })
     } catch (err) {
       const cause = (err as Error).cause as { code?: string; message?: string } | undefined
-      throw new HangarUnreachableError(`cannot reach Hangar at ${this.baseUrl}: ${cause?.code ?? cause?.message ?? (err as Error).message}`)
+      throw new HangarUnreachableError(
+        `cannot reach Hangar at ${this.baseUrl}: ${cause?.code ?? cause?.message ?? (err as Error).message}`,
+      )
     }
   }
 
@@ -317,7 +339,11 @@ export class HangarClient {
     } catch {
       // not a problem document (a proxy's HTML page): show the text
     }
-    return new HangarApiError(json && typeof json.detail === 'string' ? json : { title: res.statusText, status: res.status, detail: text || res.statusText })
+    return new HangarApiError(
+      json && typeof json.detail === 'string'
+        ? json
+        : { title: res.statusText, status: res.status, detail: text || res.statusText },
+    )
   }
 
   private async call<T>(method: string, path: string, body?: unknown): Promise<T> {

@@ -35,7 +35,9 @@ export function clientFor(opts: ClientOptions): HangarClient {
     try {
       apiKey = readFileSync(join(cc.dataDir, 'admin-key'), 'utf8').trim()
     } catch {
-      throw new UsageError(`no API key: pass --api-key, set HANGAR_API_KEY, or run next to the data dir holding admin-key (${cc.dataDir})`)
+      throw new UsageError(
+        `no API key: pass --api-key, set HANGAR_API_KEY, or run next to the data dir holding admin-key (${cc.dataDir})`,
+      )
     }
   }
   return new HangarClient(cc.url, apiKey)

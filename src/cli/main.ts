@@ -27,7 +27,8 @@ function report(err: unknown): number {
   }
   if (err instanceof CommanderError) {
     // Commander has printed the help or the error already.
-    if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.exitCode === 0) return ExitCode.OK
+    if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.exitCode === 0)
+      return ExitCode.OK
     return ExitCode.USAGE
   }
   if (err instanceof HangarApiError) {

@@ -37,7 +37,11 @@ export function renderObject(obj: object): string {
 }
 
 /** Prints `value` as JSON with --json, else the table (for a list) or the key/value lines (for an object). */
-export function print<T>(opts: OutputOptions, value: unknown, human?: { rows: readonly T[]; columns: readonly Column<T>[]; empty?: string } | (() => string)): void {
+export function print<T>(
+  opts: OutputOptions,
+  value: unknown,
+  human?: { rows: readonly T[]; columns: readonly Column<T>[]; empty?: string } | (() => string),
+): void {
   if (opts.json) {
     process.stdout.write(JSON.stringify(value, null, 2) + '\n')
     return

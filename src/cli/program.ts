@@ -28,11 +28,30 @@ TIMED_OUT, 9 job not ended when the wait ran out.`
  */
 export function buildProgram(): Command {
   const program = new Command('hangar')
-    .description('Hangar: a self-hostable compute platform. `hangar serve` runs the server; the other commands talk to one.')
+    .description(
+      'Hangar: a self-hostable compute platform. `hangar serve` runs the server; the other commands talk to one.',
+    )
     .version(version(), '-V, --version')
     .showHelpAfterError('(run with --help for usage)')
     .addHelpText('after', EXIT_CODES)
-  for (const register of [registerServe, registerMigrate, registerImport, registerAccounts, registerKeys, registerEndpoints, registerJobs, registerPods, registerClusters, registerTemplates, registerVolumes, registerRegistries, registerSshKeys, registerBilling, registerCatalog, registerEngine]) {
+  for (const register of [
+    registerServe,
+    registerMigrate,
+    registerImport,
+    registerAccounts,
+    registerKeys,
+    registerEndpoints,
+    registerJobs,
+    registerPods,
+    registerClusters,
+    registerTemplates,
+    registerVolumes,
+    registerRegistries,
+    registerSshKeys,
+    registerBilling,
+    registerCatalog,
+    registerEngine,
+  ]) {
     register(program)
   }
   // Commander errors (unknown option, missing argument) and help must not exit the process: main() turns
@@ -48,7 +67,8 @@ export function buildProgram(): Command {
 /** The package version: package.json sits two levels above both src/cli and dist/cli. */
 function version(): string {
   try {
-    return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version
+    return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string })
+      .version
   } catch {
     return 'unknown'
   }

@@ -27,7 +27,9 @@ export const ApiKey = Type.Object({
   endpointIds: Type.Array(Type.String(), { description: 'endpoints a RESTRICTED key may read and run jobs on' }),
   admin: Type.Boolean(),
   /** Enough to recognise the key: `hk_` and 4 random characters, or `…` and the last 4 of a chosen key; the key itself is never stored. */
-  prefix: Type.String({ description: '"hk_" and 4 random characters of a generated key, "…" and the last 4 of a chosen one' }),
+  prefix: Type.String({
+    description: '"hk_" and 4 random characters of a generated key, "…" and the last 4 of a chosen one',
+  }),
   expiresAt: Type.Union([DateTime, Type.Null()]),
   revokedAt: Type.Union([DateTime, Type.Null()]),
   lastUsedAt: Type.Union([DateTime, Type.Null()]),

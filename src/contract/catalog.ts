@@ -6,28 +6,62 @@ export type Availability = Static<typeof Availability>
 
 export const Manufacturer = Type.Enum(['NVIDIA', 'AMD', 'UNKNOWN'])
 
-export const Region = Type.Enum(['NORTH_AMERICA', 'SOUTH_AMERICA', 'EUROPE', 'ASIA', 'MIDDLE_EAST', 'AFRICA', 'OCEANIA', 'ANTARCTICA', 'UNKNOWN'])
-export const Compliance = Type.Enum(['GDPR', 'ISO_IEC_27001', 'ISO_14001', 'PCI_DSS', 'HITRUST', 'SOC_1_TYPE_2', 'SOC_2_TYPE_2', 'SOC_3_TYPE_2', 'ITAR', 'FISMA_HIGH', 'HIPAA', 'RENEWABLE'])
+export const Region = Type.Enum([
+  'NORTH_AMERICA',
+  'SOUTH_AMERICA',
+  'EUROPE',
+  'ASIA',
+  'MIDDLE_EAST',
+  'AFRICA',
+  'OCEANIA',
+  'ANTARCTICA',
+  'UNKNOWN',
+])
+export const Compliance = Type.Enum([
+  'GDPR',
+  'ISO_IEC_27001',
+  'ISO_14001',
+  'PCI_DSS',
+  'HITRUST',
+  'SOC_1_TYPE_2',
+  'SOC_2_TYPE_2',
+  'SOC_3_TYPE_2',
+  'ITAR',
+  'FISMA_HIGH',
+  'HIPAA',
+  'RENEWABLE',
+])
 export const NetworkVolumeType = Type.Enum(['STANDARD', 'HIGH_PERFORMANCE'])
 export type NetworkVolumeType = Static<typeof NetworkVolumeType>
 
-const DataCenterAvailability = Type.Array(Type.Object({ id: Type.String(), name: Type.String(), availability: Availability }))
+const DataCenterAvailability = Type.Array(
+  Type.Object({ id: Type.String(), name: Type.String(), availability: Availability }),
+)
 
 export const GpuType = Type.Object({
   id: Type.String({ description: 'display name; the value of pod gpu.id and of excludedTypes' }),
   name: Type.String(),
-  pool: Type.Union([Type.String(), Type.Null()], { description: 'serverless pool id; null when the type is in no pool' }),
+  pool: Type.Union([Type.String(), Type.Null()], {
+    description: 'serverless pool id; null when the type is in no pool',
+  }),
   manufacturer: Manufacturer,
   memory: Type.Integer({ description: 'GB' }),
   secure: Type.Boolean(),
   community: Type.Boolean(),
   price: Type.Object({ secure: Type.Number(), community: Type.Number(), serverless: Type.Optional(Type.Number()) }),
   maxCount: Type.Object({ secure: Type.Integer(), community: Type.Integer() }),
-  virtual: Type.Optional(Type.Boolean({ description: 'Hangar extension: simulated GPUs of a machine without real ones' })),
+  virtual: Type.Optional(
+    Type.Boolean({ description: 'Hangar extension: simulated GPUs of a machine without real ones' }),
+  ),
   availability: Type.Optional(Availability),
   dataCenters: Type.Optional(DataCenterAvailability),
   cudaVersions: Type.Optional(Type.Array(Type.Object({ version: CudaVersion, available: Type.Boolean() }))),
-  stock: Type.Optional(Type.Object({ total: Type.Integer(), free: Type.Integer() }, { description: 'Hangar extension: GPUs of this type in the fleet' })),
+  stock: Type.Optional(
+    Type.Object(
+      { total: Type.Integer(), free: Type.Integer() },
+      { description: 'Hangar extension: GPUs of this type in the fleet' },
+    ),
+  ),
 })
 export type GpuType = Static<typeof GpuType>
 
@@ -40,7 +74,12 @@ export const CpuFlavor = Type.Object({
   price: Type.Object({ securePerVcpu: Type.Number(), serverlessPerVcpu: Type.Number() }),
   availability: Type.Optional(Availability),
   dataCenters: Type.Optional(DataCenterAvailability),
-  stock: Type.Optional(Type.Object({ totalVcpu: Type.Integer(), freeVcpu: Type.Integer() }, { description: 'Hangar extension: vCPUs in the fleet' })),
+  stock: Type.Optional(
+    Type.Object(
+      { totalVcpu: Type.Integer(), freeVcpu: Type.Integer() },
+      { description: 'Hangar extension: vCPUs in the fleet' },
+    ),
+  ),
 })
 export type CpuFlavor = Static<typeof CpuFlavor>
 
@@ -51,8 +90,12 @@ export const DataCenter = Type.Object({
   globalNetwork: Type.Boolean(),
   networkVolumeTypes: Type.Array(NetworkVolumeType),
   compliance: Type.Array(Compliance),
-  gpuAvailability: Type.Optional(Type.Array(Type.Object({ id: Type.String(), name: Type.String(), availability: Availability }))),
-  cpuAvailability: Type.Optional(Type.Array(Type.Object({ id: Type.String(), name: Type.String(), availability: Availability }))),
+  gpuAvailability: Type.Optional(
+    Type.Array(Type.Object({ id: Type.String(), name: Type.String(), availability: Availability })),
+  ),
+  cpuAvailability: Type.Optional(
+    Type.Array(Type.Object({ id: Type.String(), name: Type.String(), availability: Availability })),
+  ),
 })
 export type DataCenter = Static<typeof DataCenter>
 

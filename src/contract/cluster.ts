@@ -21,7 +21,12 @@ export const CreateCluster = Closed({
   type: ClusterType,
   compute: ClusterCompute,
   ...ClusterContainerInput,
-  dataCenterIds: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { uniqueItems: true, description: 'omit or [] = any; every member lands in one of them' })),
+  dataCenterIds: Type.Optional(
+    Type.Array(Type.String({ minLength: 1 }), {
+      uniqueItems: true,
+      description: 'omit or [] = any; every member lands in one of them',
+    }),
+  ),
   mounts: Type.Optional(PodMounts),
   startJupyter: Type.Optional(Type.Boolean()),
   startSsh: Type.Optional(Type.Boolean()),
@@ -43,8 +48,20 @@ export const Cluster = Type.Object({
     byStatus: Type.Record(Type.String(), Type.Integer(), { description: 'members by PodStatus; zero counts omitted' }),
   }),
   dataCenterId: Type.Optional(Type.String()),
-  network: Type.Optional(Type.Object({ cidr: Type.String(), vxlanId: Type.Optional(Type.Integer()), vxlanPort: Type.Optional(Type.Integer()) })),
-  primary: Type.Optional(Type.Object({ podId: Type.String(), status: PodStatus, sshEndpoint: Type.Optional(Type.String({ description: 'host:port, when RUNNING with 22/tcp' })) })),
+  network: Type.Optional(
+    Type.Object({
+      cidr: Type.String(),
+      vxlanId: Type.Optional(Type.Integer()),
+      vxlanPort: Type.Optional(Type.Integer()),
+    }),
+  ),
+  primary: Type.Optional(
+    Type.Object({
+      podId: Type.String(),
+      status: PodStatus,
+      sshEndpoint: Type.Optional(Type.String({ description: 'host:port, when RUNNING with 22/tcp' })),
+    }),
+  ),
 })
 export type Cluster = Static<typeof Cluster>
 

@@ -14,7 +14,10 @@ export const IdParams = Type.Object({ id: Id })
 export type IdParams = Static<typeof IdParams>
 
 /** Closed object: unknown keys are rejected (every create/update body). */
-export function Closed<T extends Parameters<typeof Type.Object>[0]>(properties: T, options: Parameters<typeof Type.Object>[1] = {}) {
+export function Closed<T extends Parameters<typeof Type.Object>[0]>(
+  properties: T,
+  options: Parameters<typeof Type.Object>[1] = {},
+) {
   return Type.Object(properties, { additionalProperties: false, ...options })
 }
 

@@ -19,13 +19,20 @@ export const PortSpec = Type.String({ pattern: '^\\d{1,5}/(http|tcp|udp)$' })
 /** Container settings shared by templates, pods and endpoints (request side; every field optional). */
 export const ContainerSettingsInput = {
   image: Type.Optional(Type.String({ minLength: 1 })),
-  args: Type.Optional(ProgramText({ description: 'the container command as one raw string: a shell string (CMD) or a JSON object string {"entrypoint": [...], "cmd": [...]}; "" clears' })),
+  args: Type.Optional(
+    ProgramText({
+      description:
+        'the container command as one raw string: a shell string (CMD) or a JSON object string {"entrypoint": [...], "cmd": [...]}; "" clears',
+    }),
+  ),
   cmd: Type.Optional(Type.Array(ProgramText(), { description: 'CMD in exec form; [] clears' })),
   entrypoint: Type.Optional(Type.Array(ProgramText(), { description: 'ENTRYPOINT in exec form; [] clears' })),
   disk: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_DISK_GB, description: 'container disk, GB' })),
   env: Type.Optional(EnvInput),
   ports: Type.Optional(Type.Array(PortSpec)),
-  registry: Type.Optional(Type.Union([Type.String({ minLength: 1 }), Type.Null()], { description: 'container registry credential id' })),
+  registry: Type.Optional(
+    Type.Union([Type.String({ minLength: 1 }), Type.Null()], { description: 'container registry credential id' }),
+  ),
 }
 
 /** Container settings as returned: every key present. */

@@ -8,10 +8,21 @@ const SEVEN_DAYS_MS = 7 * 24 * 3_600_000
 
 export const ExecutionPolicy = Closed({
   executionTimeout: Type.Optional(
-    Type.Integer({ minimum: 5_000, maximum: SEVEN_DAYS_MS, description: 'ms a job may run once a worker picks it up; default: the endpoint timeout (600000 when it has none)' }),
+    Type.Integer({
+      minimum: 5_000,
+      maximum: SEVEN_DAYS_MS,
+      description:
+        'ms a job may run once a worker picks it up; default: the endpoint timeout (600000 when it has none)',
+    }),
   ),
   lowPriority: Type.Optional(Type.Boolean({ description: 'when true the job does not trigger worker scaling' })),
-  ttl: Type.Optional(Type.Integer({ minimum: 10_000, maximum: SEVEN_DAYS_MS, description: 'total lifespan from submission, ms, a hard limit; default 86400000' })),
+  ttl: Type.Optional(
+    Type.Integer({
+      minimum: 10_000,
+      maximum: SEVEN_DAYS_MS,
+      description: 'total lifespan from submission, ms, a hard limit; default 86400000',
+    }),
+  ),
 })
 export type ExecutionPolicy = Static<typeof ExecutionPolicy>
 
@@ -29,7 +40,9 @@ export type S3Config = Static<typeof S3Config>
 export const JobRequest = Closed({
   input: Type.Record(Type.String(), Type.Unknown(), { description: "parameters for the worker's handler" }),
   // One rule (uri), so that one mistake is one error; the http(s) scheme is checked by the job service.
-  webhook: Type.Optional(Type.String({ format: 'uri', description: 'an http or https URL, POSTed the status object when the job ends' })),
+  webhook: Type.Optional(
+    Type.String({ format: 'uri', description: 'an http or https URL, POSTed the status object when the job ends' }),
+  ),
   policy: Type.Optional(ExecutionPolicy),
   s3Config: Type.Optional(S3Config),
 })
@@ -47,16 +60,31 @@ export const SubmitHeaders = Type.Object({
 })
 
 export const EndpointJobParams = Type.Object({ endpointId: Type.String({ minLength: 1, maxLength: 128 }) })
-export const JobParams = Type.Object({ endpointId: Type.String({ minLength: 1, maxLength: 128 }), jobId: Type.String({ minLength: 1, maxLength: 128 }) })
+export const JobParams = Type.Object({
+  endpointId: Type.String({ minLength: 1, maxLength: 128 }),
+  jobId: Type.String({ minLength: 1, maxLength: 128 }),
+})
 
 export const WaitQuery = Type.Object({
   wait: Type.Optional(Type.Integer({ minimum: 1_000, maximum: 300_000, description: 'ms to wait for a final state' })),
 })
 export const StreamQuery = Type.Object({
-  wait: Type.Optional(Type.Integer({ minimum: 1_000, maximum: 300_000, description: 'ms to hold the request while no new chunk exists; default 10000' })),
+  wait: Type.Optional(
+    Type.Integer({
+      minimum: 1_000,
+      maximum: 300_000,
+      description: 'ms to hold the request while no new chunk exists; default 10000',
+    }),
+  ),
 })
 export const StatusQuery = Type.Object({
-  ttl: Type.Optional(Type.Integer({ minimum: 10_000, maximum: SEVEN_DAYS_MS, description: "replaces the job's time-to-live, counted from submission, ms" })),
+  ttl: Type.Optional(
+    Type.Integer({
+      minimum: 10_000,
+      maximum: SEVEN_DAYS_MS,
+      description: "replaces the job's time-to-live, counted from submission, ms",
+    }),
+  ),
 })
 
 /** `/run`, `/cancel`, `/retry` replies. */
@@ -66,7 +94,9 @@ export type JobRef = Static<typeof JobRef>
 /** One attempt to deliver a job's webhook. */
 export const WebhookAttemptView = Type.Object({
   at: DateTime,
-  statusCode: Type.Union([Type.Integer(), Type.Null()], { description: "the receiver's HTTP status; null when none came" }),
+  statusCode: Type.Union([Type.Integer(), Type.Null()], {
+    description: "the receiver's HTTP status; null when none came",
+  }),
   error: Type.Union([Type.String(), Type.Null()], { description: 'why the attempt failed; null when delivered' }),
   durationMs: Type.Integer(),
 })
@@ -88,18 +118,31 @@ export const JobStatusView = Type.Object({
   status: JobStatus,
   delayTime: Type.Optional(Type.Integer({ description: 'ms from submission to the start of execution' })),
   executionTime: Type.Optional(Type.Integer({ description: 'ms of execution' })),
-  output: Type.Optional(Type.Unknown({ description: 'worker-defined result; while running, the last progress update' })),
+  output: Type.Optional(
+    Type.Unknown({ description: 'worker-defined result; while running, the last progress update' }),
+  ),
   error: Type.Optional(Type.String()),
   retries: Type.Optional(Type.Integer({ description: 'times the job went back to the queue after losing its worker' })),
   workerId: Type.Optional(Type.String()),
-  waitingReason: Type.Optional(Type.String({ description: 'IN_QUEUE only: why no worker runs it yet (no capacity, workers.max reached, crash-looping workers, ...)' })),
+  waitingReason: Type.Optional(
+    Type.String({
+      description:
+        'IN_QUEUE only: why no worker runs it yet (no capacity, workers.max reached, crash-looping workers, ...)',
+    }),
+  ),
   webhookDeliveries: Type.Optional(
-    Type.Array(WebhookDeliveryView, { description: 'Hangar extension, GET /status of a job submitted with a `webhook` only: its deliveries (one once it ended; none before), each attempt with status, time and error' }),
+    Type.Array(WebhookDeliveryView, {
+      description:
+        'Hangar extension, GET /status of a job submitted with a `webhook` only: its deliveries (one once it ended; none before), each attempt with status, time and error',
+    }),
   ),
 })
 export type JobStatusView = Static<typeof JobStatusView>
 
-export const StreamChunk = Type.Object({ output: Type.Unknown(), metrics: Type.Optional(Type.Record(Type.String(), Type.Unknown())) })
+export const StreamChunk = Type.Object({
+  output: Type.Unknown(),
+  metrics: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+})
 export type StreamChunk = Static<typeof StreamChunk>
 
 export const StreamView = Type.Object({

@@ -11,7 +11,10 @@ export const MetricsQuery = Type.Object({ window: Type.Optional(MetricsWindow) }
 const Points = Type.Array(Type.Number())
 /** One value per point, null where nothing was measured. */
 const MaybePoints = Type.Array(Type.Union([Type.Number(), Type.Null()]))
-const Percentiles = Type.Object({ p50: MaybePoints, p95: MaybePoints, p99: MaybePoints }, { description: 'Milliseconds, from fixed histogram bins (interpolated within a bin)' })
+const Percentiles = Type.Object(
+  { p50: MaybePoints, p95: MaybePoints, p99: MaybePoints },
+  { description: 'Milliseconds, from fixed histogram bins (interpolated within a bin)' },
+)
 
 /** An endpoint's metrics over a window: one array entry per interval, aligned with `times`. */
 export const EndpointMetrics = Type.Object({
@@ -20,14 +23,27 @@ export const EndpointMetrics = Type.Object({
   intervalSeconds: Type.Integer(),
   /** Start of each interval, epoch milliseconds. */
   times: Points,
-  jobs: Type.Object({ completed: Points, failed: Points, cancelled: Points, timedOut: Points }, { description: 'Jobs that reached each final status in the interval' }),
+  jobs: Type.Object(
+    { completed: Points, failed: Points, cancelled: Points, timedOut: Points },
+    { description: 'Jobs that reached each final status in the interval' },
+  ),
   executionMs: Percentiles,
   delayMs: Percentiles,
   coldStarts: Type.Object({ count: Points, durationMs: Percentiles }),
-  workers: Type.Object({ running: Points, idle: Points, throttled: Points }, { description: 'Average number of workers in each state over the interval' }),
+  workers: Type.Object(
+    { running: Points, idle: Points, throttled: Points },
+    { description: 'Average number of workers in each state over the interval' },
+  ),
   queueDepth: Points,
   requests: Type.Object(
-    { total: Points, status2xx: Points, status3xx: Points, status4xx: Points, status5xx: Points, latencyMs: Percentiles },
+    {
+      total: Points,
+      status2xx: Points,
+      status3xx: Points,
+      status4xx: Points,
+      status5xx: Points,
+      latencyMs: Percentiles,
+    },
     { description: 'Requests through the load balancer (LOAD_BALANCER endpoints), by status class' },
   ),
   totals: Type.Object({

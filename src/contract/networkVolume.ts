@@ -21,7 +21,10 @@ export const CreateNetworkVolume = Closed({
 })
 export type CreateNetworkVolume = Static<typeof CreateNetworkVolume>
 
-export const UpdateNetworkVolume = Closed({ name: Type.Optional(Type.String({ minLength: 1 })), size: Type.Optional(Size) }, { minProperties: 1 })
+export const UpdateNetworkVolume = Closed(
+  { name: Type.Optional(Type.String({ minLength: 1 })), size: Type.Optional(Size) },
+  { minProperties: 1 },
+)
 export type UpdateNetworkVolume = Static<typeof UpdateNetworkVolume>
 
 export const NetworkVolumeList = Type.Object({ networkVolumes: Type.Array(NetworkVolume) })

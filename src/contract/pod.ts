@@ -30,7 +30,9 @@ export type PodMounts = Static<typeof PodMounts>
 export const PodGpuCreate = Closed({
   id: Type.String({ minLength: 1, description: 'GPU type id from the catalog' }),
   count: Type.Optional(Type.Integer({ minimum: 1, maximum: 128, description: 'default 1' })),
-  allowedCudaVersions: Type.Optional(Type.Array(CudaVersion, { description: 'host CUDA versions accepted, exact match; [] = any' })),
+  allowedCudaVersions: Type.Optional(
+    Type.Array(CudaVersion, { description: 'host CUDA versions accepted, exact match; [] = any' }),
+  ),
   minCudaVersion: Type.Optional(CudaVersion),
 })
 export type PodGpuCreate = Static<typeof PodGpuCreate>
@@ -47,20 +49,33 @@ export const CreatePod = Closed({
   templateId: Type.Optional(Type.String({ minLength: 1 })),
   ...ContainerSettingsInput,
   cloud: Type.Optional(Type.Enum(['SECURE', 'COMMUNITY'], { description: 'default SECURE' })),
-  dataCenterIds: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { uniqueItems: true, description: 'omit or [] = any' })),
-  globalNetworking: Type.Optional(Type.Boolean({ description: 'a private IP reachable across data centers; needs an NVIDIA GPU and a data center with globalNetwork' })),
+  dataCenterIds: Type.Optional(
+    Type.Array(Type.String({ minLength: 1 }), { uniqueItems: true, description: 'omit or [] = any' }),
+  ),
+  globalNetworking: Type.Optional(
+    Type.Boolean({
+      description:
+        'a private IP reachable across data centers; needs an NVIDIA GPU and a data center with globalNetwork',
+    }),
+  ),
   gpu: Type.Optional(PodGpuCreate),
   cpu: Type.Optional(PodCpuCreate),
   mounts: Type.Optional(PodMounts),
-  startJupyter: Type.Optional(Type.Boolean({ description: 'inject a generated JUPYTER_PASSWORD unless env sets it; never returned' })),
-  startSsh: Type.Optional(Type.Boolean({ description: "inject PUBLIC_KEY with the account's SSH keys unless env sets it; never returned" })),
+  startJupyter: Type.Optional(
+    Type.Boolean({ description: 'inject a generated JUPYTER_PASSWORD unless env sets it; never returned' }),
+  ),
+  startSsh: Type.Optional(
+    Type.Boolean({ description: "inject PUBLIC_KEY with the account's SSH keys unless env sets it; never returned" }),
+  ),
 })
 export type CreatePod = Static<typeof CreatePod>
 
 /** PATCH /v2/pods/{id}: every field optional. */
 export const UpdatePod = Closed({
   name: Type.Optional(Type.String({ minLength: 1 })),
-  templateId: Type.Optional(Type.String({ minLength: 1, description: 'applies the template container settings once (never its mount)' })),
+  templateId: Type.Optional(
+    Type.String({ minLength: 1, description: 'applies the template container settings once (never its mount)' }),
+  ),
   ...ContainerSettingsInput,
   mounts: Type.Optional(PodMounts),
   locked: Type.Optional(Type.Boolean({ description: 'a locked pod cannot be stopped or restarted' })),
@@ -72,7 +87,12 @@ export type UpdatePod = Static<typeof UpdatePod>
 export const PodActionBody = Closed({ action: PodAction })
 export type PodActionBody = Static<typeof PodActionBody>
 
-export const SshEndpoint = Type.Object({ host: Type.String(), port: Type.Integer(), username: Type.String(), command: Type.String() })
+export const SshEndpoint = Type.Object({
+  host: Type.String(),
+  port: Type.Integer(),
+  username: Type.String(),
+  command: Type.String(),
+})
 export type SshEndpoint = Static<typeof SshEndpoint>
 
 export const PodRuntimePort = Type.Object({
@@ -121,15 +141,25 @@ export const Pod = Type.Object({
     { description: '{} when there is none' },
   ),
   gpu: Type.Optional(Type.Object({ id: Type.String(), count: Type.Integer() })),
-  cpu: Type.Optional(Type.Object({ id: Type.String(), vcpuCount: Type.Integer(), memory: Type.Integer({ minimum: 1, description: 'GB' }) })),
+  cpu: Type.Optional(
+    Type.Object({
+      id: Type.String(),
+      vcpuCount: Type.Integer(),
+      memory: Type.Integer({ minimum: 1, description: 'GB' }),
+    }),
+  ),
   dataCenterId: Type.Union([Type.String(), Type.Null()], { description: 'null until placed' }),
-  cudaVersion: Type.Union([Type.String(), Type.Null()], { description: "host CUDA version; kept while EXITED" }),
+  cudaVersion: Type.Union([Type.String(), Type.Null()], { description: 'host CUDA version; kept while EXITED' }),
   ssh: Type.Object({ proxy: Type.Union([SshEndpoint, Type.Null()]), direct: Type.Union([SshEndpoint, Type.Null()]) }),
   cluster: Type.Optional(PodCluster),
   template: Type.Null({ description: 'always null' }),
   cost: Type.Number({ description: 'USD per hour; 0 when EXITED or TERMINATED' }),
   locked: Type.Boolean(),
-  globalNetworking: Type.Object({ enabled: Type.Boolean(), ip: Type.Optional(Type.String()), internalDns: Type.Optional(Type.String()) }),
+  globalNetworking: Type.Object({
+    enabled: Type.Boolean(),
+    ip: Type.Optional(Type.String()),
+    internalDns: Type.Optional(Type.String()),
+  }),
   runtime: Type.Union([PodRuntime, Type.Null()], { description: 'null unless RUNNING' }),
   createdAt: DateTime,
   startedAt: Type.Union([DateTime, Type.Null()], { description: 'the latest start; null before the first' }),
@@ -140,7 +170,9 @@ export const PodList = Type.Object({ pods: Type.Array(Pod) })
 export type PodList = Static<typeof PodList>
 
 export const PodListQuery = Type.Object({
-  includeClusterPods: Type.Optional(Type.Boolean({ default: false, description: 'also list pods that belong to clusters' })),
+  includeClusterPods: Type.Optional(
+    Type.Boolean({ default: false, description: 'also list pods that belong to clusters' }),
+  ),
 })
 export type PodListQuery = Static<typeof PodListQuery>
 
@@ -149,14 +181,20 @@ export type PodListQuery = Static<typeof PodListQuery>
  * answers, and why it is in ERROR.
  */
 export const PodConnections = Type.Object({
-  error: Type.Union([Type.String(), Type.Null()], { description: 'why the pod is in ERROR (or last failed); null when nothing failed' }),
+  error: Type.Union([Type.String(), Type.Null()], {
+    description: 'why the pod is in ERROR (or last failed); null when nothing failed',
+  }),
   http: Type.Array(
     Type.Object({
       port: Type.Integer(),
-      url: Type.String({ description: 'opens the port through /proxy in a browser (no Authorization header needed) until expiresAt' }),
+      url: Type.String({
+        description: 'opens the port through /proxy in a browser (no Authorization header needed) until expiresAt',
+      }),
       expiresAt: Type.String({ format: 'date-time' }),
     }),
   ),
-  ssh: Type.Union([Type.Object({ command: Type.String() }), Type.Null()], { description: 'null unless 22/tcp is mapped and answered with an SSH identification line just now' }),
+  ssh: Type.Union([Type.Object({ command: Type.String() }), Type.Null()], {
+    description: 'null unless 22/tcp is mapped and answered with an SSH identification line just now',
+  }),
 })
 export type PodConnections = Static<typeof PodConnections>

@@ -29,7 +29,10 @@ export const Delegation = Type.Object({
 export type Delegation = Static<typeof Delegation>
 
 export const CreateDelegation = Closed({
-  resource: Type.String({ minLength: 1, description: 'container repository ARN, arn:aws:ecr:<region>:<account>:repository/<name>[:<tag>]' }),
+  resource: Type.String({
+    minLength: 1,
+    description: 'container repository ARN, arn:aws:ecr:<region>:<account>:repository/<name>[:<tag>]',
+  }),
   name: Type.Optional(Type.Union([Type.String({ minLength: 1 }), Type.Null()])),
 })
 export type CreateDelegation = Static<typeof CreateDelegation>

@@ -10,7 +10,8 @@ import { MAX_DONE_BATCH } from './workerLimits.js'
 export const WorkerStatus = Type.Enum(['RUNNING', 'IDLE', 'INITIALIZING', 'THROTTLED', 'UNHEALTHY', 'PARKED'])
 export type WorkerStatus = Static<typeof WorkerStatus>
 
-const Nullable = <T extends TSchema>(t: T, description?: string) => Type.Union([t, Type.Null()], description ? { description } : {})
+const Nullable = <T extends TSchema>(t: T, description?: string) =>
+  Type.Union([t, Type.Null()], description ? { description } : {})
 
 /** A serverless worker of an endpoint, as listed by GET /v2/serverless/{id}/workers. */
 export const Worker = Type.Object({
@@ -27,31 +28,59 @@ export const Worker = Type.Object({
   cpuFlavorId: Nullable(Type.String(), 'CPU flavor of a CPU worker'),
   vcpuCount: Nullable(Type.Integer()),
   hostId: Nullable(Type.String(), 'the fleet host it was placed on'),
-  runtime: Nullable(Type.String(), 'what runs it: `process` (a local process) or `docker` (a container of the host\'s Docker/Podman engine)'),
-  startPhase: Nullable(Type.Enum(['PULLING', 'CREATING', 'STARTING']), 'INITIALIZING: pulling the image, creating the container, or started and not yet called in'),
-  pull: Nullable(Type.Object({ bytes: Type.Integer(), totalBytes: Nullable(Type.Integer()) }), 'PULLING: image bytes downloaded so far'),
+  runtime: Nullable(
+    Type.String(),
+    "what runs it: `process` (a local process) or `docker` (a container of the host's Docker/Podman engine)",
+  ),
+  startPhase: Nullable(
+    Type.Enum(['PULLING', 'CREATING', 'STARTING']),
+    'INITIALIZING: pulling the image, creating the container, or started and not yet called in',
+  ),
+  pull: Nullable(
+    Type.Object({ bytes: Type.Integer(), totalBytes: Nullable(Type.Integer()) }),
+    'PULLING: image bytes downloaded so far',
+  ),
   coldStart: Nullable(
     Type.Object({
       pullMs: Type.Integer({ description: 'getting the image (0 when the host had it)' }),
       createMs: Type.Integer({ description: 'creating and starting the container or process' }),
-      bootMs: Nullable(Type.Integer({ description: 'from started to its first call to the control plane; null until then' })),
+      bootMs: Nullable(
+        Type.Integer({ description: 'from started to its first call to the control plane; null until then' }),
+      ),
     }),
     'how its start was spent; null for adopted or never-started workers',
   ),
   cudaVersion: Nullable(Type.String(), "CUDA version of the host's GPUs"),
   jobsInProgress: Type.Integer(),
   jobsDone: Type.Integer({ description: 'jobs that ended on this worker, whatever the outcome' }),
-  retiring: Type.Boolean({ description: 'stops once its running jobs end (older release, or it asked to be replaced)' }),
-  lastError: Nullable(Type.String(), 'THROTTLED: why it cannot be placed; UNHEALTHY: how it failed; INITIALIZING: why a started worker has not called in after 10 s'),
+  retiring: Type.Boolean({
+    description: 'stops once its running jobs end (older release, or it asked to be replaced)',
+  }),
+  lastError: Nullable(
+    Type.String(),
+    'THROTTLED: why it cannot be placed; UNHEALTHY: how it failed; INITIALIZING: why a started worker has not called in after 10 s',
+  ),
   nextStartAt: Nullable(DateTime, 'UNHEALTHY: when the crash back-off allows a replacement'),
   parkedUntil: Nullable(DateTime, 'PARKED: when it is stopped unless a scale-up reuses it first'),
   health: Type.Optional(
-    Type.Enum(['INITIALIZING', 'READY', 'UNHEALTHY'], { description: 'LOAD_BALANCER workers: the last health check (200 READY, 204 INITIALIZING, else UNHEALTHY); only READY workers get requests' }),
+    Type.Enum(['INITIALIZING', 'READY', 'UNHEALTHY'], {
+      description:
+        'LOAD_BALANCER workers: the last health check (200 READY, 204 INITIALIZING, else UNHEALTHY); only READY workers get requests',
+    }),
   ),
 })
 export type Worker = Static<typeof Worker>
 
-export const WaitingReasonCode = Type.Enum(['WORKER_DROPS_JOBS', 'NO_CAPACITY', 'MAX_REACHED', 'CRASH_LOOP', 'COLD_START', 'QUEUE_DELAY', 'ROLLOUT', 'LOW_PRIORITY'])
+export const WaitingReasonCode = Type.Enum([
+  'WORKER_DROPS_JOBS',
+  'NO_CAPACITY',
+  'MAX_REACHED',
+  'CRASH_LOOP',
+  'COLD_START',
+  'QUEUE_DELAY',
+  'ROLLOUT',
+  'LOW_PRIORITY',
+])
 export type WaitingReasonCode = Static<typeof WaitingReasonCode>
 
 /** Why waiting jobs are not running. */
@@ -60,7 +89,9 @@ export type WaitingReason = Static<typeof WaitingReason>
 
 export const WorkerList = Type.Object({
   workers: Type.Array(Worker, { description: 'active workers (never PARKED)' }),
-  parked: Type.Array(Worker, { description: 'FlashBoot: stopped-by-scale-down workers kept warm; not counted in summary.total' }),
+  parked: Type.Array(Worker, {
+    description: 'FlashBoot: stopped-by-scale-down workers kept warm; not counted in summary.total',
+  }),
   summary: Type.Object({
     running: Type.Integer(),
     idle: Type.Integer(),
@@ -84,19 +115,32 @@ export type WorkerList = Static<typeof WorkerList>
 
 export const WorkerParams = Type.Object({ endpointId: Type.String(), workerId: Type.String() })
 export const WorkerJobParams = Type.Object({ endpointId: Type.String(), workerId: Type.String(), jobId: Type.String() })
-export const WorkerTakeBatchQuery = Type.Object({ batch_size: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })) })
-export const WorkerPingQuery = Type.Object({
-  job_id: Type.Optional(Type.String({ maxLength: 1_000_000, description: 'comma-separated ids of the jobs the worker runs; absent when idle' })),
+export const WorkerTakeBatchQuery = Type.Object({
+  batch_size: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
 })
-export const WorkerDoneQuery = Type.Object({ isStream: Type.Optional(Type.String({ description: '"true" when chunks were posted to job-stream before' })) })
+export const WorkerPingQuery = Type.Object({
+  job_id: Type.Optional(
+    Type.String({
+      maxLength: 1_000_000,
+      description: 'comma-separated ids of the jobs the worker runs; absent when idle',
+    }),
+  ),
+})
+export const WorkerDoneQuery = Type.Object({
+  isStream: Type.Optional(Type.String({ description: '"true" when chunks were posted to job-stream before' })),
+})
 
 /** What a worker receives from job-take (job-take-batch: an array of them); the whole object is handed to its handler. */
 export const WorkerJob = Type.Object({
   id: Type.String(),
   input: Type.Unknown({ description: 'the input as submitted, byte for byte' }),
   webhook: Type.Optional(Type.String()),
-  policy: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'the execution policy as submitted' })),
-  s3Config: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'the S3 settings as submitted, the secret readable' })),
+  policy: Type.Optional(
+    Type.Record(Type.String(), Type.Unknown(), { description: 'the execution policy as submitted' }),
+  ),
+  s3Config: Type.Optional(
+    Type.Record(Type.String(), Type.Unknown(), { description: 'the S3 settings as submitted, the secret readable' }),
+  ),
 })
 export type WorkerJob = Static<typeof WorkerJob>
 

@@ -79,14 +79,20 @@ function write(v: unknown, pieces?: Array<string | Buffer>, prefix = ''): string
   }
   const proto = Object.getPrototypeOf(v) as object | null
   if ((proto !== Object.prototype && proto !== null) || typeof (v as { toJSON?: unknown }).toJSON === 'function') {
-    const text = JSON.stringify(v, (_k, x: unknown) => (x instanceof RawJson ? JSON.parse(x.text) : x)) as string | undefined
+    const text = JSON.stringify(v, (_k, x: unknown) => (x instanceof RawJson ? JSON.parse(x.text) : x)) as
+      | string
+      | undefined
     return text === undefined ? undefined : prefix + text
   }
   let out = prefix + '{'
   let first = true
   for (const key of Object.keys(v)) {
     // What JSON.stringify leaves out (undefined, functions, symbols) comes back undefined: not even the key is written.
-    const next = write((v as Record<string, unknown>)[key], pieces, out + (first ? '' : ',') + JSON.stringify(key) + ':')
+    const next = write(
+      (v as Record<string, unknown>)[key],
+      pieces,
+      out + (first ? '' : ',') + JSON.stringify(key) + ':',
+    )
     if (next === undefined) continue
     out = next
     first = false
@@ -110,5 +116,7 @@ export function piecesWithRaw(value: unknown): string | Array<string | Buffer> {
 /** stringifyWithRaw as one payload: a string, or when a RawJson is held as bytes, one buffer of the pieces. */
 export function serializeWithRaw(value: unknown): string | Buffer {
   const pieces = piecesWithRaw(value)
-  return typeof pieces === 'string' ? pieces : Buffer.concat(pieces.map((p) => (typeof p === 'string' ? Buffer.from(p, 'utf8') : p)))
+  return typeof pieces === 'string'
+    ? pieces
+    : Buffer.concat(pieces.map((p) => (typeof p === 'string' ? Buffer.from(p, 'utf8') : p)))
 }

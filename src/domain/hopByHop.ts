@@ -2,7 +2,16 @@
 export type Headers = Record<string, string | string[] | undefined>
 
 /** Hop-by-hop fields of RFC 9110 §7.6.1 (and the legacy ones proxies still meet); never forwarded. */
-const HOP_BY_HOP = new Set(['connection', 'proxy-connection', 'keep-alive', 'te', 'transfer-encoding', 'upgrade', 'proxy-authenticate', 'proxy-authorization'])
+const HOP_BY_HOP = new Set([
+  'connection',
+  'proxy-connection',
+  'keep-alive',
+  'te',
+  'transfer-encoding',
+  'upgrade',
+  'proxy-authenticate',
+  'proxy-authorization',
+])
 
 /**
  * The headers without hop-by-hop fields: the fixed ones and every field the Connection header names
@@ -14,7 +23,8 @@ export function endToEnd(headers: Headers, drop: readonly string[] = []): Header
   let named: Set<string> | undefined
   if (connection !== undefined) {
     named = new Set()
-    for (const v of typeof connection === 'string' ? [connection] : connection) for (const token of v.split(',')) if (token.trim()) named.add(token.trim().toLowerCase())
+    for (const v of typeof connection === 'string' ? [connection] : connection)
+      for (const token of v.split(',')) if (token.trim()) named.add(token.trim().toLowerCase())
   }
   const out: Headers = {}
   for (const k in headers) {
@@ -25,7 +35,10 @@ export function endToEnd(headers: Headers, drop: readonly string[] = []): Header
 }
 
 /** Appends the client's address to X-Forwarded-For and names host, scheme and (path form) the prefix the app is served under. */
-export function forwardedHeaders(headers: Headers, client: { ip: string; host: string | undefined; proto: string; prefix: string | null }): Headers {
+export function forwardedHeaders(
+  headers: Headers,
+  client: { ip: string; host: string | undefined; proto: string; prefix: string | null },
+): Headers {
   // Adds to `headers` itself (a copy endToEnd just made, on the proxy's hot path).
   const xff = headers['x-forwarded-for']
   const prior = xff === undefined ? '' : typeof xff === 'string' ? xff : xff.join(', ')

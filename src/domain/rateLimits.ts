@@ -26,7 +26,11 @@ export const JOB_RATE_WINDOW_MS = 10_000
  * The spec's dynamic rule: the effective limit is the higher of the base and running workers times a
  * per-worker allowance, so an endpoint scaled out is not throttled by a limit sized for one worker.
  */
-export function effectiveJobLimit(op: JobOperation, runningWorkers: number, perWorker: { rate: number; concurrent: number }): { rate: number; concurrent: number | null } {
+export function effectiveJobLimit(
+  op: JobOperation,
+  runningWorkers: number,
+  perWorker: { rate: number; concurrent: number },
+): { rate: number; concurrent: number | null } {
   const base = JOB_OPERATION_LIMITS[op]
   return {
     rate: Math.max(base.rate, runningWorkers * perWorker.rate),

@@ -65,17 +65,56 @@ export class PromMetrics implements Metrics {
   private readonly httpChildren = new Map<string, ReturnType<Histogram<'method' | 'route' | 'status_code'>['labels']>>()
   /** Workers of every endpoint that has some (none until `countWorkers`). */
   private workerCounts: () => WorkerCounts[] = () => []
-  private readonly finishedChildren = new Map<string, { count: ReturnType<Counter<'endpoint' | 'status'>['labels']>; duration: ReturnType<Histogram<'endpoint' | 'status'>['labels']> }>()
+  private readonly finishedChildren = new Map<
+    string,
+    {
+      count: ReturnType<Counter<'endpoint' | 'status'>['labels']>
+      duration: ReturnType<Histogram<'endpoint' | 'status'>['labels']>
+    }
+  >()
 
   constructor(opts: PromMetricsOptions) {
     const registers = [this.registry]
     if (opts.processMetrics !== false) collectDefaultMetrics({ register: this.registry })
-    this.jobsFinished = new Counter({ name: 'hangar_jobs_finished_total', help: 'Jobs that reached a final status', labelNames: ['endpoint', 'status'], registers })
-    this.jobDuration = new Histogram({ name: 'hangar_job_duration_seconds', help: 'Execution time of finished jobs that started (startedAt to completedAt)', labelNames: ['endpoint', 'status'], buckets: SECONDS_JOB, registers })
-    this.coldStart = new Histogram({ name: 'hangar_worker_cold_start_seconds', help: 'From asking the runtime for a worker to its first call-in', labelNames: ['endpoint'], buckets: SECONDS_SLOW, registers })
-    this.webhooks = new Counter({ name: 'hangar_webhook_deliveries_total', help: 'Webhook delivery attempts by outcome: delivered, retry (failed, will be tried again), failed (gave up)', labelNames: ['outcome'], registers })
-    this.http = new Histogram({ name: 'hangar_http_request_duration_seconds', help: 'HTTP request latency by route pattern', labelNames: ['method', 'route', 'status_code'], buckets: SECONDS_FAST, registers })
-    this.refusals = new Counter({ name: 'hangar_rate_limit_refusals_total', help: 'Requests refused with 429: management quota or per-endpoint job-operation limits', labelNames: ['scope'], registers })
+    this.jobsFinished = new Counter({
+      name: 'hangar_jobs_finished_total',
+      help: 'Jobs that reached a final status',
+      labelNames: ['endpoint', 'status'],
+      registers,
+    })
+    this.jobDuration = new Histogram({
+      name: 'hangar_job_duration_seconds',
+      help: 'Execution time of finished jobs that started (startedAt to completedAt)',
+      labelNames: ['endpoint', 'status'],
+      buckets: SECONDS_JOB,
+      registers,
+    })
+    this.coldStart = new Histogram({
+      name: 'hangar_worker_cold_start_seconds',
+      help: 'From asking the runtime for a worker to its first call-in',
+      labelNames: ['endpoint'],
+      buckets: SECONDS_SLOW,
+      registers,
+    })
+    this.webhooks = new Counter({
+      name: 'hangar_webhook_deliveries_total',
+      help: 'Webhook delivery attempts by outcome: delivered, retry (failed, will be tried again), failed (gave up)',
+      labelNames: ['outcome'],
+      registers,
+    })
+    this.http = new Histogram({
+      name: 'hangar_http_request_duration_seconds',
+      help: 'HTTP request latency by route pattern',
+      labelNames: ['method', 'route', 'status_code'],
+      buckets: SECONDS_FAST,
+      registers,
+    })
+    this.refusals = new Counter({
+      name: 'hangar_rate_limit_refusals_total',
+      help: 'Requests refused with 429: management quota or per-endpoint job-operation limits',
+      labelNames: ['scope'],
+      registers,
+    })
 
     // One read of the job counts feeds three gauges: the first gauge collected in a scrape reads, the others reuse it.
     let pending: Promise<Array<{ endpointId: string } & JobCounts>> | undefined
@@ -113,7 +152,11 @@ export class PromMetrics implements Metrics {
       async collect() {
         this.reset()
         const now = opts.now()
-        for (const c of await counts()) this.set({ endpoint: c.endpointId }, c.oldestQueuedAt === null ? 0 : Math.max(0, now - c.oldestQueuedAt) / 1000)
+        for (const c of await counts())
+          this.set(
+            { endpoint: c.endpointId },
+            c.oldestQueuedAt === null ? 0 : Math.max(0, now - c.oldestQueuedAt) / 1000,
+          )
       },
     })
     const workerCounts = () => this.workerCounts()
@@ -127,7 +170,8 @@ export class PromMetrics implements Metrics {
         // Every endpoint, with or without workers: a count that drops to zero reads 0 instead of vanishing.
         const live = new Map(workerCounts().map((w) => [w.endpointId, w.byStatus]))
         const ids = new Set([...(await counts()).map((c) => c.endpointId), ...live.keys()])
-        for (const endpoint of ids) for (const status of WORKER_STATUSES) this.set({ endpoint, status }, live.get(endpoint)?.[status] ?? 0)
+        for (const endpoint of ids)
+          for (const status of WORKER_STATUSES) this.set({ endpoint, status }, live.get(endpoint)?.[status] ?? 0)
       },
     })
     const endpoints = opts.endpoints
@@ -175,7 +219,11 @@ export class PromMetrics implements Metrics {
         })
       perPod('hangar_pod_cpu_percent', 'CPU use of each RUNNING pod, percent of its vCPUs', (r) => r.cpu.util)
       perPod('hangar_pod_memory_percent', 'Memory use of each RUNNING pod, percent of its memory', (r) => r.memory.util)
-      perPod('hangar_pod_gpu_percent', 'Average GPU use of each RUNNING pod with real GPUs (none for simulated ones)', (r) => (r.gpus.length ? r.gpus.reduce((a, g) => a + g.util, 0) / r.gpus.length : undefined))
+      perPod(
+        'hangar_pod_gpu_percent',
+        'Average GPU use of each RUNNING pod with real GPUs (none for simulated ones)',
+        (r) => (r.gpus.length ? r.gpus.reduce((a, g) => a + g.util, 0) / r.gpus.length : undefined),
+      )
     }
   }
 
@@ -190,7 +238,14 @@ export class PromMetrics implements Metrics {
   jobFinished(endpointId: string, status: JobStatus, runMs: number | null): void {
     const key = `${endpointId} ${status}`
     let c = this.finishedChildren.get(key)
-    if (!c) this.finishedChildren.set(key, (c = { count: this.jobsFinished.labels(endpointId, status), duration: this.jobDuration.labels(endpointId, status) }))
+    if (!c)
+      this.finishedChildren.set(
+        key,
+        (c = {
+          count: this.jobsFinished.labels(endpointId, status),
+          duration: this.jobDuration.labels(endpointId, status),
+        }),
+      )
     c.count.inc()
     if (runMs !== null) c.duration.observe(Math.max(0, runMs) / 1000)
   }

@@ -8,7 +8,10 @@ export interface CounterStore {
    * Counts one hit in each window and returns, per window, the count including this hit and the
    * milliseconds until that window resets. Windows are aligned to the epoch, so every replica agrees.
    */
-  hit(windows: ReadonlyArray<{ key: string; windowMs: number }>, now: number): Promise<Array<{ count: number; resetMs: number }>>
+  hit(
+    windows: ReadonlyArray<{ key: string; windowMs: number }>,
+    now: number,
+  ): Promise<Array<{ count: number; resetMs: number }>>
   /**
    * Takes one of `limit` concurrent slots under `key`, or returns null when all are taken. A lease
    * that is never released (a crashed replica) frees itself after `ttlMs`.

@@ -1,7 +1,13 @@
 import { serializeInteger, serializeItem, serializeList } from 'structured-headers'
 import type { Clock } from '../domain/clock.js'
 import { DomainError } from '../domain/errors.js'
-import { effectiveJobLimit, JOB_RATE_WINDOW_MS, QUOTA_WINDOWS, type JobOperation, type Quotas } from '../domain/rateLimits.js'
+import {
+  effectiveJobLimit,
+  JOB_RATE_WINDOW_MS,
+  QUOTA_WINDOWS,
+  type JobOperation,
+  type Quotas,
+} from '../domain/rateLimits.js'
 import type { CounterStore } from './CounterStore.js'
 
 export interface RateLimiterOptions {
@@ -28,7 +34,15 @@ export class RateLimiter {
   private readonly memberHeads: string[]
 
   constructor(private readonly opts: RateLimiterOptions) {
-    this.policy = serializeList(QUOTA_WINDOWS.map((w) => [w.name, new Map([['q', opts.quotas[w.name]], ['w', w.ms / 1000]])]))
+    this.policy = serializeList(
+      QUOTA_WINDOWS.map((w) => [
+        w.name,
+        new Map([
+          ['q', opts.quotas[w.name]],
+          ['w', w.ms / 1000],
+        ]),
+      ]),
+    )
     // RateLimit is a List of `<window>;r=<remaining>;t=<seconds to reset>`. Serializing it whole took most of
     // a quota check (a Map per member, a key and ASCII check per parameter); only the two integers change
     // between requests, so the window names are serialized once and the integers by serializeInteger.
@@ -43,7 +57,10 @@ export class RateLimiter {
   async quota(accountId: string): Promise<QuotaHeaders> {
     const now = this.opts.clock.now()
     const key = `q:${accountId}`
-    const counts = await this.opts.counters.hit(QUOTA_WINDOWS.map((w) => ({ key, windowMs: w.ms })), now)
+    const counts = await this.opts.counters.hit(
+      QUOTA_WINDOWS.map((w) => ({ key, windowMs: w.ms })),
+      now,
+    )
     let ratelimit = ''
     for (let i = 0; i < QUOTA_WINDOWS.length; i++) {
       const remaining = Math.max(0, this.opts.quotas[QUOTA_WINDOWS[i].name] - counts[i].count)
@@ -53,15 +70,21 @@ export class RateLimiter {
     // The longest wait among exceeded windows is the one that matters.
     let worst = -1
     QUOTA_WINDOWS.forEach((w, i) => {
-      if (counts[i].count > this.opts.quotas[w.name] && (worst < 0 || counts[i].resetMs > counts[worst].resetMs)) worst = i
+      if (counts[i].count > this.opts.quotas[w.name] && (worst < 0 || counts[i].resetMs > counts[worst].resetMs))
+        worst = i
     })
     if (worst >= 0) {
       const w = QUOTA_WINDOWS[worst]
       const retry = Math.max(1, Math.ceil(counts[worst].resetMs / 1000))
-      throw new DomainError('too_many_requests', `rate limit exceeded for the ${w.name} window: ${this.opts.quotas[w.name]} requests per ${w.ms / 1000} s; retry in ${retry} s`, undefined, {
-        ...headers,
-        'retry-after': String(retry),
-      })
+      throw new DomainError(
+        'too_many_requests',
+        `rate limit exceeded for the ${w.name} window: ${this.opts.quotas[w.name]} requests per ${w.ms / 1000} s; retry in ${retry} s`,
+        undefined,
+        {
+          ...headers,
+          'retry-after': String(retry),
+        },
+      )
     }
     return headers
   }
@@ -74,16 +97,29 @@ export class RateLimiter {
   async enterJobOperation(endpointId: string, op: JobOperation): Promise<() => void> {
     const now = this.opts.clock.now()
     const limit = effectiveJobLimit(op, this.opts.runningWorkers(endpointId), this.opts.perWorker)
-    const [{ count, resetMs }] = await this.opts.counters.hit([{ key: `j:${endpointId}:${op}`, windowMs: JOB_RATE_WINDOW_MS }], now)
+    const [{ count, resetMs }] = await this.opts.counters.hit(
+      [{ key: `j:${endpointId}:${op}`, windowMs: JOB_RATE_WINDOW_MS }],
+      now,
+    )
     if (count > limit.rate) {
       const retry = Math.max(1, Math.ceil(resetMs / 1000))
-      throw new DomainError('too_many_requests', `rate limit exceeded for ${op} on endpoint ${endpointId}: ${limit.rate} requests per 10 s; retry in ${retry} s`, undefined, { 'retry-after': String(retry) })
+      throw new DomainError(
+        'too_many_requests',
+        `rate limit exceeded for ${op} on endpoint ${endpointId}: ${limit.rate} requests per 10 s; retry in ${retry} s`,
+        undefined,
+        { 'retry-after': String(retry) },
+      )
     }
     if (limit.concurrent === null) return () => {}
     const key = `jc:${endpointId}:${op}`
     const lease = await this.opts.counters.acquire(key, limit.concurrent, SLOT_TTL_MS, now)
     if (!lease) {
-      throw new DomainError('too_many_requests', `too many concurrent ${op} requests on endpoint ${endpointId}: at most ${limit.concurrent} at once; retry shortly`, undefined, { 'retry-after': '1' })
+      throw new DomainError(
+        'too_many_requests',
+        `too many concurrent ${op} requests on endpoint ${endpointId}: at most ${limit.concurrent} at once; retry shortly`,
+        undefined,
+        { 'retry-after': '1' },
+      )
     }
     let released = false
     return () => {

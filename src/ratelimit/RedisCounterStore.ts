@@ -25,19 +25,40 @@ export class RedisCounterStore implements CounterStore {
   private readonly redis: Redis
 
   /** @param url e.g. `redis://127.0.0.1:6379/0`; `prefix` separates deployments sharing one Redis. */
-  constructor(url: string, private readonly prefix = 'hangar:rl:') {
+  constructor(
+    url: string,
+    private readonly prefix = 'hangar:rl:',
+  ) {
     this.redis = new Redis(url, { maxRetriesPerRequest: 2, enableAutoPipelining: true, lazyConnect: false })
   }
 
   async hit(windows: ReadonlyArray<{ key: string; windowMs: number }>, now: number) {
-    const w = windows.map(({ key, windowMs }) => ({ ...windowOf(now, windowMs), key: `${this.prefix}${key}:${windowMs}:${Math.floor(now / windowMs)}`, windowMs }))
-    const counts = (await this.redis.eval(HIT, w.length, ...w.map((x) => x.key), ...w.map((x) => String(x.resetMs + 1000)))) as number[]
+    const w = windows.map(({ key, windowMs }) => ({
+      ...windowOf(now, windowMs),
+      key: `${this.prefix}${key}:${windowMs}:${Math.floor(now / windowMs)}`,
+      windowMs,
+    }))
+    const counts = (await this.redis.eval(
+      HIT,
+      w.length,
+      ...w.map((x) => x.key),
+      ...w.map((x) => String(x.resetMs + 1000)),
+    )) as number[]
     return w.map((x, i) => ({ count: Number(counts[i]), resetMs: x.resetMs }))
   }
 
   async acquire(key: string, limit: number, ttlMs: number, now: number) {
     const id = randomUUID()
-    const ok = await this.redis.eval(ACQUIRE, 1, `${this.prefix}c:${key}`, String(now), String(limit), String(now + ttlMs), id, String(ttlMs))
+    const ok = await this.redis.eval(
+      ACQUIRE,
+      1,
+      `${this.prefix}c:${key}`,
+      String(now),
+      String(limit),
+      String(now + ttlMs),
+      id,
+      String(ttlMs),
+    )
     return ok === 1 ? id : null
   }
 

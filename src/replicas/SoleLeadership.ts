@@ -20,7 +20,10 @@ export class SoleLeadership implements Leadership {
     return this.leading
   }
 
-  async start(onLead: () => Promise<void>, onLose: (reason: string, handover: boolean) => Promise<void>): Promise<void> {
+  async start(
+    onLead: () => Promise<void>,
+    onLose: (reason: string, handover: boolean) => Promise<void>,
+  ): Promise<void> {
     this.leading = true
     this.onLose = onLose
     const lead = onLead()

@@ -22,7 +22,12 @@ export type ClusterOptions =
 export function clusterFor(o: ClusterOptions): Cluster {
   if (o.dialect === 'sqlite') return { leadership: new SoleLeadership(), feed: new SoleChangeFeed() }
   return {
-    leadership: new PgLeadership({ connectionString: o.connectionString, namespace: o.namespace, log: o.log, pollMs: o.pollMs }),
+    leadership: new PgLeadership({
+      connectionString: o.connectionString,
+      namespace: o.namespace,
+      log: o.log,
+      pollMs: o.pollMs,
+    }),
     feed: new PgChangeFeed({ connectionString: o.connectionString, namespace: o.namespace, log: o.log }),
   }
 }

@@ -1,4 +1,12 @@
-import type { ListedWorkload, RuntimeDriver, RuntimeRef, StartHooks, Workload, WorkloadSpec, WorkloadStats } from './RuntimeDriver.js'
+import type {
+  ListedWorkload,
+  RuntimeDriver,
+  RuntimeRef,
+  StartHooks,
+  Workload,
+  WorkloadSpec,
+  WorkloadStats,
+} from './RuntimeDriver.js'
 
 /**
  * The fleet's runtimes behind one RuntimeDriver: each host's own (its container engine), the local one for
@@ -11,7 +19,8 @@ export class HostRuntimes implements RuntimeDriver {
     private readonly local: RuntimeDriver,
     private readonly byHost: ReadonlyMap<string, RuntimeDriver>,
   ) {
-    this.name = byHost.size === 0 ? local.name : [...new Set([local.name, ...[...byHost.values()].map((d) => d.name)])].join('+')
+    this.name =
+      byHost.size === 0 ? local.name : [...new Set([local.name, ...[...byHost.values()].map((d) => d.name)])].join('+')
   }
 
   /** The runtime name (`process`, `docker`) of a host. */

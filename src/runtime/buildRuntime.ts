@@ -22,10 +22,22 @@ export function hostEngines(config: Pick<Config, 'fleet' | 'engine'>): Map<strin
  * The runtime of the fleet: local processes (the default: no engine configured), one Docker Engine API
  * driver per host with an engine, and a Kubernetes cluster's driver for the hosts that stand for it.
  */
-export function buildRuntime(config: Config, hostEnv: Record<string, string>, process: Pick<ProcessDriverOptions, 'sandbox' | 'trustedAccount' | 'limits'> = {}, cluster?: { driver: RuntimeDriver; hostIds: string[] }): HostRuntimes {
-  const local: RuntimeDriver = new ProcessDriver({ dataDir: config.dataDir, images: config.images, hostEnv, trustTenants: config.runtime.process.trustTenants, ...process })
+export function buildRuntime(
+  config: Config,
+  hostEnv: Record<string, string>,
+  process: Pick<ProcessDriverOptions, 'sandbox' | 'trustedAccount' | 'limits'> = {},
+  cluster?: { driver: RuntimeDriver; hostIds: string[] },
+): HostRuntimes {
+  const local: RuntimeDriver = new ProcessDriver({
+    dataDir: config.dataDir,
+    images: config.images,
+    hostEnv,
+    trustTenants: config.runtime.process.trustTenants,
+    ...process,
+  })
   const byHost = new Map<string, RuntimeDriver>()
-  for (const [hostId, engine] of hostEngines(config)) byHost.set(hostId, new DockerDriver({ hostId, engine, dataDir: config.dataDir }))
+  for (const [hostId, engine] of hostEngines(config))
+    byHost.set(hostId, new DockerDriver({ hostId, engine, dataDir: config.dataDir }))
   for (const hostId of cluster?.hostIds ?? []) byHost.set(hostId, cluster!.driver)
   return new HostRuntimes(local, byHost)
 }

@@ -5,9 +5,14 @@ import { Type, type Static } from 'typebox'
 export const ImageMapping = Type.Object(
   {
     command: Type.Array(Type.String(), { minItems: 1, description: 'argv run for the image (its ENTRYPOINT + CMD)' }),
-    env: Type.Optional(Type.Record(Type.String(), Type.String(), { description: 'Environment variables added for the command.' })),
+    env: Type.Optional(
+      Type.Record(Type.String(), Type.String(), { description: 'Environment variables added for the command.' }),
+    ),
   },
-  { additionalProperties: false, description: 'What running an image means on a runtime without containers: a local command and extra env.' },
+  {
+    additionalProperties: false,
+    description: 'What running an image means on a runtime without containers: a local command and extra env.',
+  },
 )
 export type ImageMapping = Static<typeof ImageMapping>
 
@@ -26,7 +31,12 @@ const PACKAGE_ROOT = fileURLToPath(new URL('../../', import.meta.url))
 
 /** `hangar/<name>:latest` -> `node <package root>/dist/sampleWorkers/<name>.js` for each sample worker. */
 export function builtinImages(): ImagesConfig {
-  return Object.fromEntries(BUILTIN_WORKERS.map((name) => [`hangar/${name}:latest`, { command: [process.execPath, join(PACKAGE_ROOT, 'dist', 'sampleWorkers', `${name}.js`)] }]))
+  return Object.fromEntries(
+    BUILTIN_WORKERS.map((name) => [
+      `hangar/${name}:latest`,
+      { command: [process.execPath, join(PACKAGE_ROOT, 'dist', 'sampleWorkers', `${name}.js`)] },
+    ]),
+  )
 }
 
 /** The mapping of an image reference (a missing tag means `:latest`), configured ones first. */
@@ -34,7 +44,8 @@ export function resolveImage(image: string, configured: ImagesConfig): ImageMapp
   const all = { ...builtinImages(), ...configured }
   // The engine's name of a sample (`localhost/hangar/echo:<version>`, see docker/sampleImages.ts) is the same program.
   const sample = /^localhost\/hangar\/([a-z]+):[\w.-]+$/.exec(image)
-  const builtin = sample && (BUILTIN_WORKERS as readonly string[]).includes(sample[1]) ? `hangar/${sample[1]}:latest` : null
+  const builtin =
+    sample && (BUILTIN_WORKERS as readonly string[]).includes(sample[1]) ? `hangar/${sample[1]}:latest` : null
   return all[image] ?? all[withTag(image)] ?? (builtin ? all[builtin] : undefined)
 }
 

@@ -5,7 +5,10 @@ import type { WorkloadMount, WorkloadPort, WorkloadSpec } from './RuntimeDriver.
 
 /** Everything a worker's workload is made of. */
 export interface WorkerSpecInput {
-  endpoint: Pick<EndpointRecord, 'id' | 'accountId' | 'version' | 'image' | 'entrypoint' | 'cmd' | 'env' | 'disk' | 'ports'>
+  endpoint: Pick<
+    EndpointRecord,
+    'id' | 'accountId' | 'version' | 'image' | 'entrypoint' | 'cmd' | 'env' | 'disk' | 'ports'
+  >
   workerId: string
   /** The worker's own protocol key (RUNPOD_AI_API_KEY). */
   token: string

@@ -5,7 +5,13 @@ import type { WorkerLog } from './WorkerLog.js'
  * A Workload whose stop asks with `signal('SIGTERM')`, then forces with `signal('SIGKILL')` once `graceMs`
  * has passed without an exit; stop resolves when it has ended.
  */
-export function workload(ref: RuntimeRef, ports: PublishedPort[], exited: Promise<WorkloadExit>, logs: WorkerLog, signal: (s: 'SIGTERM' | 'SIGKILL') => Promise<void> | void): Workload {
+export function workload(
+  ref: RuntimeRef,
+  ports: PublishedPort[],
+  exited: Promise<WorkloadExit>,
+  logs: WorkerLog,
+  signal: (s: 'SIGTERM' | 'SIGKILL') => Promise<void> | void,
+): Workload {
   let done = false
   void exited.then(() => (done = true))
   return {

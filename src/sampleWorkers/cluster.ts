@@ -8,7 +8,9 @@ import { connect, createServer } from 'node:net'
 const rank = Number(process.env.NODE_RANK)
 const nodeAddr = process.env.NODE_ADDR!
 const primary = { host: process.env.PRIMARY_ADDR!, port: Number(process.env.PRIMARY_PORT) }
-console.log(`rank ${rank} of ${process.env.NUM_NODES} at ${nodeAddr}; primary ${primary.host}:${primary.port}; WORLD_SIZE=${process.env.WORLD_SIZE}`)
+console.log(
+  `rank ${rank} of ${process.env.NUM_NODES} at ${nodeAddr}; primary ${primary.host}:${primary.port}; WORLD_SIZE=${process.env.WORLD_SIZE}`,
+)
 
 if (rank === 0) {
   const server = createServer((socket) => {

@@ -81,7 +81,10 @@ const server = createServer((req, res) => void handle(req, res).catch(() => res.
 const wss = new WebSocketServer({ server, path: '/ws' })
 wss.on('connection', (ws) => ws.on('message', (data, isBinary) => ws.send(data, { binary: isBinary })))
 server.listen(port, '127.0.0.1')
-if (healthPort !== port) createServer((req, res) => (new URL(req.url ?? '/', 'http://w').pathname === healthPath ? health(res) : ((res.statusCode = 404), res.end()))).listen(healthPort, '127.0.0.1')
+if (healthPort !== port)
+  createServer((req, res) =>
+    new URL(req.url ?? '/', 'http://w').pathname === healthPath ? health(res) : ((res.statusCode = 404), res.end()),
+  ).listen(healthPort, '127.0.0.1')
 process.once('SIGTERM', () => {
   server.close()
   wss.clients.forEach((c) => c.close(1001))

@@ -18,7 +18,8 @@ import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } fr
 import { join } from 'node:path'
 
 const podId = process.env.RUNPOD_POD_ID ?? 'unknown'
-const persistent = process.env.HANGAR_PERSISTENT_PATH ?? process.env.HANGAR_VOLUME_PATH ?? process.env.HANGAR_DISK_PATH ?? process.cwd()
+const persistent =
+  process.env.HANGAR_PERSISTENT_PATH ?? process.env.HANGAR_VOLUME_PATH ?? process.env.HANGAR_DISK_PATH ?? process.cwd()
 const disk = process.env.HANGAR_DISK_PATH ?? process.cwd()
 mkdirSync(persistent, { recursive: true })
 appendFileSync(join(persistent, 'boots.log'), `${new Date().toISOString()}\n`)
@@ -41,12 +42,28 @@ for (const { port, listen } of ports.filter((p) => !closed.has(p.port))) {
       res.end(JSON.stringify(body))
     }
     const file = /^\/files\/([\w.-]+)$/.exec(url.pathname)?.[1]
-    if (req.method === 'GET' && url.pathname === '/') return json(200, { podId, port, boots, ssh: !!process.env.PUBLIC_KEY, jupyter: !!process.env.JUPYTER_PASSWORD, scratch })
+    if (req.method === 'GET' && url.pathname === '/')
+      return json(200, {
+        podId,
+        port,
+        boots,
+        ssh: !!process.env.PUBLIC_KEY,
+        jupyter: !!process.env.JUPYTER_PASSWORD,
+        scratch,
+      })
     if (req.method === 'GET' && url.pathname === '/headers') {
-      res.writeHead(200, { 'content-type': 'application/json', 'proxy-authenticate': 'Basic realm="pod"', 'keep-alive': 'timeout=5', connection: 'keep-alive, x-hop', 'x-hop': 'secret', 'x-kept': 'yes' })
+      res.writeHead(200, {
+        'content-type': 'application/json',
+        'proxy-authenticate': 'Basic realm="pod"',
+        'keep-alive': 'timeout=5',
+        connection: 'keep-alive, x-hop',
+        'x-hop': 'secret',
+        'x-kept': 'yes',
+      })
       return res.end(JSON.stringify(req.headers))
     }
-    if (req.method === 'GET' && url.pathname.startsWith('/env/')) return json(200, { value: process.env[url.pathname.slice(5)] ?? null })
+    if (req.method === 'GET' && url.pathname.startsWith('/env/'))
+      return json(200, { value: process.env[url.pathname.slice(5)] ?? null })
     if (file && req.method === 'PUT') {
       const chunks: Buffer[] = []
       req.on('data', (c: Buffer) => chunks.push(c))

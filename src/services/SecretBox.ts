@@ -30,7 +30,8 @@ export class SecretBox {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
     }
     const key = Buffer.from(readFileSync(file, 'utf8').trim(), 'base64')
-    if (key.length !== KEY_BYTES) throw new Error(`${file} does not hold a ${KEY_BYTES}-byte base64 key; restore the original key file`)
+    if (key.length !== KEY_BYTES)
+      throw new Error(`${file} does not hold a ${KEY_BYTES}-byte base64 key; restore the original key file`)
     return new SecretBox(key)
   }
 

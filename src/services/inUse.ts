@@ -2,7 +2,10 @@ import { DomainError } from '../domain/errors.js'
 import type { Collections } from '../store/Store.js'
 
 /** A resource that others may hold, and how its deletion is refused while they do. */
-export type HeldResource = { kind: 'template'; id: string } | { kind: 'registry'; id: string } | { kind: 'networkVolume'; id: string }
+export type HeldResource =
+  | { kind: 'template'; id: string }
+  | { kind: 'registry'; id: string }
+  | { kind: 'networkVolume'; id: string }
 
 /**
  * The "in use, refuse delete" rules in one place: throws 400 naming the holders while any resource of the
@@ -11,7 +14,12 @@ export type HeldResource = { kind: 'template'; id: string } | { kind: 'registry'
  * their lookup here.
  */
 export async function refuseDeleteInUse(tx: Collections, accountId: string, resource: HeldResource): Promise<void> {
-  const ref = resource.kind === 'template' ? { templateId: resource.id } : resource.kind === 'registry' ? { registryId: resource.id } : { networkVolumeId: resource.id }
+  const ref =
+    resource.kind === 'template'
+      ? { templateId: resource.id }
+      : resource.kind === 'registry'
+        ? { registryId: resource.id }
+        : { networkVolumeId: resource.id }
   const endpoints = await tx.endpoints.referencing(accountId, ref)
   if (endpoints.length === 0) return
   const holders = `endpoint${endpoints.length > 1 ? 's' : ''} ${endpoints.join(', ')}`

@@ -45,7 +45,21 @@ export interface JobRecord {
 }
 
 /** Fields a transition may change; `output`/`progress` set to `undefined` clear them. */
-export type JobPatch = Partial<Pick<JobRecord, 'status' | 'startedAt' | 'completedAt' | 'expiresAt' | 'retainUntil' | 'workerId' | 'error' | 'retries' | 'createdAt' | 'ttlMs'>> & {
+export type JobPatch = Partial<
+  Pick<
+    JobRecord,
+    | 'status'
+    | 'startedAt'
+    | 'completedAt'
+    | 'expiresAt'
+    | 'retainUntil'
+    | 'workerId'
+    | 'error'
+    | 'retries'
+    | 'createdAt'
+    | 'ttlMs'
+  >
+> & {
   output?: unknown
   progress?: unknown
   /** Moves the job to the back of the queue (retry). */
@@ -106,7 +120,13 @@ export interface JobStore {
    * the updated job into a webhook delivery, recorded atomically with the move (so a crash can lose
    * neither without the other).
    */
-  transition(id: string, from: readonly JobStatus[], patch: JobPatch, workerId?: string, outbox?: (job: JobRecord) => WebhookDelivery | undefined): Promise<JobRecord | undefined>
+  transition(
+    id: string,
+    from: readonly JobStatus[],
+    patch: JobPatch,
+    workerId?: string,
+    outbox?: (job: JobRecord) => WebhookDelivery | undefined,
+  ): Promise<JobRecord | undefined>
   /** Deletes a job with its chunks; false when it did not exist. */
   delete(id: string): Promise<boolean>
   /** Deletes the waiting jobs of an endpoint; returns how many. */

@@ -31,6 +31,10 @@ export interface WebhookStore {
   /** The earliest nextAttemptAt among PENDING deliveries, or null. */
   nextDueAt(): Promise<number | null>
   /** Records an attempt and the resulting state. */
-  recordAttempt(id: string, attempt: WebhookAttempt, next: { state: WebhookDelivery['state']; nextAttemptAt: number | null }): Promise<void>
+  recordAttempt(
+    id: string,
+    attempt: WebhookAttempt,
+    next: { state: WebhookDelivery['state']; nextAttemptAt: number | null },
+  ): Promise<void>
   listForJob(jobId: string): Promise<WebhookDelivery[]>
 }

@@ -105,9 +105,18 @@ interface TargetColumn {
   type: string
 }
 
-async function copyTables(db: Database.Database, client: pg.PoolClient, schema: string, force: boolean): Promise<Omit<ImportReport, 'source' | 'schema' | 'migrated'>> {
+async function copyTables(
+  db: Database.Database,
+  client: pg.PoolClient,
+  schema: string,
+  force: boolean,
+): Promise<Omit<ImportReport, 'source' | 'schema' | 'migrated'>> {
   const target = await targetTables(client, schema)
-  const sourceTables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as Array<{ name: string }>)
+  const sourceTables = (
+    db
+      .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+      .all() as Array<{ name: string }>
+  )
     .map((r) => r.name)
     .filter((t) => !OWN_TABLES.has(t))
 
@@ -120,9 +129,13 @@ async function copyTables(db: Database.Database, client: pg.PoolClient, schema: 
       continue
     }
     const names = new Set(columns.map((c) => c.name))
-    for (const col of sourceColumns(db, table)) if (!names.has(col)) problems.push(`column ${table}.${col} has no counterpart in PostgreSQL schema ${schema}`)
+    for (const col of sourceColumns(db, table))
+      if (!names.has(col)) problems.push(`column ${table}.${col} has no counterpart in PostgreSQL schema ${schema}`)
   }
-  if (problems.length > 0) throw new ImportSourceError(`this version of hangar does not know how to import every table of ${db.name}; nothing was copied:\n  ${problems.join('\n  ')}`)
+  if (problems.length > 0)
+    throw new ImportSourceError(
+      `this version of hangar does not know how to import every table of ${db.name}; nothing was copied:\n  ${problems.join('\n  ')}`,
+    )
 
   const tables = [...target.keys()]
   // Replicas on the target wait until the copy commits (or rolls back): none writes between the check and the copy.
@@ -150,20 +163,32 @@ async function copyTables(db: Database.Database, client: pg.PoolClient, schema: 
 }
 
 /** Copies one table in batches of multi-row INSERTs; returns the number of rows. */
-async function copyTable(db: Database.Database, client: pg.PoolClient, table: string, targetColumns: TargetColumn[]): Promise<number> {
+async function copyTable(
+  db: Database.Database,
+  client: pg.PoolClient,
+  table: string,
+  targetColumns: TargetColumn[],
+): Promise<number> {
   const names = sourceColumns(db, table)
   const types = names.map((n) => targetColumns.find((c) => c.name === n)!.type)
   const perBatch = Math.max(1, Math.min(MAX_ROWS, Math.floor(MAX_PARAMS / names.length)))
   const head = `INSERT INTO ${quoteIdent(table)} (${names.map(quoteIdent).join(', ')}) VALUES `
   // Integers come as bigint, exact whatever their size, and go to PostgreSQL as text. Row order does not
   // matter: the order of the queue and of lists lives in the `seq` columns.
-  const rows = db.prepare(`SELECT ${names.map(quoteIdent).join(', ')} FROM ${quoteIdent(table)}`).raw(true).safeIntegers(true).iterate() as IterableIterator<unknown[]>
+  const rows = db
+    .prepare(`SELECT ${names.map(quoteIdent).join(', ')} FROM ${quoteIdent(table)}`)
+    .raw(true)
+    .safeIntegers(true)
+    .iterate() as IterableIterator<unknown[]>
   let count = 0
   let batch: unknown[][] = []
   const flush = async () => {
     if (batch.length === 0) return
     const params: unknown[] = []
-    const tuples = batch.map((row) => `(${row.map((v, i) => (params.push(toPg(v, types[i], table, names[i])), `$${params.length}`)).join(', ')})`)
+    const tuples = batch.map(
+      (row) =>
+        `(${row.map((v, i) => (params.push(toPg(v, types[i], table, names[i])), `$${params.length}`)).join(', ')})`,
+    )
     await client.query(head + tuples.join(', '), params)
     count += batch.length
     batch = []
@@ -257,14 +282,19 @@ async function advanceSequences(client: pg.PoolClient, schema: string): Promise<
 }
 
 function sourceColumns(db: Database.Database, table: string): string[] {
-  return (db.prepare(`SELECT name FROM pragma_table_info(?) ORDER BY cid`).all(table) as Array<{ name: string }>).map((r) => r.name)
+  return (db.prepare(`SELECT name FROM pragma_table_info(?) ORDER BY cid`).all(table) as Array<{ name: string }>).map(
+    (r) => r.name,
+  )
 }
 
 /** `hangar.db` in a data dir, or the file named. */
 function sourceFile(from: string): string {
   if (!existsSync(from)) throw new ImportSourceError(`${from}: no such file or directory`)
   const file = statSync(from).isDirectory() ? join(from, 'hangar.db') : from
-  if (!existsSync(file)) throw new ImportSourceError(`${from} holds no hangar.db: pass the data dir of an embedded install, or its hangar.db`)
+  if (!existsSync(file))
+    throw new ImportSourceError(
+      `${from} holds no hangar.db: pass the data dir of an embedded install, or its hangar.db`,
+    )
   return file
 }
 
@@ -272,8 +302,11 @@ function acquireLock(dataDir: string): DataDirLock {
   try {
     return DataDirLock.acquire(dataDir)
   } catch (err) {
-    if (err instanceof DataDirLockedError) throw new ImportSourceError(`${err.message} (the import reads a stopped install)`)
-    throw new ImportSourceError(`cannot lock ${dataDir} against a server starting during the import: ${(err as Error).message}`)
+    if (err instanceof DataDirLockedError)
+      throw new ImportSourceError(`${err.message} (the import reads a stopped install)`)
+    throw new ImportSourceError(
+      `cannot lock ${dataDir} against a server starting during the import: ${(err as Error).message}`,
+    )
   }
 }
 
@@ -295,12 +328,16 @@ function openSource(file: string): Database.Database {
 function checkSourceVersion(db: Database.Database, file: string): void {
   const hasTable = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").get()
   if (!hasTable) throw new ImportSourceError(`${file} is not a Hangar database (it has no schema_migrations table)`)
-  const have = new Set((db.prepare('SELECT version FROM schema_migrations').all() as Array<{ version: number }>).map((r) => r.version))
+  const have = new Set(
+    (db.prepare('SELECT version FROM schema_migrations').all() as Array<{ version: number }>).map((r) => r.version),
+  )
   const want = sqliteMigrationVersions()
   const missing = want.filter((v) => !have.has(v))
   const unknown = [...have].filter((v) => !want.includes(v))
   if (unknown.length > 0) {
-    throw new ImportSourceError(`${file} was migrated by a newer Hangar (migrations ${unknown.join(', ')} are unknown to this one): import it with that version`)
+    throw new ImportSourceError(
+      `${file} was migrated by a newer Hangar (migrations ${unknown.join(', ')} are unknown to this one): import it with that version`,
+    )
   }
   if (missing.length > 0) {
     throw new ImportSourceError(

@@ -28,7 +28,8 @@ export async function openStore(config: StoreConfig, dataDir: string): Promise<S
  */
 function privateFiles(dbFile: string): void {
   if (!existsSync(dbFile)) closeSync(openSync(dbFile, 'a', 0o600))
-  for (const f of [dbFile, `${dbFile}-wal`, `${dbFile}-shm`, `${dbFile}-journal`]) if (existsSync(f)) chmodSync(f, 0o600)
+  for (const f of [dbFile, `${dbFile}-wal`, `${dbFile}-shm`, `${dbFile}-journal`])
+    if (existsSync(f)) chmodSync(f, 0o600)
 }
 
 /** What `migrateStore` did. */
@@ -47,7 +48,11 @@ export async function migrateStore(config: StoreConfig, dataDir: string): Promis
     try {
       const u = new URL(pgTarget({ url: config.databaseUrl, schema: config.databaseSchema }).url)
       u.password = ''
-      return { dialect: 'postgres', target: `${u.host}${u.pathname} schema ${schema}`, applied: await migratePg(pool, schema) }
+      return {
+        dialect: 'postgres',
+        target: `${u.host}${u.pathname} schema ${schema}`,
+        applied: await migratePg(pool, schema),
+      }
     } finally {
       await pool.end()
     }

@@ -133,13 +133,20 @@ export async function serve(opts: ServeOptions): Promise<void> {
   const limitMs = orphanTimeoutMs(env, s.ping !== null, s.pingIntervalMs)
   let orphaned: (err: Error) => void = () => {}
   const orphan = new Promise<never>((_, reject) => (orphaned = reject))
-  const watchdog = setInterval(() => {
-    const silentMs = Date.now() - lastAnswer
-    if (silentMs <= limitMs) return
-    stopAll()
-    s.http.destroy()
-    orphaned(new Error(`the platform has not answered for ${silentMs} ms (the limit is ${limitMs} ms): stopping this worker`))
-  }, Math.min(1_000, Math.max(100, limitMs / 4)))
+  const watchdog = setInterval(
+    () => {
+      const silentMs = Date.now() - lastAnswer
+      if (silentMs <= limitMs) return
+      stopAll()
+      s.http.destroy()
+      orphaned(
+        new Error(
+          `the platform has not answered for ${silentMs} ms (the limit is ${limitMs} ms): stopping this worker`,
+        ),
+      )
+    },
+    Math.min(1_000, Math.max(100, limitMs / 4)),
+  )
 
   const loop = async () => {
     while (!stopping) {
@@ -180,7 +187,11 @@ export async function serve(opts: ServeOptions): Promise<void> {
  * HANGAR_ORPHAN_TIMEOUT_MS when set (but at least 2 ping intervals + 1 s), else 3 ping intervals but at least
  * 30 s; without pings 90 s (a take is held at most 80 s).
  */
-export function orphanTimeoutMs(env: Record<string, string | undefined>, pings: boolean, pingIntervalMs: number): number {
+export function orphanTimeoutMs(
+  env: Record<string, string | undefined>,
+  pings: boolean,
+  pingIntervalMs: number,
+): number {
   const set = Number(env.HANGAR_ORPHAN_TIMEOUT_MS)
   // Never shorter than the silence a live platform can leave: two ping intervals, or a held take.
   const floor = pings ? 2 * pingIntervalMs + 1_000 : 90_000
@@ -214,7 +225,10 @@ async function runJob(s: Settings, handler: Handler, job: Job): Promise<void> {
 }
 
 async function take(s: Settings, max: number, busy: boolean, batch: boolean): Promise<WorkerJobBatch> {
-  const t = withQuery(batch ? s.takeBatch : s.take, { ...(batch ? { batch_size: String(max) } : {}), job_in_progress: busy ? '1' : '0' })
+  const t = withQuery(batch ? s.takeBatch : s.take, {
+    ...(batch ? { batch_size: String(max) } : {}),
+    job_in_progress: busy ? '1' : '0',
+  })
   const res = await s.http.get(t, s.key, 90_000)
   if (res.status !== 200) await res.drop()
   if (res.status === 204 || res.status === 400) return []
@@ -303,10 +317,14 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason)
     const t = setTimeout(resolve, ms)
-    signal?.addEventListener('abort', () => {
-      clearTimeout(t)
-      reject(signal.reason)
-    }, { once: true })
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(t)
+        reject(signal.reason)
+      },
+      { once: true },
+    )
   })
 }
 

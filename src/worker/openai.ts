@@ -35,7 +35,10 @@ export type OpenAiHandler = (call: OpenAiCall) => unknown
 export function openAiCall(job: Job): OpenAiCall | null {
   const input = job.input as { openai_route?: unknown; openai_input?: unknown } | null | undefined
   if (typeof input?.openai_route !== 'string') return null
-  const body = typeof input.openai_input === 'object' && input.openai_input !== null ? (input.openai_input as Record<string, any>) : {}
+  const body =
+    typeof input.openai_input === 'object' && input.openai_input !== null
+      ? (input.openai_input as Record<string, any>)
+      : {}
   return { route: input.openai_route, body, stream: body.stream === true, job }
 }
 
@@ -48,11 +51,17 @@ export function openai(handler: OpenAiHandler, fallback?: Handler): Handler {
     const call = openAiCall(job)
     if (call) return handler(call)
     if (fallback) return fallback(job)
-    throw new Error('this worker serves only the OpenAI-compatible route (/openai/v1/...): the job input has no openai_route')
+    throw new Error(
+      'this worker serves only the OpenAI-compatible route (/openai/v1/...): the job input has no openai_route',
+    )
   }
 }
 
 /** An OpenAI error object for an unknown route or a bad body; its `code` becomes the HTTP status. */
-export function openAiError(message: string, code = 400, type = code === 404 ? 'NotFoundError' : 'BadRequestError'): { error: { message: string; type: string; code: number } } {
+export function openAiError(
+  message: string,
+  code = 400,
+  type = code === 404 ? 'NotFoundError' : 'BadRequestError',
+): { error: { message: string; type: string; code: number } } {
   return { error: { message, type, code } }
 }

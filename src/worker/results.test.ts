@@ -7,9 +7,16 @@ function posterOnFake() {
   const posts: Array<{ path: string; text: string; answer: (status: number) => void }> = []
   const http = {
     postText: (t: { path: string }, _key: string, text: string) =>
-      new Promise((resolve) => posts.push({ path: t.path, text, answer: (status: number) => resolve({ status, drop: async () => {} }) })),
+      new Promise((resolve) =>
+        posts.push({ path: t.path, text, answer: (status: number) => resolve({ status, drop: async () => {} }) }),
+      ),
   } as unknown as Transport
-  const poster = new ResultPoster({ http, key: 'k', single: (id) => target(`http://h/done/${id}`), batch: target('http://h/batch') })
+  const poster = new ResultPoster({
+    http,
+    key: 'k',
+    single: (id) => target(`http://h/done/${id}`),
+    batch: target('http://h/batch'),
+  })
   return { poster, posts }
 }
 
@@ -40,7 +47,12 @@ describe('ResultPoster', () => {
     posts[0].answer(503)
     // j1 again through job-done, and j2's batch at the same time.
     await until(() => posts.length === 3)
-    expect(posts.slice(1).map((p) => [p.path, p.text]).sort()).toEqual([
+    expect(
+      posts
+        .slice(1)
+        .map((p) => [p.path, p.text])
+        .sort(),
+    ).toEqual([
       ['/batch', '[{"id":"j2","output":2}]'],
       ['/done/j1', '{"output":1}'],
     ])

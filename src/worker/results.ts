@@ -118,10 +118,12 @@ export class ResultPoster {
   }
 
   private async eachAlone(batch: Queued[]): Promise<void> {
-    await Promise.all(batch.map(async (q) => {
-      await this.alone(q.jobId, q.text, q.isStream)
-      q.delivered()
-    }))
+    await Promise.all(
+      batch.map(async (q) => {
+        await this.alone(q.jobId, q.text, q.isStream)
+        q.delivered()
+      }),
+    )
   }
 
   /** Posts one result through job-done, up to ATTEMPTS times. */

@@ -21,7 +21,12 @@ export interface Answer {
 export function target(url: string): Target {
   const u = new URL(url)
   const secure = u.protocol === 'https:'
-  return { secure, hostname: u.hostname.replace(/^\[|\]$/g, ''), port: Number(u.port) || (secure ? 443 : 80), path: u.pathname + u.search }
+  return {
+    secure,
+    hostname: u.hostname.replace(/^\[|\]$/g, ''),
+    port: Number(u.port) || (secure ? 443 : 80),
+    path: u.pathname + u.search,
+  }
 }
 
 /** Appends query parameters (the Python SDK appends to the platform's URLs with `&` too). */
@@ -71,16 +76,37 @@ export class Transport {
     return this.call(t, 'POST', key, json, timeoutMs)
   }
 
-  private call(t: Target, method: 'GET' | 'POST', key: string, body: string | undefined, timeoutMs: number): Promise<Answer> {
-    const headers: http.OutgoingHttpHeaders = body === undefined ? { authorization: key } : { authorization: key, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }
+  private call(
+    t: Target,
+    method: 'GET' | 'POST',
+    key: string,
+    body: string | undefined,
+    timeoutMs: number,
+  ): Promise<Answer> {
+    const headers: http.OutgoingHttpHeaders =
+      body === undefined
+        ? { authorization: key }
+        : { authorization: key, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }
     const request = t.secure ? https.request : http.request
     return new Promise<Answer>((resolve, reject) => {
-      const req = request({ hostname: t.hostname, port: t.port, path: t.path, method, headers, agent: t.secure ? this.agents.https : this.agents.http }, (res) => {
-        this.onAnswer()
-        resolve({ status: res.statusCode ?? 0, json: () => readJson(res), drop: () => drain(res) })
-      })
+      const req = request(
+        {
+          hostname: t.hostname,
+          port: t.port,
+          path: t.path,
+          method,
+          headers,
+          agent: t.secure ? this.agents.https : this.agents.http,
+        },
+        (res) => {
+          this.onAnswer()
+          resolve({ status: res.statusCode ?? 0, json: () => readJson(res), drop: () => drain(res) })
+        },
+      )
       // Inactivity on the connection, the whole exchange included (a long-poll answers within the server's hold time).
-      req.setTimeout(timeoutMs, () => req.destroy(new Error(`${method} ${t.path.split('?')[0]} timed out after ${timeoutMs} ms`)))
+      req.setTimeout(timeoutMs, () =>
+        req.destroy(new Error(`${method} ${t.path.split('?')[0]} timed out after ${timeoutMs} ms`)),
+      )
       req.once('error', reject)
       req.end(body)
     })

@@ -12,8 +12,14 @@ export function counterStoreContract(name: string, make: () => CounterStore) {
 
     it('counts hits per window and reports time to the window end', async () => {
       const k = key()
-      const w = [{ key: k, windowMs: 60_000 }, { key: k, windowMs: 3_600_000 }]
-      expect(await store.hit(w, T + 1_000)).toEqual([{ count: 1, resetMs: 59_000 }, { count: 1, resetMs: 3_600_000 - ((T + 1_000) % 3_600_000) }])
+      const w = [
+        { key: k, windowMs: 60_000 },
+        { key: k, windowMs: 3_600_000 },
+      ]
+      expect(await store.hit(w, T + 1_000)).toEqual([
+        { count: 1, resetMs: 59_000 },
+        { count: 1, resetMs: 3_600_000 - ((T + 1_000) % 3_600_000) },
+      ])
       const second = await store.hit(w, T + 2_000)
       expect(second.map((x) => x.count)).toEqual([2, 2])
       expect(second[0].resetMs).toBe(58_000)

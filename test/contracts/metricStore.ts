@@ -16,7 +16,9 @@ export function metricCases(store: () => Store): void {
     it('replaces a replica its own row, keeps the rows of other replicas, and reads a range of one resolution', async () => {
       const s = store()
       const a = ep()
-      await s.metrics.put([{ endpointId: a, resolution: 'minute', bucket: T0, replica: 'r1', data: { c: { completed: 1 } } }])
+      await s.metrics.put([
+        { endpointId: a, resolution: 'minute', bucket: T0, replica: 'r1', data: { c: { completed: 1 } } },
+      ])
       await s.metrics.put([
         { endpointId: a, resolution: 'minute', bucket: T0, replica: 'r1', data: { c: { completed: 3 } } },
         { endpointId: a, resolution: 'minute', bucket: T0, replica: 'r2', data: { c: { failed: 2 } } },
@@ -52,7 +54,14 @@ export function metricCases(store: () => Store): void {
       const a = ep()
       const clock = new ManualClock()
       clock.set(T0 + 5_000)
-      const replica = (name: string) => new EndpointMetricsRecorder({ store: s, clock, log: silentLog, gauges: async () => [], replica: `${name}-${randomUUID().slice(0, 6)}` })
+      const replica = (name: string) =>
+        new EndpointMetricsRecorder({
+          store: s,
+          clock,
+          log: silentLog,
+          gauges: async () => [],
+          replica: `${name}-${randomUUID().slice(0, 6)}`,
+        })
       const r1 = replica('r1')
       const r2 = replica('r2')
       for (let i = 0; i < 9; i++) r1.jobFinished(a, 'COMPLETED', 40, 2)

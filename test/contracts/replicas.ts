@@ -74,7 +74,7 @@ export function replicasContract(name: string, setup: () => Promise<ReplicasHarn
       })
 
       it('leads at once when alone: onLead has run (as leader) when start resolves; a leader knows no other leader URL', async () => {
-        const a = contender((await h.installation()))
+        const a = contender(await h.installation())
         expect(a.l.isLeader).toBe(false)
         await a.start()
         expect(a.log).toEqual(['lead'])
@@ -85,7 +85,7 @@ export function replicasContract(name: string, setup: () => Promise<ReplicasHarn
       })
 
       it('on stop runs onLose once, without handover when nobody else contends; a second stop does nothing', async () => {
-        const a = contender((await h.installation()))
+        const a = contender(await h.installation())
         await a.start()
         await a.l.stop()
         expect(a.log).toEqual(['lead', 'lose: the control plane is stopping'])
@@ -116,27 +116,32 @@ export function replicasContract(name: string, setup: () => Promise<ReplicasHarn
         expect(order).toEqual(['lead begins', 'lead ends', 'lose'])
       })
 
-      it.skipIf(!shared)('lets one process lead; the other follows, learns the advertised URL, and takes over on a handover', async () => {
-        const i = (await h.installation())
-        const a = contender(i)
-        const b = contender(i)
-        await a.start()
-        await b.start()
-        expect([a.l.isLeader, b.l.isLeader]).toEqual([true, false])
-        expect(b.log).toEqual([])
-        a.l.advertise('http://10.0.0.1:8080')
-        expect(await until(async () => b.l.leaderUrl ?? undefined, 5000, 'the leader URL on the follower')).toBe('http://10.0.0.1:8080')
-        await a.l.stop()
-        expect(a.log).toEqual(['lead', 'lose: the control plane is stopping (handover)'])
-        await until(async () => b.l.isLeader, 5000, 'the takeover')
-        expect(b.log).toEqual(['lead'])
-        expect(b.l.leaderUrl).toBeNull()
-      })
+      it.skipIf(!shared)(
+        'lets one process lead; the other follows, learns the advertised URL, and takes over on a handover',
+        async () => {
+          const i = await h.installation()
+          const a = contender(i)
+          const b = contender(i)
+          await a.start()
+          await b.start()
+          expect([a.l.isLeader, b.l.isLeader]).toEqual([true, false])
+          expect(b.log).toEqual([])
+          a.l.advertise('http://10.0.0.1:8080')
+          expect(await until(async () => b.l.leaderUrl ?? undefined, 5000, 'the leader URL on the follower')).toBe(
+            'http://10.0.0.1:8080',
+          )
+          await a.l.stop()
+          expect(a.log).toEqual(['lead', 'lose: the control plane is stopping (handover)'])
+          await until(async () => b.l.isLeader, 5000, 'the takeover')
+          expect(b.log).toEqual(['lead'])
+          expect(b.l.leaderUrl).toBeNull()
+        },
+      )
     })
 
     describe('ChangeFeed', () => {
       it('never delivers a process its own messages', async () => {
-        const i = (await h.installation())
+        const i = await h.installation()
         const a = await feedOf(i)
         const heard: string[] = []
         a.on('job.changed', (p) => heard.push(p))
@@ -156,7 +161,7 @@ export function replicasContract(name: string, setup: () => Promise<ReplicasHarn
       })
 
       it('returns from on() a function that unsubscribes', async () => {
-        const i = (await h.installation())
+        const i = await h.installation()
         const a = await feedOf(i)
         const heard: string[] = []
         const off = a.on('keys.revoked', (p) => heard.push(p))
@@ -171,27 +176,30 @@ export function replicasContract(name: string, setup: () => Promise<ReplicasHarn
         expect(heard).toEqual([])
       })
 
-      it.skipIf(!shared)('delivers to the other process by topic with payloads, identical messages of one turn once, and what is queued at stop', async () => {
-        const i = (await h.installation())
-        const a = await feedOf(i)
-        const b = await feedOf(i)
-        const heard: string[] = []
-        b.on('job.changed', (p) => heard.push(`job ${p}`))
-        b.on('endpoint.waiting', (p) => heard.push(`endpoint ${p}`))
-        b.on('keys.revoked', (p) => heard.push(`keys ${JSON.stringify(p)}`))
-        const end = signal()
-        b.on('end', () => end.resolve())
-        a.publish('job.changed', 'j1')
-        a.publish('job.changed', 'j1')
-        a.publish('endpoint.waiting', 'e1')
-        a.publish('keys.revoked')
-        a.publish('other.topic', 'x')
-        // Published, then stopped at once: stop sends what is queued.
-        a.publish('end')
-        await a.stop()
-        await end.promise
-        expect(heard).toEqual(['job j1', 'endpoint e1', 'keys ""'])
-      })
+      it.skipIf(!shared)(
+        'delivers to the other process by topic with payloads, identical messages of one turn once, and what is queued at stop',
+        async () => {
+          const i = await h.installation()
+          const a = await feedOf(i)
+          const b = await feedOf(i)
+          const heard: string[] = []
+          b.on('job.changed', (p) => heard.push(`job ${p}`))
+          b.on('endpoint.waiting', (p) => heard.push(`endpoint ${p}`))
+          b.on('keys.revoked', (p) => heard.push(`keys ${JSON.stringify(p)}`))
+          const end = signal()
+          b.on('end', () => end.resolve())
+          a.publish('job.changed', 'j1')
+          a.publish('job.changed', 'j1')
+          a.publish('endpoint.waiting', 'e1')
+          a.publish('keys.revoked')
+          a.publish('other.topic', 'x')
+          // Published, then stopped at once: stop sends what is queued.
+          a.publish('end')
+          await a.stop()
+          await end.promise
+          expect(heard).toEqual(['job j1', 'endpoint e1', 'keys ""'])
+        },
+      )
     })
   })
 }

@@ -51,8 +51,20 @@ export function runtimeContract(name: string, setup: () => Promise<RuntimeHarnes
       started.push(w)
       return w
     }
-    const output = (w: Workload) => w.logs.history().filter((l) => l.source === 'container').map((l) => l.line)
-    const lineFrom = (w: Workload, prefix: string) => until(async () => output(w).find((l) => l.startsWith(prefix))?.slice(prefix.length), 20_000, `a line starting ${prefix}`)
+    const output = (w: Workload) =>
+      w.logs
+        .history()
+        .filter((l) => l.source === 'container')
+        .map((l) => l.line)
+    const lineFrom = (w: Workload, prefix: string) =>
+      until(
+        async () =>
+          output(w)
+            .find((l) => l.startsWith(prefix))
+            ?.slice(prefix.length),
+        20_000,
+        `a line starting ${prefix}`,
+      )
 
     beforeAll(async () => {
       h = await setup()
@@ -98,16 +110,21 @@ export function runtimeContract(name: string, setup: () => Promise<RuntimeHarnes
     it('tells the program its ports and mounts by env; the disk is empty on every start, the volume shared', async () => {
       const volume = join(h.scratch, `vol-${randomUUID().slice(0, 8)}`)
       mkdirSync(volume, { recursive: true })
-      const s = spec('echo "port=$HANGAR_PORT_8000 named=$PORT"; ls "$HANGAR_DISK_PATH"; touch "$HANGAR_DISK_PATH/was-here"; echo shared > "$HANGAR_VOLUME_PATH/f"; echo done', {
-        ports: [{ port: 8000, protocol: 'http', env: ['PORT'] }],
-        mounts: [
-          { kind: 'disk', target: '/workspace', sizeGb: 1 },
-          { kind: 'volume', source: volume, target: '/runpod-volume' },
-        ],
-      })
+      const s = spec(
+        'echo "port=$HANGAR_PORT_8000 named=$PORT"; ls "$HANGAR_DISK_PATH"; touch "$HANGAR_DISK_PATH/was-here"; echo shared > "$HANGAR_VOLUME_PATH/f"; echo done',
+        {
+          ports: [{ port: 8000, protocol: 'http', env: ['PORT'] }],
+          mounts: [
+            { kind: 'disk', target: '/workspace', sizeGb: 1 },
+            { kind: 'volume', source: volume, target: '/runpod-volume' },
+          ],
+        },
+      )
       const first = await start(s)
       await first.exited
-      expect(first.ports).toEqual([{ privatePort: 8000, publicPort: expect.any(Number), protocol: 'http', ip: expect.any(String) }])
+      expect(first.ports).toEqual([
+        { privatePort: 8000, publicPort: expect.any(Number), protocol: 'http', ip: expect.any(String) },
+      ])
       // Told where to listen: the published port where the program shares the host's network, else its own.
       const port = first.ports[0].publicPort
       const told = output(first).find((l) => l.startsWith('port='))
@@ -126,7 +143,11 @@ export function runtimeContract(name: string, setup: () => Promise<RuntimeHarnes
 
     it('keeps a persistent mount across starts until removePersistent', async () => {
       const name = `p-${randomUUID().slice(0, 8)}`
-      const s = () => spec('cat "$HANGAR_PERSISTENT_PATH/kept" 2>/dev/null || echo none; echo kept > "$HANGAR_PERSISTENT_PATH/kept"', { kind: 'pod', mounts: [{ kind: 'persistent', name, target: '/workspace', sizeGb: 1 }] })
+      const s = () =>
+        spec(
+          'cat "$HANGAR_PERSISTENT_PATH/kept" 2>/dev/null || echo none; echo kept > "$HANGAR_PERSISTENT_PATH/kept"',
+          { kind: 'pod', mounts: [{ kind: 'persistent', name, target: '/workspace', sizeGb: 1 }] },
+        )
       const a = await start(s())
       await a.exited
       expect(output(a)).toEqual(['none'])
@@ -151,8 +172,14 @@ export function runtimeContract(name: string, setup: () => Promise<RuntimeHarnes
       await lineFrom(running, 'up')
       const listed = await driver.list(mine)
       expect(listed).toHaveLength(2)
-      expect(listed.find((l) => l.ref === running.ref)).toMatchObject({ running: true, labels: expect.objectContaining(mine) })
-      expect(listed.find((l) => l.ref === ended.ref)).toMatchObject({ running: false, labels: expect.objectContaining({ extra: 'x' }) })
+      expect(listed.find((l) => l.ref === running.ref)).toMatchObject({
+        running: true,
+        labels: expect.objectContaining(mine),
+      })
+      expect(listed.find((l) => l.ref === ended.ref)).toMatchObject({
+        running: false,
+        labels: expect.objectContaining({ extra: 'x' }),
+      })
       expect((await driver.list({ ...mine, extra: 'x' })).map((l) => l.ref)).toEqual([ended.ref])
       await driver.remove(running.ref)
       await driver.remove(ended.ref)
@@ -165,10 +192,14 @@ export function runtimeContract(name: string, setup: () => Promise<RuntimeHarnes
     it('reports the CPU and memory of a running workload, and null once it is gone', async () => {
       const w = await start(spec('echo up; while true; do :; done'))
       await lineFrom(w, 'up')
-      const stats = await until(async () => {
-        const s = await driver.stats(w.ref)
-        return s && s.cpuPercent > 10 ? s : undefined
-      }, 20_000, 'a busy workload')
+      const stats = await until(
+        async () => {
+          const s = await driver.stats(w.ref)
+          return s && s.cpuPercent > 10 ? s : undefined
+        },
+        20_000,
+        'a busy workload',
+      )
       expect(stats.memoryBytes).toBeGreaterThan(0)
       await driver.remove(w.ref)
       await w.exited
@@ -201,7 +232,10 @@ export function runtimeContract(name: string, setup: () => Promise<RuntimeHarnes
         const w = await start(spec('', { entrypoint: ['/no/such/program'] }))
         // Behind an init process the start succeeds and the init reports the failure.
         expect((await w.exited).code).not.toBe(0)
-        why = w.logs.history().map((l) => l.line).join('\n')
+        why = w.logs
+          .history()
+          .map((l) => l.line)
+          .join('\n')
       } catch (err) {
         why = (err as Error).message
       }

@@ -197,11 +197,26 @@ export function storeContract(name: string, make: () => Promise<StoreUnderTest>)
         expect(await store.accounts.get('nope')).toBeUndefined()
         const ids = (await store.accounts.list()).map((a) => a.id)
         expect(ids.indexOf(acc)).toBeLessThan(ids.indexOf(other))
-        await expect(store.accounts.insert({ id: uid('acc'), name: acc, rateLimitExempt: false, createdAt: T0 })).rejects.toThrow()
+        await expect(
+          store.accounts.insert({ id: uid('acc'), name: acc, rateLimitExempt: false, createdAt: T0 }),
+        ).rejects.toThrow()
       })
 
       it('stores keys by hash, revokes once and records use', async () => {
-        const key = { id: uid('key'), accountId: acc, name: null, hash: randomUUID(), prefix: 'hk_ab', permission: 'RESTRICTED' as const, endpointIds: ['e1', 'e2'], admin: false, expiresAt: null, revokedAt: null, lastUsedAt: null, createdAt: T0 }
+        const key = {
+          id: uid('key'),
+          accountId: acc,
+          name: null,
+          hash: randomUUID(),
+          prefix: 'hk_ab',
+          permission: 'RESTRICTED' as const,
+          endpointIds: ['e1', 'e2'],
+          admin: false,
+          expiresAt: null,
+          revokedAt: null,
+          lastUsedAt: null,
+          createdAt: T0,
+        }
         await store.apiKeys.insert(key)
         expect(await store.apiKeys.findByHash(key.hash)).toEqual(key)
         expect(await store.apiKeys.list(acc)).toEqual([key])
@@ -214,16 +229,64 @@ export function storeContract(name: string, make: () => Promise<StoreUnderTest>)
     })
 
     describe('owned collections', () => {
-      const cases: Array<[string, (s: Store) => OwnedCollection<Owned>, (accountId: string, i: number) => Owned & { name: string | null }]> = [
-        ['templates', (s) => s.templates as OwnedCollection<Owned>, (a, i) => template(a, { name: `t${i}`, createdAt: at(i) })],
-        ['registries', (s) => s.registries as OwnedCollection<Owned>, (a, i): RegistryRecord => ({ id: uid('reg'), accountId: a, createdAt: at(i), name: `r${i}`, username: 'sealed-u', password: 'sealed-p' })],
+      const cases: Array<
+        [
+          string,
+          (s: Store) => OwnedCollection<Owned>,
+          (accountId: string, i: number) => Owned & { name: string | null },
+        ]
+      > = [
+        [
+          'templates',
+          (s) => s.templates as OwnedCollection<Owned>,
+          (a, i) => template(a, { name: `t${i}`, createdAt: at(i) }),
+        ],
+        [
+          'registries',
+          (s) => s.registries as OwnedCollection<Owned>,
+          (a, i): RegistryRecord => ({
+            id: uid('reg'),
+            accountId: a,
+            createdAt: at(i),
+            name: `r${i}`,
+            username: 'sealed-u',
+            password: 'sealed-p',
+          }),
+        ],
         [
           'delegations',
           (s) => s.delegations as OwnedCollection<Owned>,
-          (a, i): DelegationRecord => ({ id: uid('dlg'), accountId: a, createdAt: at(i), name: null, delegatorUserId: a, awsUser: '123', repository: 'r', tag: 'latest', awsRegion: 'eu-west-1', dockerRegistryUri: 'x.dkr.ecr' }),
+          (a, i): DelegationRecord => ({
+            id: uid('dlg'),
+            accountId: a,
+            createdAt: at(i),
+            name: null,
+            delegatorUserId: a,
+            awsUser: '123',
+            repository: 'r',
+            tag: 'latest',
+            awsRegion: 'eu-west-1',
+            dockerRegistryUri: 'x.dkr.ecr',
+          }),
         ],
-        ['networkVolumes', (s) => s.networkVolumes as OwnedCollection<Owned>, (a, i): NetworkVolumeRecord => ({ id: uid('vol'), accountId: a, createdAt: at(i), name: `v${i}`, size: 10 + i, dataCenter: 'DC-1', type: 'STANDARD' })],
-        ['endpoints', (s) => s.endpoints as OwnedCollection<Owned>, (a, i) => endpoint(a, { name: `e${i}`, createdAt: at(i) })],
+        [
+          'networkVolumes',
+          (s) => s.networkVolumes as OwnedCollection<Owned>,
+          (a, i): NetworkVolumeRecord => ({
+            id: uid('vol'),
+            accountId: a,
+            createdAt: at(i),
+            name: `v${i}`,
+            size: 10 + i,
+            dataCenter: 'DC-1',
+            type: 'STANDARD',
+          }),
+        ],
+        [
+          'endpoints',
+          (s) => s.endpoints as OwnedCollection<Owned>,
+          (a, i) => endpoint(a, { name: `e${i}`, createdAt: at(i) }),
+        ],
       ]
       for (const [kind, of, make] of cases) {
         it(`${kind}: insert, get, list oldest first per account, update, delete`, async () => {
@@ -280,7 +343,18 @@ export function storeContract(name: string, make: () => Promise<StoreUnderTest>)
 
       it('releases: per endpoint, oldest first; deleted with it', async () => {
         const ep = uid('ep')
-        const rel = (v: number): ReleaseRecord => ({ id: uid('rel'), accountId: acc, endpointId: ep, version: v, source: 'MANUAL', buildId: null, createdByUserId: acc, createdAt: at(v), workerCount: 0, diff: [{ field: 'image', old: null, new: 'x' }] })
+        const rel = (v: number): ReleaseRecord => ({
+          id: uid('rel'),
+          accountId: acc,
+          endpointId: ep,
+          version: v,
+          source: 'MANUAL',
+          buildId: null,
+          createdByUserId: acc,
+          createdAt: at(v),
+          workerCount: 0,
+          diff: [{ field: 'image', old: null, new: 'x' }],
+        })
         const [r1, r2] = [rel(1), rel(2)]
         await store.releases.insert(r1)
         await store.releases.insert(r2)
@@ -294,7 +368,12 @@ export function storeContract(name: string, make: () => Promise<StoreUnderTest>)
         expect(await store.sshKeys.get(other)).toBeUndefined()
         await store.sshKeys.put({ id: other, accountId: other, createdAt: T0, keys: ['ssh-ed25519 A'] })
         await store.sshKeys.put({ id: other, accountId: other, createdAt: T0, keys: ['ssh-ed25519 B', 'ssh-rsa C'] })
-        expect(await store.sshKeys.get(other)).toEqual({ id: other, accountId: other, createdAt: T0, keys: ['ssh-ed25519 B', 'ssh-rsa C'] })
+        expect(await store.sshKeys.get(other)).toEqual({
+          id: other,
+          accountId: other,
+          createdAt: T0,
+          keys: ['ssh-ed25519 B', 'ssh-rsa C'],
+        })
       })
     })
 
@@ -303,7 +382,18 @@ export function storeContract(name: string, make: () => Promise<StoreUnderTest>)
         const e = endpoint(acc)
         const seen = await store.transaction(async (tx) => {
           await tx.endpoints.insert(e)
-          await tx.releases.insert({ id: uid('rel'), accountId: acc, endpointId: e.id, version: 1, source: 'MANUAL', buildId: null, createdByUserId: acc, createdAt: T0, workerCount: 0, diff: [] })
+          await tx.releases.insert({
+            id: uid('rel'),
+            accountId: acc,
+            endpointId: e.id,
+            version: 1,
+            source: 'MANUAL',
+            buildId: null,
+            createdByUserId: acc,
+            createdAt: T0,
+            workerCount: 0,
+            diff: [],
+          })
           return tx.endpoints.get(e.id)
         })
         expect(seen).toEqual(e)
@@ -364,7 +454,15 @@ export function storeContract(name: string, make: () => Promise<StoreUnderTest>)
     describe('jobs', () => {
       it('keeps every field, an undefined output apart from a null one', async () => {
         const ep = uid('ep')
-        const full = job(ep, { webhook: 'http://x/h', policy: { ttl: 5 }, s3Config: { bucket: 'b' }, sync: true, lowPriority: true, output: null, progress: { p: 1 } })
+        const full = job(ep, {
+          webhook: 'http://x/h',
+          policy: { ttl: 5 },
+          s3Config: { bucket: 'b' },
+          sync: true,
+          lowPriority: true,
+          output: null,
+          progress: { p: 1 },
+        })
         await store.jobs.insert(full)
         expect(plain(await store.jobs.get(full.id, { input: true }))).toEqual(full)
         // Without asking for it, the input stays in the store.
@@ -388,11 +486,16 @@ export function storeContract(name: string, make: () => Promise<StoreUnderTest>)
         const taken = await store.jobs.take(ep, 'w1', 4, 2_000)
         expect(taken.map((j) => j.id)).toEqual([ids[1], ids[2], ids[5], ids[0]])
         // A take answers what the worker receives; the rows hold the move.
-        expect(taken.map((j) => Object.keys(j).sort())).toEqual(taken.map(() => ['id', 'input', 'policy', 's3Config', 'webhook']))
+        expect(taken.map((j) => Object.keys(j).sort())).toEqual(
+          taken.map(() => ['id', 'input', 'policy', 's3Config', 'webhook']),
+        )
         expect(taken.map((j) => jsonValue(j.input))).toEqual(taken.map((j) => ({ id: j.id, nested: [1, 'two', null] })))
-        for (const j of taken) expect(await store.jobs.get(j.id)).toMatchObject({ status: 'IN_PROGRESS', workerId: 'w1', startedAt: 2_000 })
+        for (const j of taken)
+          expect(await store.jobs.get(j.id)).toMatchObject({ status: 'IN_PROGRESS', workerId: 'w1', startedAt: 2_000 })
         expect((await store.jobs.take(ep, 'w2', 4, 2_000)).map((j) => j.id)).toEqual([ids[3]])
-        expect((await store.jobs.listInProgress('w1')).map((j) => j.id).sort()).toEqual([ids[0], ids[1], ids[2], ids[5]].sort())
+        expect((await store.jobs.listInProgress('w1')).map((j) => j.id).sort()).toEqual(
+          [ids[0], ids[1], ids[2], ids[5]].sort(),
+        )
       })
 
       it('hands out one job at a time in the same order (a take of at most 1)', async () => {
@@ -438,13 +541,43 @@ export function storeContract(name: string, make: () => Promise<StoreUnderTest>)
         await store.jobs.take(ep, 'w1', 1, 2_000)
         expect(await store.jobs.transition(j.id, ['IN_PROGRESS'], { status: 'COMPLETED' }, 'w2')).toBeUndefined()
         expect(await store.jobs.transition(j.id, ['IN_QUEUE'], { status: 'COMPLETED' })).toBeUndefined()
-        const delivery = (done: JobRecord): WebhookDelivery => ({ id: uid('wh'), jobId: done.id, url: done.webhook!, payload: { id: done.id, status: done.status }, state: 'PENDING', attempts: [], nextAttemptAt: 3_000, createdAt: 3_000 })
-        const done = await store.jobs.transition(j.id, ['IN_PROGRESS'], { status: 'COMPLETED', output: { ok: true }, completedAt: 3_000, retainFrom: 3_000 }, 'w1', delivery)
-        expect(plain(done)).toMatchObject({ status: 'COMPLETED', output: { ok: true }, completedAt: 3_000, retainUntil: 3_000 + j.retentionMs })
-        expect(await store.webhooks.listForJob(j.id)).toEqual([expect.objectContaining({ jobId: j.id, payload: { id: j.id, status: 'COMPLETED' }, state: 'PENDING' })])
+        const delivery = (done: JobRecord): WebhookDelivery => ({
+          id: uid('wh'),
+          jobId: done.id,
+          url: done.webhook!,
+          payload: { id: done.id, status: done.status },
+          state: 'PENDING',
+          attempts: [],
+          nextAttemptAt: 3_000,
+          createdAt: 3_000,
+        })
+        const done = await store.jobs.transition(
+          j.id,
+          ['IN_PROGRESS'],
+          { status: 'COMPLETED', output: { ok: true }, completedAt: 3_000, retainFrom: 3_000 },
+          'w1',
+          delivery,
+        )
+        expect(plain(done)).toMatchObject({
+          status: 'COMPLETED',
+          output: { ok: true },
+          completedAt: 3_000,
+          retainUntil: 3_000 + j.retentionMs,
+        })
+        expect(await store.webhooks.listForJob(j.id)).toEqual([
+          expect.objectContaining({ jobId: j.id, payload: { id: j.id, status: 'COMPLETED' }, state: 'PENDING' }),
+        ])
         // Retry: back to the end of the queue, output and stream cleared.
         await store.jobs.appendChunks(j.id, ['a'])
-        const again = await store.jobs.transition(j.id, ['COMPLETED', 'FAILED'], { status: 'IN_QUEUE', output: undefined, workerId: null, createdAt: 4_000, requeueAtEnd: true, clearStream: true, retries: 1 })
+        const again = await store.jobs.transition(j.id, ['COMPLETED', 'FAILED'], {
+          status: 'IN_QUEUE',
+          output: undefined,
+          workerId: null,
+          createdAt: 4_000,
+          requeueAtEnd: true,
+          clearStream: true,
+          retries: 1,
+        })
         expect(again).toMatchObject({ status: 'IN_QUEUE', workerId: null, retries: 1, createdAt: 4_000 })
         expect(again!.output).toBeUndefined()
         expect(await store.jobs.chunkCount(j.id)).toBe(0)
@@ -452,18 +585,44 @@ export function storeContract(name: string, make: () => Promise<StoreUnderTest>)
 
       it('counts jobs per endpoint through every kind of move', async () => {
         const ep = uid('ep')
-        const js = Array.from({ length: 8 }, (_, i) => job(ep, { createdAt: 1_000 + i, lowPriority: i === 0, retries: i === 7 ? 2 : 0 }))
+        const js = Array.from({ length: 8 }, (_, i) =>
+          job(ep, { createdAt: 1_000 + i, lowPriority: i === 0, retries: i === 7 ? 2 : 0 }),
+        )
         for (const j of js) await store.jobs.insert(j)
         await store.jobs.take(ep, 'w1', 3, 2_000) // js 1, 2, 3
         await store.jobs.transition(js[1].id, ['IN_PROGRESS'], { status: 'COMPLETED', completedAt: 3_000 }, 'w1')
         await store.jobs.transition(js[2].id, ['IN_PROGRESS'], { status: 'FAILED', completedAt: 3_000 }, 'w1')
         await store.jobs.transition(js[4].id, ['IN_QUEUE', 'IN_PROGRESS'], { status: 'CANCELLED', completedAt: 3_000 })
-        await store.jobs.transition(js[3].id, ['IN_PROGRESS'], { status: 'IN_QUEUE', workerId: null, startedAt: null, retries: 1 }, 'w1')
+        await store.jobs.transition(
+          js[3].id,
+          ['IN_PROGRESS'],
+          { status: 'IN_QUEUE', workerId: null, startedAt: null, retries: 1 },
+          'w1',
+        )
         await store.jobs.delete(js[5].id)
-        expect(await store.jobs.counts(ep)).toEqual({ inQueue: 4, inQueueLow: 1, inProgress: 0, completed: 1, failed: 1, retried: 3, oldestQueuedAt: 1_003 })
-        expect((await store.jobs.activeEndpoints()).find((e) => e.endpointId === ep)).toEqual({ endpointId: ep, ...(await store.jobs.counts(ep)) })
+        expect(await store.jobs.counts(ep)).toEqual({
+          inQueue: 4,
+          inQueueLow: 1,
+          inProgress: 0,
+          completed: 1,
+          failed: 1,
+          retried: 3,
+          oldestQueuedAt: 1_003,
+        })
+        expect((await store.jobs.activeEndpoints()).find((e) => e.endpointId === ep)).toEqual({
+          endpointId: ep,
+          ...(await store.jobs.counts(ep)),
+        })
         expect(await store.jobs.purgeQueued(ep)).toBe(4)
-        expect(await store.jobs.counts(ep)).toEqual({ inQueue: 0, inQueueLow: 0, inProgress: 0, completed: 1, failed: 1, retried: 0, oldestQueuedAt: null })
+        expect(await store.jobs.counts(ep)).toEqual({
+          inQueue: 0,
+          inQueueLow: 0,
+          inProgress: 0,
+          completed: 1,
+          failed: 1,
+          retried: 0,
+          oldestQueuedAt: null,
+        })
         expect((await store.jobs.activeEndpoints()).find((e) => e.endpointId === ep)).toBeUndefined()
       })
 
@@ -503,19 +662,35 @@ export function storeContract(name: string, make: () => Promise<StoreUnderTest>)
       it('claims an idempotency key with its job once, per endpoint, until the key expires', async () => {
         const ep = uid('ep')
         const first = job(ep, { createdAt: 1_000 })
-        expect(await store.jobs.insertIdempotent(first, { key: 'k', fingerprint: 'f1', expiresAt: 5_000 })).toEqual({ inserted: true })
+        expect(await store.jobs.insertIdempotent(first, { key: 'k', fingerprint: 'f1', expiresAt: 5_000 })).toEqual({
+          inserted: true,
+        })
         const dup = job(ep, { createdAt: 2_000 })
-        expect(await store.jobs.insertIdempotent(dup, { key: 'k', fingerprint: 'f2', expiresAt: 6_000 })).toEqual({ inserted: false, jobId: first.id, fingerprint: 'f1' })
+        expect(await store.jobs.insertIdempotent(dup, { key: 'k', fingerprint: 'f2', expiresAt: 6_000 })).toEqual({
+          inserted: false,
+          jobId: first.id,
+          fingerprint: 'f1',
+        })
         expect(await store.jobs.get(dup.id)).toBeUndefined()
         // The key is the endpoint's: another endpoint's claim of it is its own.
         const elsewhere = job(uid('ep'), { createdAt: 2_000 })
-        expect(await store.jobs.insertIdempotent(elsewhere, { key: 'k', fingerprint: 'f1', expiresAt: 6_000 })).toEqual({ inserted: true })
+        expect(await store.jobs.insertIdempotent(elsewhere, { key: 'k', fingerprint: 'f1', expiresAt: 6_000 })).toEqual(
+          { inserted: true },
+        )
         // Once the window ended, the key is claimed afresh.
         const later = job(ep, { createdAt: 5_000 })
-        expect(await store.jobs.insertIdempotent(later, { key: 'k', fingerprint: 'f3', expiresAt: 9_000 })).toEqual({ inserted: true })
+        expect(await store.jobs.insertIdempotent(later, { key: 'k', fingerprint: 'f3', expiresAt: 9_000 })).toEqual({
+          inserted: true,
+        })
         expect((await store.jobs.get(later.id))?.status).toBe('IN_QUEUE')
         expect(await store.jobs.sweepIdempotencyKeys(6_000, 100)).toBeGreaterThanOrEqual(1)
-        expect(await store.jobs.insertIdempotent(job(ep, { createdAt: 6_500 }), { key: 'k', fingerprint: 'f4', expiresAt: 10_000 })).toEqual({ inserted: false, jobId: later.id, fingerprint: 'f3' })
+        expect(
+          await store.jobs.insertIdempotent(job(ep, { createdAt: 6_500 }), {
+            key: 'k',
+            fingerprint: 'f4',
+            expiresAt: 10_000,
+          }),
+        ).toEqual({ inserted: false, jobId: later.id, fingerprint: 'f3' })
       })
     })
 
@@ -535,17 +710,41 @@ export function storeContract(name: string, make: () => Promise<StoreUnderTest>)
 
       it('webhooks: due in order, attempts appended, the next due time', async () => {
         const jobId = uid('job')
-        const d = (i: number): WebhookDelivery => ({ id: uid('wh'), jobId, url: 'http://x', payload: { i }, state: 'PENDING', attempts: [], nextAttemptAt: 100_000 + i, createdAt: i })
+        const d = (i: number): WebhookDelivery => ({
+          id: uid('wh'),
+          jobId,
+          url: 'http://x',
+          payload: { i },
+          state: 'PENDING',
+          attempts: [],
+          nextAttemptAt: 100_000 + i,
+          createdAt: i,
+        })
         const [a, b] = [d(2), d(1)]
         await store.webhooks.insert(a)
         await store.webhooks.insert(b)
         const due = (await store.webhooks.due(100_002, 1_000)).filter((x) => x.jobId === jobId).map((x) => x.id)
         expect(due).toEqual([b.id, a.id])
         expect(await store.webhooks.nextDueAt()).toBeLessThanOrEqual(100_001)
-        await store.webhooks.recordAttempt(b.id, { at: 1, statusCode: 500, error: null, durationMs: 3 }, { state: 'PENDING', nextAttemptAt: 200_000 })
-        await store.webhooks.recordAttempt(b.id, { at: 2, statusCode: 200, error: null, durationMs: 4 }, { state: 'DELIVERED', nextAttemptAt: null })
+        await store.webhooks.recordAttempt(
+          b.id,
+          { at: 1, statusCode: 500, error: null, durationMs: 3 },
+          { state: 'PENDING', nextAttemptAt: 200_000 },
+        )
+        await store.webhooks.recordAttempt(
+          b.id,
+          { at: 2, statusCode: 200, error: null, durationMs: 4 },
+          { state: 'DELIVERED', nextAttemptAt: null },
+        )
         const [got] = (await store.webhooks.listForJob(jobId)).filter((x) => x.id === b.id)
-        expect(got).toMatchObject({ state: 'DELIVERED', nextAttemptAt: null, attempts: [{ at: 1, statusCode: 500 }, { at: 2, statusCode: 200 }] })
+        expect(got).toMatchObject({
+          state: 'DELIVERED',
+          nextAttemptAt: null,
+          attempts: [
+            { at: 1, statusCode: 500 },
+            { at: 2, statusCode: 200 },
+          ],
+        })
       })
     })
 
@@ -557,7 +756,10 @@ export function storeContract(name: string, make: () => Promise<StoreUnderTest>)
         for (const p of [a, member, foreign]) await store.pods.insert(p)
         expect(await store.pods.get(a.id)).toEqual(a)
         expect((await store.pods.list({ accountId: acc })).map((p) => p.id)).toEqual([a.id])
-        expect((await store.pods.list({ accountId: acc, includeClusterPods: true })).map((p) => p.id)).toEqual([a.id, member.id])
+        expect((await store.pods.list({ accountId: acc, includeClusterPods: true })).map((p) => p.id)).toEqual([
+          a.id,
+          member.id,
+        ])
         expect((await store.pods.list({ clusterId: member.cluster!.id })).map((p) => p.id)).toEqual([member.id])
         const holding = (await store.pods.listHoldingCapacity()).map((p) => p.id)
         expect(holding).toContain(a.id)

@@ -28,12 +28,16 @@ describe('fuzzing every route of the OpenAPI document', () => {
   beforeAll(async () => {
     // No host: endpoints can be made, but no worker is ever started. Short long-polls keep the run quick.
     s = await startTestServer({ fleet: { detectGpus: false, hosts: [] }, jobs: { streamWaitMs: 500 } })
-    endpointId = (await createEndpoint(s, endpointBody('hangar/echo:latest', { workers: { min: 0, max: 1, idleTimeout: 60 } }))).id
+    endpointId = (
+      await createEndpoint(s, endpointBody('hangar/echo:latest', { workers: { min: 0, max: 1, idleTimeout: 60 } }))
+    ).id
     doc = await (await fetch(`${s.url}/v2/openapi.json`)).json()
   })
   afterAll(() => s?.stop())
 
-  it(`answers ${REQUESTS} mutated requests with no 5xx and a problem for every error`, { timeout: 180_000 }, async () => {
+  it(`answers ${REQUESTS} mutated requests with no 5xx and a problem for every error`, {
+    timeout: 180_000,
+  }, async () => {
     const rnd = prng(SEED)
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)]
     const chance = (p: number) => rnd() < p
@@ -75,7 +79,9 @@ describe('fuzzing every route of the OpenAPI document', () => {
         case 'number': {
           const lo = schema.minimum ?? 0
           const hi = schema.maximum ?? lo + 100
-          return chance(0.8) ? Math.floor(lo + rnd() * (Math.min(hi, lo + 1000) - lo + 1)) : pick([lo - 1, hi + 1, 1e308, -(2 ** 53) - 2, 1.5])
+          return chance(0.8)
+            ? Math.floor(lo + rnd() * (Math.min(hi, lo + 1000) - lo + 1))
+            : pick([lo - 1, hi + 1, 1e308, -(2 ** 53) - 2, 1.5])
         }
         case 'boolean':
           return chance(0.5)
@@ -88,7 +94,8 @@ describe('fuzzing every route of the OpenAPI document', () => {
           return Array.from({ length: Math.floor(rnd() * 3) }, () => sample(schema.items, depth + 1))
         default: {
           const out: Record<string, unknown> = {}
-          for (const [k, v] of Object.entries<any>(schema.properties ?? {})) if ((schema.required ?? []).includes(k) ? !chance(0.05) : chance(0.4)) out[k] = sample(v, depth + 1)
+          for (const [k, v] of Object.entries<any>(schema.properties ?? {}))
+            if ((schema.required ?? []).includes(k) ? !chance(0.05) : chance(0.4)) out[k] = sample(v, depth + 1)
           if (chance(0.05)) out[pick(['bogus', '__proto__x', 'constructor'])] = junk()
           return out
         }
@@ -127,7 +134,10 @@ describe('fuzzing every route of the OpenAPI document', () => {
       for (const p of op.parameters ?? []) {
         // `wait` always, and short: without it a runsync on a worker-less endpoint is held 90 s, by design.
         if (p.in !== 'query' || (p.name !== 'wait' && !chance(0.5))) continue
-        const v = p.name === 'wait' ? pick(['1000', '1200', '-5', 'abc', '300001', '1e12']) : String(pick([sample(p.schema), junk(), 'abc', '-1', '99999999999999999999']))
+        const v =
+          p.name === 'wait'
+            ? pick(['1000', '1200', '-5', 'abc', '300001', '1e12'])
+            : String(pick([sample(p.schema), junk(), 'abc', '-1', '99999999999999999999']))
         parts.push(`${encodeURIComponent(p.name)}=${encodeURIComponent(v)}`)
       }
       if (chance(0.05)) parts.push('x=%ZZ')
@@ -135,7 +145,8 @@ describe('fuzzing every route of the OpenAPI document', () => {
     }
 
     const ops: Array<{ method: string; path: string; op: any }> = []
-    for (const [path, methods] of Object.entries<any>(doc.paths)) for (const [method, op] of Object.entries<any>(methods)) ops.push({ method: method.toUpperCase(), path, op })
+    for (const [path, methods] of Object.entries<any>(doc.paths))
+      for (const [method, op] of Object.entries<any>(methods)) ops.push({ method: method.toUpperCase(), path, op })
     expect(ops.length).toBeGreaterThan(40)
 
     const cases: Case[] = []
@@ -157,7 +168,19 @@ describe('fuzzing every route of the OpenAPI document', () => {
           body = rawBodies[r]()
           why = `raw#${r}`
         } else body = Buffer.from(JSON.stringify(sample(bodySchema ?? { type: 'object' })))
-        const ct = pick(['application/json', 'application/json', 'application/json', 'application/json; charset=utf-8', 'application/json; charset=utf-16', 'text/plain', '', 'none', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/JSON'])
+        const ct = pick([
+          'application/json',
+          'application/json',
+          'application/json',
+          'application/json; charset=utf-8',
+          'application/json; charset=utf-16',
+          'text/plain',
+          '',
+          'none',
+          'application/x-www-form-urlencoded',
+          'multipart/form-data; boundary=x',
+          'application/JSON',
+        ])
         if (ct !== 'none') headers['content-type'] = ct
       }
       const m = chance(0.04) ? pick(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']) : method
@@ -176,7 +199,13 @@ describe('fuzzing every route of the OpenAPI document', () => {
         try {
           // The OpenAI route holds a request until its job ends (no worker here ever runs it): cut it short.
           const held = c.path.includes('/openai/')
-          const res = await pool.request({ method: c.method as 'GET', path: c.path, headers: c.headers, body: c.body, signal: held ? AbortSignal.timeout(2_000) : undefined })
+          const res = await pool.request({
+            method: c.method as 'GET',
+            path: c.path,
+            headers: c.headers,
+            body: c.body,
+            signal: held ? AbortSignal.timeout(2_000) : undefined,
+          })
           const text = await res.body.text()
           statuses.set(res.statusCode, (statuses.get(res.statusCode) ?? 0) + 1)
           if (res.statusCode >= 500) failures.push(`${label} -> ${res.statusCode} ${text.slice(0, 200)}`)
@@ -188,7 +217,12 @@ describe('fuzzing every route of the OpenAPI document', () => {
             } catch {
               problem = undefined
             }
-            if (!type.startsWith('application/problem+json') || problem?.status !== res.statusCode || typeof problem.title !== 'string' || typeof problem.detail !== 'string') {
+            if (
+              !type.startsWith('application/problem+json') ||
+              problem?.status !== res.statusCode ||
+              typeof problem.title !== 'string' ||
+              typeof problem.detail !== 'string'
+            ) {
               failures.push(`${label} -> ${res.statusCode} not a problem: ${type} ${text.slice(0, 200)}`)
             }
           }
@@ -203,7 +237,9 @@ describe('fuzzing every route of the OpenAPI document', () => {
     } finally {
       await pool.close()
     }
-    console.log(`fuzz: ${cases.length} requests in ${Date.now() - t0} ms (seed ${SEED}); statuses ${JSON.stringify(Object.fromEntries([...statuses].sort((a, b) => a[0] - b[0])))}`)
+    console.log(
+      `fuzz: ${cases.length} requests in ${Date.now() - t0} ms (seed ${SEED}); statuses ${JSON.stringify(Object.fromEntries([...statuses].sort((a, b) => a[0] - b[0])))}`,
+    )
     expect(failures.slice(0, 30)).toEqual([])
     expect(statuses.size).toBeGreaterThan(6)
   })

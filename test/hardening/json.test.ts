@@ -8,14 +8,31 @@ describe('JSON bodies are parsed strictly and the same way on every route', () =
   let ep: string
   beforeAll(async () => {
     s = await startTestServer()
-    ep = (await createEndpoint(s, endpointBody('hangar/echo:latest', { workers: { min: 0, max: 0, idleTimeout: 60 } }))).id
+    ep = (await createEndpoint(s, endpointBody('hangar/echo:latest', { workers: { min: 0, max: 0, idleTimeout: 60 } })))
+      .id
   })
   afterAll(() => s.stop())
 
-  const send = async (method: string, path: string, body: string | Buffer, contentType: string | null = 'application/json') => {
-    const res = await fetch(s.url + path, { method, headers: { authorization: `Bearer ${s.adminKey}`, ...(contentType !== null ? { 'content-type': contentType } : {}) }, body: typeof body === 'string' ? body : new Uint8Array(body) })
+  const send = async (
+    method: string,
+    path: string,
+    body: string | Buffer,
+    contentType: string | null = 'application/json',
+  ) => {
+    const res = await fetch(s.url + path, {
+      method,
+      headers: {
+        authorization: `Bearer ${s.adminKey}`,
+        ...(contentType !== null ? { 'content-type': contentType } : {}),
+      },
+      body: typeof body === 'string' ? body : new Uint8Array(body),
+    })
     const text = await res.text()
-    return { status: res.status, type: res.headers.get('content-type') ?? '', body: text ? JSON.parse(text) : undefined }
+    return {
+      status: res.status,
+      type: res.headers.get('content-type') ?? '',
+      body: text ? JSON.parse(text) : undefined,
+    }
   }
   const nested = (levels: number) => '['.repeat(levels) + ']'.repeat(levels)
 
@@ -42,7 +59,11 @@ describe('JSON bodies are parsed strictly and the same way on every route', () =
     const r = await send('POST', `/v2/${ep}/run`, '{"input":{"a":1e999999}}')
     expect(r.status).toBe(400)
     expect(r.body.detail).toMatch(/1e999999.*finite/)
-    const m = await send('POST', '/v2/serverless', JSON.stringify(endpointBody()).replace('"idleTimeout":60', '"idleTimeout":-1E400'))
+    const m = await send(
+      'POST',
+      '/v2/serverless',
+      JSON.stringify(endpointBody()).replace('"idleTimeout":60', '"idleTimeout":-1E400'),
+    )
     expect(m.status).toBe(400)
     expect(m.body.detail).toMatch(/finite/)
   })
@@ -57,7 +78,10 @@ describe('JSON bodies are parsed strictly and the same way on every route', () =
     expect((await send('POST', `/v2/${ep}/run`, body, 'application/json; charset=UTF-8')).status).toBe(200)
     expect((await send('POST', `/v2/${ep}/run`, body, 'application/json; charset=utf8')).status).toBe(200)
     // A body with no Content-Type header at all.
-    const none = await rawRequest(s.url, `POST /v2/${ep}/run HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${s.adminKey}\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`)
+    const none = await rawRequest(
+      s.url,
+      `POST /v2/${ep}/run HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${s.adminKey}\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+    )
     expect(none.status).toBe(415)
     expect(none.headers['content-type']).toMatch(/^application\/problem\+json/)
   })
@@ -73,7 +97,11 @@ describe('JSON bodies are parsed strictly and the same way on every route', () =
   })
 
   it('refuses a body that is not valid UTF-8', async () => {
-    const r = await send('POST', `/v2/${ep}/run`, Buffer.concat([Buffer.from('{"input":{"a":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}}')]))
+    const r = await send(
+      'POST',
+      `/v2/${ep}/run`,
+      Buffer.concat([Buffer.from('{"input":{"a":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}}')]),
+    )
     expect(r.status).toBe(400)
     expect(r.body.detail).toMatch(/UTF-8/)
   })
@@ -81,7 +109,11 @@ describe('JSON bodies are parsed strictly and the same way on every route', () =
   it('still answers malformed JSON and prototype keys with 400 problems', async () => {
     expect((await send('POST', `/v2/${ep}/run`, '{"input":{"a":1}')).status).toBe(400)
     expect((await send('POST', `/v2/${ep}/run`, '{"input":{"a":1}} x')).status).toBe(400)
-    expect((await send('POST', '/v2/admin/accounts', '{"name":"p","__proto__":{"x":1}}')).body.detail).toMatch(/__proto__/)
-    expect((await send('POST', `/v2/${ep}/run`, '{"input":{"a":1},"__proto__":{"x":1}}')).body.detail).toMatch(/__proto__/)
+    expect((await send('POST', '/v2/admin/accounts', '{"name":"p","__proto__":{"x":1}}')).body.detail).toMatch(
+      /__proto__/,
+    )
+    expect((await send('POST', `/v2/${ep}/run`, '{"input":{"a":1},"__proto__":{"x":1}}')).body.detail).toMatch(
+      /__proto__/,
+    )
   })
 })

@@ -1,5 +1,14 @@
 import { execFileSync } from 'node:child_process'
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
 import { connect, createServer, type Server } from 'node:net'
 import { networkInterfaces, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -26,7 +35,24 @@ import { until } from '../helpers/until.js'
  */
 const root = process.getuid?.() === 0
 const sandbox = probeSandbox({ sandbox: 'auto', bwrap: 'bwrap', network: 'internet', pasta: 'pasta' })
-const PLANTED = ['bwrap', 'sh', 'dash', 'setpriv', 'sed', 'cut', 'cat', 'sleep', 'kill', 'pasta', 'passt', 'nsenter', 'ip', 'env', 'id', 'ls']
+const PLANTED = [
+  'bwrap',
+  'sh',
+  'dash',
+  'setpriv',
+  'sed',
+  'cut',
+  'cat',
+  'sleep',
+  'kill',
+  'pasta',
+  'passt',
+  'nsenter',
+  'ip',
+  'env',
+  'id',
+  'ls',
+]
 
 const work = mkdtempSync(join(tmpdir(), 'hangar-launcher-'))
 /** Outside every sandbox: a planted program that writes here ran on the host. */
@@ -89,7 +115,8 @@ function plantVolume(volume: string): { preload: boolean } {
 
 /** What ran outside (the marker directory) and what ran privileged inside (reports of uid 0 or any capability). */
 function findings(volume: string): { outside: string[]; privilegedInside: string[] } {
-  const read = (dir: string) => (existsSync(dir) ? readdirSync(dir).map((f) => readFileSync(join(dir, f), 'utf8').replace(/\s+/g, ' ').trim()) : [])
+  const read = (dir: string) =>
+    existsSync(dir) ? readdirSync(dir).map((f) => readFileSync(join(dir, f), 'utf8').replace(/\s+/g, ' ').trim()) : []
   const privileged = (r: string) => {
     const m = / (\d+) CapEff: ?([0-9a-f]+)/.exec(r)
     return m !== null && (m[1] === '0' || /[1-9a-f]/.test(m[2]))
@@ -158,88 +185,122 @@ async function startRestartCrash(driver: ProcessDriver, volume: string, id: stri
   return lines
 }
 
-describe.skipIf(sandbox.kind !== 'bwrap')("a tenant's env, command, image, mounts and files reach no process outside its sandbox", { timeout: 180_000 }, () => {
-  const volume = join(dataDir, 'volumes', 'LOCAL-1', 'vol_mallory')
-  let preload = false
-  beforeAll(() => {
-    mkdirSync(volume, { recursive: true })
-    preload = plantVolume(volume).preload
-    if (!preload) console.log('the LD_PRELOAD attacks are skipped: no C compiler (cc, gcc, clang) to build the library')
-  })
-  afterAll(() => rmSync(work, { recursive: true, force: true }))
+describe.skipIf(sandbox.kind !== 'bwrap')(
+  "a tenant's env, command, image, mounts and files reach no process outside its sandbox",
+  { timeout: 180_000 },
+  () => {
+    const volume = join(dataDir, 'volumes', 'LOCAL-1', 'vol_mallory')
+    let preload = false
+    beforeAll(() => {
+      mkdirSync(volume, { recursive: true })
+      preload = plantVolume(volume).preload
+      if (!preload)
+        console.log('the LD_PRELOAD attacks are skipped: no C compiler (cc, gcc, clang) to build the library')
+    })
+    afterAll(() => rmSync(work, { recursive: true, force: true }))
 
-  it('control: with the launcher of before (the workload env outside, programs by name) the planted programs run as root on the host', async () => {
-    const driver = new ProcessDriver({ dataDir, images: {}, hostEnv: { PATH: '/usr/bin:/bin' }, sandbox, unsafeLaunchWithWorkloadEnv: true })
-    clearFindings(volume)
-    await startRestartCrash(driver, volume, 'w-control').catch(() => undefined)
-    const found = findings(volume)
-    // The supervisor's shell found bwrap and the watcher's sed and cut through the tenant's PATH, on the host.
-    expect(found.outside.some((r) => r.startsWith('bwrap '))).toBe(true)
-    expect(found.outside.some((r) => /^(sed|cut|cat) /.test(r))).toBe(true)
-    if (root) expect(found.outside.some((r) => /^bwrap 0 /.test(r))).toBe(true)
-    if (preload) expect(found.outside.some((r) => r.startsWith('preload:'))).toBe(true)
-  })
+    it('control: with the launcher of before (the workload env outside, programs by name) the planted programs run as root on the host', async () => {
+      const driver = new ProcessDriver({
+        dataDir,
+        images: {},
+        hostEnv: { PATH: '/usr/bin:/bin' },
+        sandbox,
+        unsafeLaunchWithWorkloadEnv: true,
+      })
+      clearFindings(volume)
+      await startRestartCrash(driver, volume, 'w-control').catch(() => undefined)
+      const found = findings(volume)
+      // The supervisor's shell found bwrap and the watcher's sed and cut through the tenant's PATH, on the host.
+      expect(found.outside.some((r) => r.startsWith('bwrap '))).toBe(true)
+      expect(found.outside.some((r) => /^(sed|cut|cat) /.test(r))).toBe(true)
+      if (root) expect(found.outside.some((r) => /^bwrap 0 /.test(r))).toBe(true)
+      if (preload) expect(found.outside.some((r) => r.startsWith('preload:'))).toBe(true)
+    })
 
-  it('with the fixed launcher: nothing planted runs outside, nothing runs privileged inside, the program still gets its env', async () => {
-    const driver = new ProcessDriver({ dataDir, images: {}, hostEnv: { PATH: '/usr/bin:/bin' }, sandbox })
-    clearFindings(volume)
-    const lines = await startRestartCrash(driver, volume, 'w-attack')
-    expect(lines.filter((l) => l === 'up')).toHaveLength(4)
-    const found = findings(volume)
-    expect(found.outside).toEqual([])
-    expect(found.privilegedInside).toEqual([])
-    // The tenant's own program did run the planted programs, in the sandbox and unprivileged: the env reached it.
-    expect(readdirSync(join(volume, 'reports')).some((f) => f.startsWith('sleep.'))).toBe(true)
-    if (preload) expect(readdirSync(join(volume, 'reports')).some((f) => f.startsWith('preload-'))).toBe(true)
-    expect(existsSync('/tmp/pwned-image')).toBe(false)
-  })
+    it('with the fixed launcher: nothing planted runs outside, nothing runs privileged inside, the program still gets its env', async () => {
+      const driver = new ProcessDriver({ dataDir, images: {}, hostEnv: { PATH: '/usr/bin:/bin' }, sandbox })
+      clearFindings(volume)
+      const lines = await startRestartCrash(driver, volume, 'w-attack')
+      expect(lines.filter((l) => l === 'up')).toHaveLength(4)
+      const found = findings(volume)
+      expect(found.outside).toEqual([])
+      expect(found.privilegedInside).toEqual([])
+      // The tenant's own program did run the planted programs, in the sandbox and unprivileged: the env reached it.
+      expect(readdirSync(join(volume, 'reports')).some((f) => f.startsWith('sleep.'))).toBe(true)
+      if (preload) expect(readdirSync(join(volume, 'reports')).some((f) => f.startsWith('preload-'))).toBe(true)
+      expect(existsSync('/tmp/pwned-image')).toBe(false)
+    })
 
-  it('refuses mount paths that would cover the sandbox itself, and env names no process can carry, before starting anything', async () => {
-    const driver = new ProcessDriver({ dataDir, images: {}, hostEnv: { PATH: '/usr/bin:/bin' }, sandbox })
-    for (const target of ['/usr/bin', '/bin', '/etc', '/', '/run', '/proc/x', '/workspace/../usr', '/lib64/x']) {
-      const spec = attackSpec('w-mount', volume, 'echo up', { mounts: [{ kind: 'volume', source: volume, target }] })
-      await expect(driver.start(spec), target).rejects.toThrow(/mount path/)
-    }
-    await expect(driver.start(attackSpec('w-nest', volume, 'echo up', { mounts: [{ kind: 'volume', source: volume, target: '/data' }, { kind: 'persistent', name: 'p', target: '/data/inner', sizeGb: 1 }] }))).rejects.toThrow(/lies inside \/data/)
-    await expect(driver.start(attackSpec('w-env', volume, 'echo up', { env: { 'A=B; touch /tmp/x': '1' } }))).rejects.toThrow(/cannot be set for a local process/)
-    // A mount holding the program's files (Hangar's own dist, bound read-only): bwrap would make their mount
-    // points inside the tenant's volume, following the links it left there.
-    const holder = dirname(process.cwd())
-    if (holder !== '/' && checkMountTarget(holder) === null) {
-      await expect(driver.start(attackSpec('w-hold', volume, 'echo up', { mounts: [{ kind: 'volume', source: volume, target: holder }] }))).rejects.toThrow(/which the sandbox shows read-only/)
-    }
-    expect(findings(volume).outside).toEqual([])
-  })
+    it('refuses mount paths that would cover the sandbox itself, and env names no process can carry, before starting anything', async () => {
+      const driver = new ProcessDriver({ dataDir, images: {}, hostEnv: { PATH: '/usr/bin:/bin' }, sandbox })
+      for (const target of ['/usr/bin', '/bin', '/etc', '/', '/run', '/proc/x', '/workspace/../usr', '/lib64/x']) {
+        const spec = attackSpec('w-mount', volume, 'echo up', { mounts: [{ kind: 'volume', source: volume, target }] })
+        await expect(driver.start(spec), target).rejects.toThrow(/mount path/)
+      }
+      await expect(
+        driver.start(
+          attackSpec('w-nest', volume, 'echo up', {
+            mounts: [
+              { kind: 'volume', source: volume, target: '/data' },
+              { kind: 'persistent', name: 'p', target: '/data/inner', sizeGb: 1 },
+            ],
+          }),
+        ),
+      ).rejects.toThrow(/lies inside \/data/)
+      await expect(
+        driver.start(attackSpec('w-env', volume, 'echo up', { env: { 'A=B; touch /tmp/x': '1' } })),
+      ).rejects.toThrow(/cannot be set for a local process/)
+      // A mount holding the program's files (Hangar's own dist, bound read-only): bwrap would make their mount
+      // points inside the tenant's volume, following the links it left there.
+      const holder = dirname(process.cwd())
+      if (holder !== '/' && checkMountTarget(holder) === null) {
+        await expect(
+          driver.start(
+            attackSpec('w-hold', volume, 'echo up', { mounts: [{ kind: 'volume', source: volume, target: holder }] }),
+          ),
+        ).rejects.toThrow(/which the sandbox shows read-only/)
+      }
+      expect(findings(volume).outside).toEqual([])
+    })
 
-  it("bounds the supervisor's orphan limit whatever the worker's env says (a huge ping interval or orphan timeout)", async () => {
-    const driver = new ProcessDriver({ dataDir, images: {}, hostEnv: { PATH: '/usr/bin:/bin' }, sandbox })
-    const envs: Record<string, string>[] = [{ RUNPOD_PING_INTERVAL: '1e308' }, { HANGAR_ORPHAN_TIMEOUT_MS: '1e300' }, { RUNPOD_PING_INTERVAL: 'NaN' }]
-    for (const env of envs) {
-      const w = await driver.start(attackSpec('w-orphan', volume, 'echo up; sleep 5', { env }))
-      const args = readFileSync(`/proc/${w.ref.split(':')[2]}/cmdline`, 'utf8').split('\0')
-      // sh -c SCRIPT NAME planes pid start LIMIT ...
-      const limit = Number(args[7])
-      expect(Number.isInteger(limit) && limit > 0 && limit <= 86_400, `${JSON.stringify(env)}: ${args[7]}`).toBe(true)
-      await w.stop(0)
+    it("bounds the supervisor's orphan limit whatever the worker's env says (a huge ping interval or orphan timeout)", async () => {
+      const driver = new ProcessDriver({ dataDir, images: {}, hostEnv: { PATH: '/usr/bin:/bin' }, sandbox })
+      const envs: Record<string, string>[] = [
+        { RUNPOD_PING_INTERVAL: '1e308' },
+        { HANGAR_ORPHAN_TIMEOUT_MS: '1e300' },
+        { RUNPOD_PING_INTERVAL: 'NaN' },
+      ]
+      for (const env of envs) {
+        const w = await driver.start(attackSpec('w-orphan', volume, 'echo up; sleep 5', { env }))
+        const args = readFileSync(`/proc/${w.ref.split(':')[2]}/cmdline`, 'utf8').split('\0')
+        // sh -c SCRIPT NAME planes pid start LIMIT ...
+        const limit = Number(args[7])
+        expect(Number.isInteger(limit) && limit > 0 && limit <= 86_400, `${JSON.stringify(env)}: ${args[7]}`).toBe(true)
+        await w.stop(0)
+        await driver.remove(w.ref)
+      }
+    })
+
+    it('passes argv-looking commands and quoted values through as data: bwrap options after -- are the program, a value is never code', async () => {
+      const driver = new ProcessDriver({ dataDir, images: {}, hostEnv: { PATH: '/usr/bin:/bin' }, sandbox })
+      clearFindings(volume)
+      const value = `'; /usr/bin/touch ${marker}/quoted; echo '$(touch ${marker}/subst)\`touch ${marker}/tick\``
+      const w = await driver.start(attackSpec('w-argv', volume, 'printf "%s\\n" "$TRICKY"', { env: { TRICKY: value } }))
+      await w.exited
+      expect(w.logs.history().map((l) => l.line)).toContain(value)
       await driver.remove(w.ref)
-    }
-  })
-
-  it('passes argv-looking commands and quoted values through as data: bwrap options after -- are the program, a value is never code', async () => {
-    const driver = new ProcessDriver({ dataDir, images: {}, hostEnv: { PATH: '/usr/bin:/bin' }, sandbox })
-    clearFindings(volume)
-    const value = `'; /usr/bin/touch ${marker}/quoted; echo '$(touch ${marker}/subst)\`touch ${marker}/tick\``
-    const w = await driver.start(attackSpec('w-argv', volume, 'printf "%s\\n" "$TRICKY"', { env: { TRICKY: value } }))
-    await w.exited
-    expect(w.logs.history().map((l) => l.line)).toContain(value)
-    await driver.remove(w.ref)
-    const bound = await driver.start(attackSpec('w-opts', volume, '', { entrypoint: ['--bind', '/', '/host', '/bin/sh', '-c', 'ls /host/etc/shadow && echo ESCAPED'] }))
-    await bound.exited
-    expect(bound.logs.history().map((l) => l.line)).not.toContain('ESCAPED')
-    await driver.remove(bound.ref)
-    expect(findings(volume).outside).toEqual([])
-  })
-})
+      const bound = await driver.start(
+        attackSpec('w-opts', volume, '', {
+          entrypoint: ['--bind', '/', '/host', '/bin/sh', '-c', 'ls /host/etc/shadow && echo ESCAPED'],
+        }),
+      )
+      await bound.exited
+      expect(bound.logs.history().map((l) => l.line)).not.toContain('ESCAPED')
+      await driver.remove(bound.ref)
+      expect(findings(volume).outside).toEqual([])
+    })
+  },
+)
 
 /** A TCP listener on the host that says "reached" to whoever connects. */
 function listen(host: string, port = 0): Promise<Server & { port: number }> {
@@ -252,7 +313,8 @@ function listen(host: string, port = 0): Promise<Server & { port: number }> {
 }
 
 function hostAddress(): string | null {
-  for (const list of Object.values(networkInterfaces())) for (const a of list ?? []) if (!a.internal && a.family === 'IPv4') return a.address
+  for (const list of Object.values(networkInterfaces()))
+    for (const a of list ?? []) if (!a.internal && a.family === 'IPv4') return a.address
   return null
 }
 
@@ -262,125 +324,139 @@ function probeProgram(targets: Record<string, string>): string[] {
   return [process.execPath, '-e', code]
 }
 
-describe.skipIf(sandbox.kind !== 'bwrap' || (sandbox.kind === 'bwrap' && sandbox.network.mode === 'host'))('what a sandboxed program reaches on the network', { timeout: 120_000 }, () => {
-  const servers: Server[] = []
-  const workloads: { driver: ProcessDriver; w: Workload }[] = []
-  let loopback: Server & { port: number }
-  let controlPlane: Server & { port: number }
-  let anyAddress: Server & { port: number }
-  beforeAll(async () => {
-    mkdirSync(dataDir, { recursive: true })
-    loopback = await listen('127.0.0.1')
-    controlPlane = await listen('127.0.0.1')
-    anyAddress = await listen('0.0.0.0')
-    servers.push(loopback, controlPlane, anyAddress)
-  })
-  afterAll(async () => {
-    for (const { driver, w } of workloads) {
-      await w.stop(0)
+describe.skipIf(sandbox.kind !== 'bwrap' || (sandbox.kind === 'bwrap' && sandbox.network.mode === 'host'))(
+  'what a sandboxed program reaches on the network',
+  { timeout: 120_000 },
+  () => {
+    const servers: Server[] = []
+    const workloads: { driver: ProcessDriver; w: Workload }[] = []
+    let loopback: Server & { port: number }
+    let controlPlane: Server & { port: number }
+    let anyAddress: Server & { port: number }
+    beforeAll(async () => {
+      mkdirSync(dataDir, { recursive: true })
+      loopback = await listen('127.0.0.1')
+      controlPlane = await listen('127.0.0.1')
+      anyAddress = await listen('0.0.0.0')
+      servers.push(loopback, controlPlane, anyAddress)
+    })
+    afterAll(async () => {
+      for (const { driver, w } of workloads) {
+        await w.stop(0)
+        await w.exited
+        await driver.remove(w.ref)
+      }
+      for (const s of servers) s.close()
+    })
+
+    async function reach(state: SandboxState, neighbour: number): Promise<Record<string, string>> {
+      const driver = new ProcessDriver({ dataDir, images: {}, hostEnv: { PATH: '/usr/bin:/bin' }, sandbox: state })
+      const address = hostAddress()
+      const targets: Record<string, string> = {
+        'host loopback (random port)': `127.0.0.1 ${loopback.port}`,
+        'host loopback (Redis 6379)': '127.0.0.1 6379',
+        'host loopback (PostgreSQL 5432)': '127.0.0.1 5432',
+        "another tenant's pod port": `127.0.0.1 ${neighbour}`,
+        'control plane (worker URL)': `127.0.0.1 ${controlPlane.port}`,
+        ...(address ? { "the host's own address": `${address} ${anyAddress.port}` } : {}),
+      }
+      const [program, ...args] = probeProgram(targets)
+      const spec: WorkloadSpec = {
+        id: `w-net-${state.kind === 'bwrap' ? state.network.mode : 'none'}`,
+        kind: 'worker',
+        hostId: 'local',
+        labels: { [LABELS.account]: 'acc_mallory', [LABELS.controlPlane]: `http://127.0.0.1:${controlPlane.port}` },
+        image: 'any',
+        entrypoint: [program],
+        cmd: args,
+        env: {},
+        gpus: { ids: [], virtual: true },
+        resources: { vcpus: 0, memoryGb: 0 },
+        mounts: [{ kind: 'disk', target: '/workspace', sizeGb: 1 }],
+        ports: [],
+      }
+      const w = await driver.start(spec)
       await w.exited
       await driver.remove(w.ref)
+      const out: Record<string, string> = {}
+      for (const l of w.logs.history()) {
+        const m = /^(.*) (open|closed)$/.exec(l.line)
+        if (m) out[m[1]] = m[2]
+      }
+      expect(Object.keys(out).sort()).toEqual(Object.keys(targets).sort())
+      return out
     }
-    for (const s of servers) s.close()
-  })
 
-  async function reach(state: SandboxState, neighbour: number): Promise<Record<string, string>> {
-    const driver = new ProcessDriver({ dataDir, images: {}, hostEnv: { PATH: '/usr/bin:/bin' }, sandbox: state })
-    const address = hostAddress()
-    const targets: Record<string, string> = {
-      'host loopback (random port)': `127.0.0.1 ${loopback.port}`,
-      'host loopback (Redis 6379)': '127.0.0.1 6379',
-      'host loopback (PostgreSQL 5432)': '127.0.0.1 5432',
-      "another tenant's pod port": `127.0.0.1 ${neighbour}`,
-      'control plane (worker URL)': `127.0.0.1 ${controlPlane.port}`,
-      ...(address ? { "the host's own address": `${address} ${anyAddress.port}` } : {}),
-    }
-    const [program, ...args] = probeProgram(targets)
-    const spec: WorkloadSpec = {
-      id: `w-net-${state.kind === 'bwrap' ? state.network.mode : 'none'}`,
-      kind: 'worker',
-      hostId: 'local',
-      labels: { [LABELS.account]: 'acc_mallory', [LABELS.controlPlane]: `http://127.0.0.1:${controlPlane.port}` },
-      image: 'any',
-      entrypoint: [program],
-      cmd: args,
-      env: {},
-      gpus: { ids: [], virtual: true },
-      resources: { vcpus: 0, memoryGb: 0 },
-      mounts: [{ kind: 'disk', target: '/workspace', sizeGb: 1 }],
-      ports: [],
-    }
-    const w = await driver.start(spec)
-    await w.exited
-    await driver.remove(w.ref)
-    const out: Record<string, string> = {}
-    for (const l of w.logs.history()) {
-      const m = /^(.*) (open|closed)$/.exec(l.line)
-      if (m) out[m[1]] = m[2]
-    }
-    expect(Object.keys(out).sort()).toEqual(Object.keys(targets).sort())
-    return out
-  }
-
-  /** Another tenant's pod: listening on its declared port, published on the host's loopback. */
-  async function neighbour(state: SandboxState): Promise<number> {
-    const driver = new ProcessDriver({ dataDir, images: {}, hostEnv: { PATH: '/usr/bin:/bin' }, sandbox: state })
-    const code = "require('net').createServer((c)=>c.end('pod\\n')).listen(+process.env.PORT,()=>console.log('listening'))"
-    const w = await driver.start({
-      id: `p-neighbour-${state.kind === 'bwrap' ? state.network.mode : 'none'}`,
-      kind: 'pod',
-      hostId: 'local',
-      labels: { [LABELS.account]: 'acc_alice' },
-      image: 'any',
-      entrypoint: [process.execPath, '-e', code],
-      cmd: [],
-      env: {},
-      gpus: { ids: [], virtual: true },
-      resources: { vcpus: 0, memoryGb: 0 },
-      mounts: [{ kind: 'disk', target: '/workspace', sizeGb: 1 }],
-      ports: [{ port: 8080, protocol: 'tcp', env: ['PORT'] }],
-    })
-    workloads.push({ driver, w })
-    await until(async () => w.logs.history().some((l) => l.line === 'listening'), 20_000, 'the neighbour pod listening')
-    // Through Hangar (the published port on the host's loopback) it answers.
-    const published = w.ports[0].publicPort
-    const answer = await new Promise<string>((resolve, reject) => {
-      const c = connect(published, '127.0.0.1')
-      let got = ''
-      c.on('data', (d: Buffer) => {
-        got += d
+    /** Another tenant's pod: listening on its declared port, published on the host's loopback. */
+    async function neighbour(state: SandboxState): Promise<number> {
+      const driver = new ProcessDriver({ dataDir, images: {}, hostEnv: { PATH: '/usr/bin:/bin' }, sandbox: state })
+      const code =
+        "require('net').createServer((c)=>c.end('pod\\n')).listen(+process.env.PORT,()=>console.log('listening'))"
+      const w = await driver.start({
+        id: `p-neighbour-${state.kind === 'bwrap' ? state.network.mode : 'none'}`,
+        kind: 'pod',
+        hostId: 'local',
+        labels: { [LABELS.account]: 'acc_alice' },
+        image: 'any',
+        entrypoint: [process.execPath, '-e', code],
+        cmd: [],
+        env: {},
+        gpus: { ids: [], virtual: true },
+        resources: { vcpus: 0, memoryGb: 0 },
+        mounts: [{ kind: 'disk', target: '/workspace', sizeGb: 1 }],
+        ports: [{ port: 8080, protocol: 'tcp', env: ['PORT'] }],
       })
-      c.on('end', () => resolve(got))
-      c.on('error', reject)
+      workloads.push({ driver, w })
+      await until(
+        async () => w.logs.history().some((l) => l.line === 'listening'),
+        20_000,
+        'the neighbour pod listening',
+      )
+      // Through Hangar (the published port on the host's loopback) it answers.
+      const published = w.ports[0].publicPort
+      const answer = await new Promise<string>((resolve, reject) => {
+        const c = connect(published, '127.0.0.1')
+        let got = ''
+        c.on('data', (d: Buffer) => {
+          got += d
+        })
+        c.on('end', () => resolve(got))
+        c.on('error', reject)
+      })
+      expect(answer).toBe('pod\n')
+      return published
+    }
+
+    it('control: on the host network the program reaches every loopback service, the neighbour and the host', async () => {
+      const hostState: SandboxState = {
+        ...(sandbox as Extract<SandboxState, { kind: 'bwrap' }>),
+        network: { mode: 'host' },
+      }
+      const out = await reach(hostState, await neighbour(hostState))
+      expect(out['host loopback (random port)']).toBe('open')
+      expect(out["another tenant's pod port"]).toBe('open')
+      expect(out['control plane (worker URL)']).toBe('open')
+      if (out["the host's own address"]) expect(out["the host's own address"]).toBe('open')
     })
-    expect(answer).toBe('pod\n')
-    return published
-  }
 
-  it('control: on the host network the program reaches every loopback service, the neighbour and the host', async () => {
-    const hostState: SandboxState = { ...(sandbox as Extract<SandboxState, { kind: 'bwrap' }>), network: { mode: 'host' } }
-    const out = await reach(hostState, await neighbour(hostState))
-    expect(out['host loopback (random port)']).toBe('open')
-    expect(out["another tenant's pod port"]).toBe('open')
-    expect(out['control plane (worker URL)']).toBe('open')
-    if (out["the host's own address"]) expect(out["the host's own address"]).toBe('open')
-  })
-
-  it("blackholes every address of the host, link-local ones included, and IPv4 link-local (cloud metadata)", () => {
-    const routes = hostAddresses()
-    expect(routes).toContain('169.254.0.0/16')
-    for (const list of Object.values(networkInterfaces())) for (const a of list ?? []) if (!a.internal) expect(routes).toContain(`${a.address}/${a.family === 'IPv6' ? 128 : 32}`)
-  })
-
-  it('in its own network (the default): only the control plane, nothing else of the host, not the neighbour', async () => {
-    const out = await reach(sandbox, await neighbour(sandbox))
-    expect(out).toMatchObject({
-      'host loopback (random port)': 'closed',
-      'host loopback (Redis 6379)': 'closed',
-      'host loopback (PostgreSQL 5432)': 'closed',
-      "another tenant's pod port": 'closed',
-      'control plane (worker URL)': 'open',
+    it('blackholes every address of the host, link-local ones included, and IPv4 link-local (cloud metadata)', () => {
+      const routes = hostAddresses()
+      expect(routes).toContain('169.254.0.0/16')
+      for (const list of Object.values(networkInterfaces()))
+        for (const a of list ?? [])
+          if (!a.internal) expect(routes).toContain(`${a.address}/${a.family === 'IPv6' ? 128 : 32}`)
     })
-    if (out["the host's own address"]) expect(out["the host's own address"]).toBe('closed')
-  })
-})
+
+    it('in its own network (the default): only the control plane, nothing else of the host, not the neighbour', async () => {
+      const out = await reach(sandbox, await neighbour(sandbox))
+      expect(out).toMatchObject({
+        'host loopback (random port)': 'closed',
+        'host loopback (Redis 6379)': 'closed',
+        'host loopback (PostgreSQL 5432)': 'closed',
+        "another tenant's pod port": 'closed',
+        'control plane (worker URL)': 'open',
+      })
+      if (out["the host's own address"]) expect(out["the host's own address"]).toBe('closed')
+    })
+  },
+)

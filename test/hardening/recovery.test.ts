@@ -8,7 +8,6 @@ import { spawnServe, type ServeProcess } from '../helpers/process.js'
 import { startTestServer } from '../helpers/server.js'
 import { alive } from '../helpers/pods.js'
 
-
 const until = async (what: string, check: () => boolean | Promise<boolean>, timeoutMs: number) => {
   const deadline = Date.now() + timeoutMs
   while (!(await check())) {
@@ -69,7 +68,16 @@ describe('after a crash: at-least-once, with ways to cope', () => {
     dirs.push(dataDir)
     const configFile = join(dataDir, 'config.json')
     const echo = join(import.meta.dirname, '..', '..', 'dist', 'sampleWorkers', 'echo.js')
-    writeFileSync(configFile, JSON.stringify({ fleet: { detectGpus: false }, jobs: { pingIntervalMs: 500 }, images: { 'test/orphan:latest': { command: [process.execPath, echo], env: { HANGAR_ORPHAN_TIMEOUT_MS: '3000' } } } }))
+    writeFileSync(
+      configFile,
+      JSON.stringify({
+        fleet: { detectGpus: false },
+        jobs: { pingIntervalMs: 500 },
+        images: {
+          'test/orphan:latest': { command: [process.execPath, echo], env: { HANGAR_ORPHAN_TIMEOUT_MS: '3000' } },
+        },
+      }),
+    )
     const server = await spawnServe(join(dataDir, 'data'), { HANGAR_CONFIG: configFile })
     procs.push(server)
     const key = readFileSync(join(dataDir, 'data', 'admin-key'), 'utf8').trim()
@@ -80,9 +88,17 @@ describe('after a crash: at-least-once, with ways to cope', () => {
     })
     expect(res.status).toBe(201)
     const ep = ((await res.json()) as { id: string }).id
-    const health = async () => ((await (await fetch(`${server.url}/v2/${ep}/health`, { headers: { authorization: key } })).json()) as { workers: { ready: number; idle: number } }).workers
+    const health = async () =>
+      (
+        (await (await fetch(`${server.url}/v2/${ep}/health`, { headers: { authorization: key } })).json()) as {
+          workers: { ready: number; idle: number }
+        }
+      ).workers
     await until('a ready worker', async () => (await health()).ready + (await health()).idle >= 1, 30_000)
-    const children = readFileSync(`/proc/${server.child.pid}/task/${server.child.pid}/children`, 'utf8').trim().split(/\s+/).map(Number)
+    const children = readFileSync(`/proc/${server.child.pid}/task/${server.child.pid}/children`, 'utf8')
+      .trim()
+      .split(/\s+/)
+      .map(Number)
     expect(children.length).toBe(1)
     const worker = children[0]
     // While the control plane lives the worker stays, well past its orphan timeout.

@@ -37,8 +37,18 @@ interface Run {
   secrets: Record<string, string>
 }
 
-async function api(url: string, key: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const r = await fetch(url + path, { method, headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) }, body: body ? JSON.stringify(body) : undefined })
+async function api(
+  url: string,
+  key: string,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: any }> {
+  const r = await fetch(url + path, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  })
   const text = await r.text()
   return { status: r.status, body: text ? JSON.parse(text) : null }
 }
@@ -70,30 +80,55 @@ async function attack(runtime: Record<string, unknown>, dirs: string[], procs: S
   dirs.push(parent)
   const dataDir = join(parent, 'data')
   const configFile = join(parent, 'config.json')
-  writeFileSync(configFile, JSON.stringify({ fleet: { detectGpus: false }, jobs: { pingIntervalMs: 500 }, runtime: { process: runtime } }))
+  writeFileSync(
+    configFile,
+    JSON.stringify({ fleet: { detectGpus: false }, jobs: { pingIntervalMs: 500 }, runtime: { process: runtime } }),
+  )
   const serve = await spawnServe(dataDir, { HANGAR_CONFIG: configFile, HANGAR_METRICS_TOKEN: METRICS_TOKEN })
   procs.push(serve)
   const admin = readFileSync(join(dataDir, 'admin-key'), 'utf8').trim()
   const keyOf = async (name: string) => {
     expect((await api(serve.url, admin, 'POST', '/v2/admin/accounts', { name })).status).toBe(201)
-    return (await api(serve.url, admin, 'POST', '/v2/admin/keys', { account: name, permission: 'ALL' })).body.key as string
+    return (await api(serve.url, admin, 'POST', '/v2/admin/keys', { account: name, permission: 'ALL' })).body
+      .key as string
   }
   const mallory = await keyOf('mallory')
   const alice = await keyOf('alice')
   // Alice's volume, with something in it mallory must not read.
-  const other = await api(serve.url, alice, 'POST', '/v2/network-volumes', { name: 'private', size: 10, dataCenter: 'LOCAL-1' })
+  const other = await api(serve.url, alice, 'POST', '/v2/network-volumes', {
+    name: 'private',
+    size: 10,
+    dataCenter: 'LOCAL-1',
+  })
   expect(other.status).toBe(201)
   const otherDir = join(dataDir, 'volumes', other.body.dataCenter, other.body.id)
   writeFileSync(join(otherDir, 'marker.txt'), OTHER_MARKER)
-  const own = await api(serve.url, mallory, 'POST', '/v2/network-volumes', { name: 'mine', size: 10, dataCenter: 'LOCAL-1' })
+  const own = await api(serve.url, mallory, 'POST', '/v2/network-volumes', {
+    name: 'mine',
+    size: 10,
+    dataCenter: 'LOCAL-1',
+  })
   expect(own.status).toBe(201)
   const env = { DATA: dataDir, OTHER: otherDir }
   const ep = await api(serve.url, mallory, 'POST', '/v2/serverless', {
-    name: 'attack', type: 'QUEUE', image: 'hangar/echo:latest', entrypoint: ['sh', '-c', ATTACK], env,
-    cpu: [{ id: 'cpu3c', vcpuCount: 2 }], scaling: { type: 'QUEUE_DELAY', queueDelay: 1 }, workers: { min: 1, max: 1, idleTimeout: 60 }, networkVolumes: [own.body.id],
+    name: 'attack',
+    type: 'QUEUE',
+    image: 'hangar/echo:latest',
+    entrypoint: ['sh', '-c', ATTACK],
+    env,
+    cpu: [{ id: 'cpu3c', vcpuCount: 2 }],
+    scaling: { type: 'QUEUE_DELAY', queueDelay: 1 },
+    workers: { min: 1, max: 1, idleTimeout: 60 },
+    networkVolumes: [own.body.id],
   })
   expect(ep.status, JSON.stringify(ep.body)).toBe(201)
-  const pod = await api(serve.url, mallory, 'POST', '/v2/pods', { name: 'attack', image: 'hangar/pod:latest', entrypoint: ['sh', '-c', ATTACK], env, cpu: { id: 'cpu3c', vcpuCount: 2 } })
+  const pod = await api(serve.url, mallory, 'POST', '/v2/pods', {
+    name: 'attack',
+    image: 'hangar/pod:latest',
+    entrypoint: ['sh', '-c', ATTACK],
+    env,
+    cpu: { id: 'cpu3c', vcpuCount: 2 },
+  })
   expect(pod.status, JSON.stringify(pod.body)).toBe(201)
   const log = await until(
     async () => {
@@ -116,30 +151,34 @@ async function attack(runtime: Record<string, unknown>, dirs: string[], procs: S
   }
 }
 
-describe.skipIf(sandbox.kind !== 'bwrap')('tenants on the process runtime cannot read the control plane or each other', { timeout: 120_000 }, () => {
-  const dirs: string[] = []
-  const procs: ServeProcess[] = []
-  afterAll(async () => {
-    for (const p of procs) {
-      p.child.kill('SIGTERM')
-      await p.exited
-    }
-    for (const d of dirs) rmSync(d, { recursive: true, force: true })
-  })
+describe.skipIf(sandbox.kind !== 'bwrap')(
+  'tenants on the process runtime cannot read the control plane or each other',
+  { timeout: 120_000 },
+  () => {
+    const dirs: string[] = []
+    const procs: ServeProcess[] = []
+    afterAll(async () => {
+      for (const p of procs) {
+        p.child.kill('SIGTERM')
+        await p.exited
+      }
+      for (const d of dirs) rmSync(d, { recursive: true, force: true })
+    })
 
-  it('control: without a sandbox (tenants trusted) the attack finds every secret, so the assertions below can fail', async () => {
-    const run = await attack({ sandbox: 'off', trustTenants: true }, dirs, procs)
-    for (const [what, secret] of Object.entries(run.secrets)) expect(run.log.includes(secret), what).toBe(true)
-  })
+    it('control: without a sandbox (tenants trusted) the attack finds every secret, so the assertions below can fail', async () => {
+      const run = await attack({ sandbox: 'off', trustTenants: true }, dirs, procs)
+      for (const [what, secret] of Object.entries(run.secrets)) expect(run.log.includes(secret), what).toBe(true)
+    })
 
-  it('sandboxed (the default): a worker and a pod of an ordinary account find none of them, and see no host process', async () => {
-    const run = await attack({}, dirs, procs)
-    expect(run.log).toContain('sandboxed (bubblewrap)')
-    for (const [what, secret] of Object.entries(run.secrets)) expect(run.log.includes(secret), what).toBe(false)
-    // Only the sandbox's own processes (its init, the shell, the command substitution's ls and grep).
-    for (const m of run.log.matchAll(/processes=(\d+)/g)) expect(Number(m[1])).toBeLessThan(8)
-  })
-})
+    it('sandboxed (the default): a worker and a pod of an ordinary account find none of them, and see no host process', async () => {
+      const run = await attack({}, dirs, procs)
+      expect(run.log).toContain('sandboxed (bubblewrap)')
+      for (const [what, secret] of Object.entries(run.secrets)) expect(run.log.includes(secret), what).toBe(false)
+      // Only the sandbox's own processes (its init, the shell, the command substitution's ls and grep).
+      for (const m of run.log.matchAll(/processes=(\d+)/g)) expect(Number(m[1])).toBeLessThan(8)
+    })
+  },
+)
 
 if (sandbox.kind !== 'bwrap') console.log(`tenant isolation tests skipped: ${sandbox.reason}`)
 
@@ -155,7 +194,10 @@ describe('where the sandbox cannot run', { timeout: 60_000 }, () => {
         cb()
       },
     })
-    const s = await startTestServer({ jobs: { pingIntervalMs: 500 }, runtime: { process: processRuntime } }, { logger: pino({ level: 'warn' }, sink) })
+    const s = await startTestServer(
+      { jobs: { pingIntervalMs: 500 }, runtime: { process: processRuntime } },
+      { logger: pino({ level: 'warn' }, sink) },
+    )
     servers.push(s)
     return s
   }
@@ -168,28 +210,42 @@ describe('where the sandbox cannot run', { timeout: 60_000 }, () => {
     expect(warning.msg).toMatch(/only the admin account's run on this host/)
 
     const own = await createEndpoint(s, endpointBody('hangar/echo:latest'))
-    expect((await jobCall(s, 'POST', `/v2/${own.id}/runsync?wait=30000`, { input: { a: 1 } })).body).toMatchObject({ status: 'COMPLETED' })
+    expect((await jobCall(s, 'POST', `/v2/${own.id}/runsync?wait=30000`, { input: { a: 1 } })).body).toMatchObject({
+      status: 'COMPLETED',
+    })
 
     const mallory = await s.accountKey('mallory')
     const theirs = await createEndpoint(s, endpointBody('hangar/echo:latest'), mallory)
     await jobCall(s, 'POST', `/v2/${theirs.id}/run`, { input: {} }, { key: mallory })
-    const failed = await until(async () => (await s.hangar.store.workers.listRecent(theirs.id, 1)).find((w) => w.lastError), 15_000, "the refused worker's error")
-    expect(failed.lastError).toMatch(/^this host runs local processes without a sandbox \(cannot run "\/no\/such\/bwrap": .*\), so only the admin account's workers run here, not those of account acc_\w+: install bubblewrap \(bwrap\) with user namespaces allowed, or set runtime.process.trustTenants to true/)
+    const failed = await until(
+      async () => (await s.hangar.store.workers.listRecent(theirs.id, 1)).find((w) => w.lastError),
+      15_000,
+      "the refused worker's error",
+    )
+    expect(failed.lastError).toMatch(
+      /^this host runs local processes without a sandbox \(cannot run "\/no\/such\/bwrap": .*\), so only the admin account's workers run here, not those of account acc_\w+: install bubblewrap \(bwrap\) with user namespaces allowed, or set runtime.process.trustTenants to true/,
+    )
 
     const pod = await createPod(s, podBody(), mallory)
     await waitPod(s, pod.id, 'ERROR', mallory)
-    expect((await s.hangar.store.pods.get(pod.id))?.lastError).toMatch(/without a sandbox .* only the admin account's pods run here/)
+    expect((await s.hangar.store.pods.get(pod.id))?.lastError).toMatch(
+      /without a sandbox .* only the admin account's pods run here/,
+    )
   })
 
-  it('runs every account\'s workloads when the operator trusts the tenants (runtime.process.trustTenants)', async () => {
+  it("runs every account's workloads when the operator trusts the tenants (runtime.process.trustTenants)", async () => {
     const s = await start({ bwrap: '/no/such/bwrap', trustTenants: true })
     const mallory = await s.accountKey('mallory')
     const theirs = await createEndpoint(s, endpointBody('hangar/echo:latest'), mallory)
-    expect((await jobCall(s, 'POST', `/v2/${theirs.id}/runsync?wait=30000`, { input: { a: 1 } }, { key: mallory })).body).toMatchObject({ status: 'COMPLETED', output: { a: 1 } })
+    expect(
+      (await jobCall(s, 'POST', `/v2/${theirs.id}/runsync?wait=30000`, { input: { a: 1 } }, { key: mallory })).body,
+    ).toMatchObject({ status: 'COMPLETED', output: { a: 1 } })
   })
 
   it('refuses to start when the sandbox is required (runtime.process.sandbox "bwrap") but cannot run', async () => {
-    await expect(start({ sandbox: 'bwrap', bwrap: '/no/such/bwrap' })).rejects.toThrow(/runtime.process.sandbox is "bwrap" but the sandbox cannot run: cannot run "\/no\/such\/bwrap"/)
+    await expect(start({ sandbox: 'bwrap', bwrap: '/no/such/bwrap' })).rejects.toThrow(
+      /runtime.process.sandbox is "bwrap" but the sandbox cannot run: cannot run "\/no\/such\/bwrap"/,
+    )
   })
 })
 
@@ -203,10 +259,15 @@ describe('what a sandbox shows of the host', () => {
     writeFileSync(join(root, 'app', 'handler.py'), '')
     writeFileSync(join(root, 'top.py'), '')
     const paths = programPaths(
-      { command: ['python3', '-u', join(root, 'app', 'handler.py'), join(root, 'top.py'), join(dataDir, 'volumes')], env: { PYTHONPATH: `${join(root, 'sdk')}:${join(root, 'shims')}:relative:/no/such/dir`, NODE_PATH: root } },
+      {
+        command: ['python3', '-u', join(root, 'app', 'handler.py'), join(root, 'top.py'), join(dataDir, 'volumes')],
+        env: { PYTHONPATH: `${join(root, 'sdk')}:${join(root, 'shims')}:relative:/no/such/dir`, NODE_PATH: root },
+      },
       dataDir,
     )
-    expect(paths).toEqual(expect.arrayContaining([join(root, 'app'), join(root, 'sdk'), join(root, 'shims'), join(root, 'top.py')]))
+    expect(paths).toEqual(
+      expect.arrayContaining([join(root, 'app'), join(root, 'sdk'), join(root, 'shims'), join(root, 'top.py')]),
+    )
     // `root` holds the data dir (so does top.py's directory): neither is shown, nor anything inside the data dir.
     expect(paths).not.toContain(root)
     expect(paths.filter((p) => p.startsWith(dataDir))).toEqual([])
@@ -218,17 +279,40 @@ describe('what a sandbox shows of the host', () => {
     const dev = join(root, 'dev')
     const proc = join(root, 'gpus')
     mkdirSync(dev, { recursive: true })
-    for (const n of ['nvidia0', 'nvidia1', 'nvidia2', 'nvidia3', 'nvidiactl', 'nvidia-uvm', 'null']) writeFileSync(join(dev, n), '')
+    for (const n of ['nvidia0', 'nvidia1', 'nvidia2', 'nvidia3', 'nvidiactl', 'nvidia-uvm', 'null'])
+      writeFileSync(join(dev, n), '')
     // Index 0 is the lowest bus id; its minor is 2, index 1's is 0 (minors need not follow indices).
-    for (const [bus, minor] of [['0000:3b:00.0', 2], ['0000:af:00.0', 0], ['0000:d8:00.0', 3]] as const) {
+    for (const [bus, minor] of [
+      ['0000:3b:00.0', 2],
+      ['0000:af:00.0', 0],
+      ['0000:d8:00.0', 3],
+    ] as const) {
       mkdirSync(join(proc, bus), { recursive: true })
       writeFileSync(join(proc, bus, 'information'), `Model: NVIDIA L4\nDevice Minor: ${minor}\n`)
     }
-    expect(gpuDevices(['0'], proc, dev)).toEqual([join(dev, 'nvidia2'), join(dev, 'nvidiactl'), join(dev, 'nvidia-uvm')])
-    expect(gpuDevices(['1', '2'], proc, dev)).toEqual([join(dev, 'nvidia0'), join(dev, 'nvidia3'), join(dev, 'nvidiactl'), join(dev, 'nvidia-uvm')])
+    expect(gpuDevices(['0'], proc, dev)).toEqual([
+      join(dev, 'nvidia2'),
+      join(dev, 'nvidiactl'),
+      join(dev, 'nvidia-uvm'),
+    ])
+    expect(gpuDevices(['1', '2'], proc, dev)).toEqual([
+      join(dev, 'nvidia0'),
+      join(dev, 'nvidia3'),
+      join(dev, 'nvidiactl'),
+      join(dev, 'nvidia-uvm'),
+    ])
     // Without driver information the index is the minor.
-    expect(gpuDevices(['1'], join(root, 'none'), dev)).toEqual([join(dev, 'nvidia1'), join(dev, 'nvidiactl'), join(dev, 'nvidia-uvm')])
-    const state = { kind: 'bwrap' as const, bwrap: '/usr/bin/bwrap', setpriv: '/usr/bin/setpriv', network: { mode: 'host' as const } }
+    expect(gpuDevices(['1'], join(root, 'none'), dev)).toEqual([
+      join(dev, 'nvidia1'),
+      join(dev, 'nvidiactl'),
+      join(dev, 'nvidia-uvm'),
+    ])
+    const state = {
+      kind: 'bwrap' as const,
+      bwrap: '/usr/bin/bwrap',
+      setpriv: '/usr/bin/setpriv',
+      network: { mode: 'host' as const },
+    }
     const gpu = sandboxArgv(state, [], '/', ['true'], { gpus: ['0'] }).join(' ')
     for (const d of gpuDevices(['0'])) expect(gpu).toContain(`--dev-bind ${d} ${d}`)
     expect(gpu).toContain('--ro-bind-try /sys /sys')

@@ -23,7 +23,15 @@ describe('secrets and files at rest', () => {
       },
     })
     s = await startTestServer(
-      { adminApiKey: CHOSEN_ADMIN_KEY, images: { 'test/raw-echo:latest': { command: [process.execPath, join(import.meta.dirname, '..', 'fixtures', 'raw-echo.mjs')], env: { RAW_ECHO_HIDE: SECRET } } } },
+      {
+        adminApiKey: CHOSEN_ADMIN_KEY,
+        images: {
+          'test/raw-echo:latest': {
+            command: [process.execPath, join(import.meta.dirname, '..', 'fixtures', 'raw-echo.mjs')],
+            env: { RAW_ECHO_HIDE: SECRET },
+          },
+        },
+      },
       // A data dir Hangar creates itself (mkdtemp would make it 0700 already).
       { logger: pino({ level: 'trace' }, sink), dataDir: join(parent, 'data') },
     )
@@ -63,7 +71,9 @@ describe('secrets and files at rest', () => {
 
   it('shows no more of a chosen admin key than its last 4 characters, and 4 random ones of a generated key', async () => {
     const keys = await s.api('GET', '/v2/admin/keys')
-    const admin = keys.body.keys?.find?.((k: { admin: boolean }) => k.admin) ?? (keys.body as Array<{ admin: boolean; prefix: string }>).find((k) => k.admin)
+    const admin =
+      keys.body.keys?.find?.((k: { admin: boolean }) => k.admin) ??
+      (keys.body as Array<{ admin: boolean; prefix: string }>).find((k) => k.admin)
     expect(admin.prefix).toBe('…wxyz')
     expect(JSON.stringify(keys.body)).not.toContain(CHOSEN_ADMIN_KEY.slice(0, 6))
     const created = await s.api('POST', '/v2/admin/keys', { account: 'admin', permission: 'READ_ONLY' })

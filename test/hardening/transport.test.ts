@@ -20,7 +20,8 @@ describe('every error a client can provoke is a problem', () => {
   })
   afterAll(() => s.stop())
 
-  const get = (path: string, extra = '') => rawRequest(s.url, `GET ${path} HTTP/1.1\r\nHost: x\r\n${auth}${extra}Connection: close\r\n\r\n`)
+  const get = (path: string, extra = '') =>
+    rawRequest(s.url, `GET ${path} HTTP/1.1\r\nHost: x\r\n${auth}${extra}Connection: close\r\n\r\n`)
 
   it('answers bad percent-encoding in a path with a 400 problem', async () => {
     for (const path of ['/v2/serverless/%ZZ', '/v2/serverless/%C0%AF', '/v2/%E0%A4%A/run']) {
@@ -41,7 +42,13 @@ describe('every error a client can provoke is a problem', () => {
 
   it('answers a negative Content-Length, and Content-Length with chunked encoding, with 400 problems', async () => {
     const body = '{"name":"x"}'
-    expectProblem(await rawRequest(s.url, `POST /v2/admin/accounts HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nContent-Length: -5\r\n\r\n${body}`), 400)
+    expectProblem(
+      await rawRequest(
+        s.url,
+        `POST /v2/admin/accounts HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nContent-Length: -5\r\n\r\n${body}`,
+      ),
+      400,
+    )
     const both = await rawRequest(
       s.url,
       `POST /v2/admin/accounts HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nContent-Length: ${body.length}\r\nTransfer-Encoding: chunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`,
@@ -58,7 +65,10 @@ describe('every error a client can provoke is a problem', () => {
   })
 
   it('answers an Expect it cannot meet with a 417 problem naming it', async () => {
-    const a = await rawRequest(s.url, `POST /v2/admin/accounts HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nContent-Length: 12\r\nExpect: 999-x\r\n\r\n`)
+    const a = await rawRequest(
+      s.url,
+      `POST /v2/admin/accounts HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nContent-Length: 12\r\nExpect: 999-x\r\n\r\n`,
+    )
     expect(expectProblem(a, 417).detail).toMatch(/999-x/)
     expect(a.headers.connection).toBe('close')
   })
@@ -79,7 +89,9 @@ describe('slow clients are cut off; long-polls are not', () => {
   it('answers a body that stops arriving with a 408 problem once the request deadline passes', async () => {
     const socket = await openSocket(s.url)
     const answer = readAnswer(socket, 30_000)
-    socket.write(`POST /v2/admin/accounts HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${s.adminKey}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"name":"sl`)
+    socket.write(
+      `POST /v2/admin/accounts HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${s.adminKey}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"name":"sl`,
+    )
     const a = await answer
     expect(a).not.toBeNull()
     const p = expectProblem(a!, 408)
@@ -98,7 +110,10 @@ describe('slow clients are cut off; long-polls are not', () => {
   })
 
   it('still holds a long-poll past the request deadline once the request is in', async () => {
-    const ep = await createEndpoint(s, endpointBody('hangar/echo:latest', { workers: { min: 0, max: 0, idleTimeout: 60 } }))
+    const ep = await createEndpoint(
+      s,
+      endpointBody('hangar/echo:latest', { workers: { min: 0, max: 0, idleTimeout: 60 } }),
+    )
     const run = await s.api('POST', `/v2/${ep.id}/run`, { input: { n: 1 } })
     expect(run.status).toBe(200)
     const t0 = Date.now()

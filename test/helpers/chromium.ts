@@ -12,5 +12,8 @@ export function findChromium(): { path: string } | { path: null; reason: string 
     return { path: wanted }
   }
   for (const p of ['/usr/bin/chromium', '/usr/bin/chromium-browser']) if (existsSync(p)) return { path: p }
-  return { path: null, reason: 'no Chromium: run .ci/setup-chromium.sh (apt-get install chromium) or set HANGAR_CHROMIUM' }
+  return {
+    path: null,
+    reason: 'no Chromium: run .ci/setup-chromium.sh (apt-get install chromium) or set HANGAR_CHROMIUM',
+  }
 }

@@ -16,5 +16,7 @@ export const containerEnv = {
 
 /** Why container tests skip here, or null when they run. */
 export function containerSkipReason(): string | null {
-  return containerEnv.dockerHost ? null : 'HANGAR_TEST_DOCKER_HOST is not set (run `source .ci/setup-podman.sh` first): container tests skipped'
+  return containerEnv.dockerHost
+    ? null
+    : 'HANGAR_TEST_DOCKER_HOST is not set (run `source .ci/setup-podman.sh` first): container tests skipped'
 }

@@ -27,13 +27,22 @@ export async function startFakeRegistry(username: string, password: string, cmd:
   execFileSync('tar', ['-C', join(dir, 'root'), '-czf', join(dir, 'layer.tar.gz'), '.'])
   const layer = readFileSync(join(dir, 'layer.tar.gz'))
   rmSync(dir, { recursive: true, force: true })
-  const config = Buffer.from(JSON.stringify({ architecture: 'amd64', os: 'linux', rootfs: { type: 'layers', diff_ids: [sha(gunzipSync(layer))] }, config: { Cmd: cmd } }))
+  const config = Buffer.from(
+    JSON.stringify({
+      architecture: 'amd64',
+      os: 'linux',
+      rootfs: { type: 'layers', diff_ids: [sha(gunzipSync(layer))] },
+      config: { Cmd: cmd },
+    }),
+  )
   const manifest = Buffer.from(
     JSON.stringify({
       schemaVersion: 2,
       mediaType: 'application/vnd.docker.distribution.manifest.v2+json',
       config: { mediaType: 'application/vnd.docker.container.image.v1+json', size: config.length, digest: sha(config) },
-      layers: [{ mediaType: 'application/vnd.docker.image.rootfs.diff.tar.gzip', size: layer.length, digest: sha(layer) }],
+      layers: [
+        { mediaType: 'application/vnd.docker.image.rootfs.diff.tar.gzip', size: layer.length, digest: sha(layer) },
+      ],
     }),
   )
   const blobs = new Map([
@@ -51,18 +60,33 @@ export async function startFakeRegistry(username: string, password: string, cmd:
     const url = req.url ?? ''
     if (url === '/v2/') return res.writeHead(200, { 'content-type': 'application/json' }).end('{}')
     if (url === '/v2/acme/private/manifests/1') {
-      res.writeHead(200, { 'content-type': 'application/vnd.docker.distribution.manifest.v2+json', 'docker-content-digest': sha(manifest), 'content-length': manifest.length })
+      res.writeHead(200, {
+        'content-type': 'application/vnd.docker.distribution.manifest.v2+json',
+        'docker-content-digest': sha(manifest),
+        'content-length': manifest.length,
+      })
       return res.end(req.method === 'HEAD' ? undefined : manifest)
     }
     const blob = blobs.get(url.replace('/v2/acme/private/blobs/', ''))
     if (blob) {
-      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': blob.length, 'docker-content-digest': sha(blob) })
+      res.writeHead(200, {
+        'content-type': 'application/octet-stream',
+        'content-length': blob.length,
+        'docker-content-digest': sha(blob),
+      })
       return res.end(req.method === 'HEAD' ? undefined : blob)
     }
-    res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ errors: [{ code: 'NOT_FOUND', message: 'unknown' }] }))
+    res
+      .writeHead(404, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ errors: [{ code: 'NOT_FOUND', message: 'unknown' }] }))
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const address = server.address()
   const host = `127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`
-  return { host, image: `${host}/acme/private:1`, seen, close: () => new Promise((resolve) => server.close(() => resolve())) }
+  return {
+    host,
+    image: `${host}/acme/private:1`,
+    seen,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  }
 }

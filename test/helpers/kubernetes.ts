@@ -25,18 +25,23 @@ export const kubeEnv = {
  */
 export async function kubernetesSkipReason(): Promise<string | null> {
   const reason = await probe()
-  if (reason && kubeEnv.required) throw new Error(`${reason} (HANGAR_REQUIRE_KUBERNETES=1: the Kubernetes tests must run)`)
+  if (reason && kubeEnv.required)
+    throw new Error(`${reason} (HANGAR_REQUIRE_KUBERNETES=1: the Kubernetes tests must run)`)
   return reason
 }
 
 async function probe(): Promise<string | null> {
   const file = kubeEnv.kubeconfig
-  if (!file) return 'HANGAR_TEST_KUBECONFIG is not set (run `source .ci/setup-kubernetes.sh` first): Kubernetes tests skipped'
+  if (!file)
+    return 'HANGAR_TEST_KUBECONFIG is not set (run `source .ci/setup-kubernetes.sh` first): Kubernetes tests skipped'
   if (!existsSync(file)) return `kubeconfig ${file} does not exist: Kubernetes tests skipped`
   const kc = new KubeConfig()
   kc.loadFromFile(file)
   try {
-    await Promise.race([kc.makeApiClient(VersionApi).getCode(), new Promise((_, reject) => setTimeout(() => reject(new Error('no answer in 5 s')), 5_000).unref())])
+    await Promise.race([
+      kc.makeApiClient(VersionApi).getCode(),
+      new Promise((_, reject) => setTimeout(() => reject(new Error('no answer in 5 s')), 5_000).unref()),
+    ])
     return null
   } catch (err) {
     return `the API server of ${file} does not answer (${(err as Error).message}): Kubernetes tests skipped`

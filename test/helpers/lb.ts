@@ -15,7 +15,12 @@ export function lbBody(overrides: Record<string, unknown> = {}): Record<string, 
 }
 
 /** Calls `/lb/{endpointId}{path}` with the admin key (or `key`; null sends none). */
-export function lbFetch(s: TestServer, endpointId: string, path: string, init: RequestInit & { key?: string | null } = {}): Promise<Response> {
+export function lbFetch(
+  s: TestServer,
+  endpointId: string,
+  path: string,
+  init: RequestInit & { key?: string | null } = {},
+): Promise<Response> {
   const { key = s.adminKey, ...rest } = init
   const headers = new Headers(rest.headers)
   if (key !== null) headers.set('authorization', `Bearer ${key}`)

@@ -5,7 +5,13 @@ import { until } from './until.js'
 
 /** A CPU pod running the sample pod program with an HTTP port; `overrides` replace top-level fields. */
 export function podBody(overrides: Record<string, unknown> = {}): Record<string, unknown> {
-  return { name: 'sample', image: 'hangar/pod:latest', cpu: { id: 'cpu3c', vcpuCount: 2 }, ports: ['8080/http'], ...overrides }
+  return {
+    name: 'sample',
+    image: 'hangar/pod:latest',
+    cpu: { id: 'cpu3c', vcpuCount: 2 },
+    ports: ['8080/http'],
+    ...overrides,
+  }
 }
 
 /** POST /v2/pods; fails the test on anything but 201. */
@@ -16,7 +22,13 @@ export async function createPod(s: TestServer, body: Record<string, unknown>, ke
 }
 
 /** Polls GET /v2/pods/{id} until the pod is `status`. */
-export async function waitPod(s: TestServer, id: string, status: string, key?: string, timeoutMs = 20_000): Promise<any> {
+export async function waitPod(
+  s: TestServer,
+  id: string,
+  status: string,
+  key?: string,
+  timeoutMs = 20_000,
+): Promise<any> {
   let last: any
   return until(
     async () => {
@@ -39,7 +51,14 @@ export function portUrl(pod: any, port: number): string {
 
 /** Waits until a RUNNING pod's program answers HTTP on its private `port` (RUNNING comes as the program starts; its port opens a moment later) and returns the parsed answer. */
 export async function waitPortAnswers(pod: any, port: number, timeoutMs = 10_000): Promise<any> {
-  return until(async () => fetch(portUrl(pod, port)).then((r) => r.json()).catch(() => undefined), timeoutMs, `port ${port} of pod ${pod.id} answering`)
+  return until(
+    async () =>
+      fetch(portUrl(pod, port))
+        .then((r) => r.json())
+        .catch(() => undefined),
+    timeoutMs,
+    `port ${port} of pod ${pod.id} answering`,
+  )
 }
 
 export interface SseEvent {
@@ -48,14 +67,21 @@ export interface SseEvent {
 }
 
 /** Reads a pod's log stream until a line matches `match` (or, with `count`, that many events came). */
-export async function readPodLogs(s: TestServer, id: string, opts: { query?: string; lastEventId?: string; match?: RegExp; count?: number; timeoutMs?: number } = {}): Promise<SseEvent[]> {
+export async function readPodLogs(
+  s: TestServer,
+  id: string,
+  opts: { query?: string; lastEventId?: string; match?: RegExp; count?: number; timeoutMs?: number } = {},
+): Promise<SseEvent[]> {
   const ac = new AbortController()
   const timer = setTimeout(() => ac.abort(), opts.timeoutMs ?? 15_000)
   const headers: Record<string, string> = { authorization: `Bearer ${s.adminKey}` }
   if (opts.lastEventId) headers['last-event-id'] = opts.lastEventId
   const events: SseEvent[] = []
   try {
-    const res = await fetch(`${s.url}/v2/pods/${id}/logs${opts.query ? `?${opts.query}` : ''}`, { headers, signal: ac.signal })
+    const res = await fetch(`${s.url}/v2/pods/${id}/logs${opts.query ? `?${opts.query}` : ''}`, {
+      headers,
+      signal: ac.signal,
+    })
     expect(res.status).toBe(200)
     expect(res.headers.get('content-type')).toBe('text/event-stream')
     let buf = ''
@@ -69,7 +95,11 @@ export async function readPodLogs(s: TestServer, id: string, opts: { query?: str
         const data = /^data: (.*)$/m.exec(block)?.[1]
         if (!eid || !data) continue
         events.push({ id: eid, data: JSON.parse(data) })
-        if (opts.match?.test(events[events.length - 1].data.line) || (opts.count !== undefined && events.length >= opts.count)) return events
+        if (
+          opts.match?.test(events[events.length - 1].data.line) ||
+          (opts.count !== undefined && events.length >= opts.count)
+        )
+          return events
       }
     }
   } catch (err) {
@@ -78,7 +108,10 @@ export async function readPodLogs(s: TestServer, id: string, opts: { query?: str
     clearTimeout(timer)
     ac.abort()
   }
-  if (opts.match || opts.count !== undefined) throw new Error(`log stream ended without ${opts.match ?? `${opts.count} events`}; saw ${events.map((e) => e.data.line).join(' | ')}`)
+  if (opts.match || opts.count !== undefined)
+    throw new Error(
+      `log stream ended without ${opts.match ?? `${opts.count} events`}; saw ${events.map((e) => e.data.line).join(' | ')}`,
+    )
   return events
 }
 

@@ -37,7 +37,9 @@ export async function spawnServe(dataDir: string, env: Record<string, string> = 
 
 /** `hangar serve` with a config file (its port included), as its own process that tests may SIGKILL; resolves once it listens. */
 export function serveWithConfig(dataDir: string, configFile: string): Promise<{ proc: ChildProcess; url: string }> {
-  const proc = spawn(process.execPath, [BIN, 'serve', '--data-dir', dataDir, '--config', configFile], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const proc = spawn(process.execPath, [BIN, 'serve', '--data-dir', dataDir, '--config', configFile], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   return new Promise((resolve, reject) => {
     let out = ''
     proc.stdout!.on('data', (c) => {

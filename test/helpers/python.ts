@@ -18,7 +18,15 @@ export const PYTHON_REQUIRED = process.env.HANGAR_REQUIRE_PYTHON === '1'
 export const PYTHON = ['/usr/bin/python3', 'python3'].find((py) => importsSdk(py) === null) ?? 'python3'
 
 function importsSdk(python: string): string | null {
-  const r = spawnSync(python, ['-c', 'import runpod.serverless'], { env: { ...process.env, PYTHONPATH: RUNPOD_PYTHONPATH, PYTHONDONTWRITEBYTECODE: '1', HOME: process.env.HOME ?? '/tmp' }, encoding: 'utf8' })
+  const r = spawnSync(python, ['-c', 'import runpod.serverless'], {
+    env: {
+      ...process.env,
+      PYTHONPATH: RUNPOD_PYTHONPATH,
+      PYTHONDONTWRITEBYTECODE: '1',
+      HOME: process.env.HOME ?? '/tmp',
+    },
+    encoding: 'utf8',
+  })
   if (r.error) return `${python} cannot run: ${r.error.message}`
   if (r.status !== 0) return `${python} cannot import the runpod SDK: ${r.stderr.trim().split('\n').pop()}`
   return null
@@ -32,16 +40,30 @@ export function pythonSdkMissing(): string | null {
   const reason = ((): string | null => {
     if (!existsSync(join(RUNPOD_PYTHON, 'sdk', 'runpod'))) return `the runpod SDK is not at ${RUNPOD_PYTHON}`
     const why = importsSdk(PYTHON)
-    return why && `${why} (apt-get install python3-aiohttp python3-requests python3-tomli python3-tomlkit python3-paramiko python3-backoff python3-cpuinfo)`
+    return (
+      why &&
+      `${why} (apt-get install python3-aiohttp python3-requests python3-tomli python3-tomlkit python3-paramiko python3-backoff python3-cpuinfo)`
+    )
   })()
-  if (reason && PYTHON_REQUIRED) throw new Error(`${reason} (HANGAR_REQUIRE_PYTHON=1: the Python worker tests must run)`)
+  if (reason && PYTHON_REQUIRED)
+    throw new Error(`${reason} (HANGAR_REQUIRE_PYTHON=1: the Python worker tests must run)`)
   return reason
 }
 
 /** An `images` config entry that runs test/python/worker.py with `handler` on the runpod SDK. */
-export function pythonWorkerImage(handler: string, env: Record<string, string> = {}): { command: string[]; env: Record<string, string> } {
+export function pythonWorkerImage(
+  handler: string,
+  env: Record<string, string> = {},
+): { command: string[]; env: Record<string, string> } {
   return {
     command: [PYTHON, '-u', resolve(import.meta.dirname, '..', 'python', 'worker.py')],
-    env: { PYTHONPATH: RUNPOD_PYTHONPATH, HANDLER: handler, RUNPOD_SKIP_GPU_CHECK: 'true', RUNPOD_SKIP_AUTO_SYSTEM_CHECKS: 'true', PYTHONDONTWRITEBYTECODE: '1', ...env },
+    env: {
+      PYTHONPATH: RUNPOD_PYTHONPATH,
+      HANDLER: handler,
+      RUNPOD_SKIP_GPU_CHECK: 'true',
+      RUNPOD_SKIP_AUTO_SYSTEM_CHECKS: 'true',
+      PYTHONDONTWRITEBYTECODE: '1',
+      ...env,
+    },
   }
 }

@@ -28,7 +28,9 @@ export function readAnswer(socket: Socket, timeoutMs = 20_000): Promise<RawAnswe
     let data = Buffer.alloc(0)
     const timer = setTimeout(() => {
       socket.destroy()
-      reject(new Error(`no answer within ${timeoutMs} ms; got ${JSON.stringify(data.toString('latin1').slice(0, 200))}`))
+      reject(
+        new Error(`no answer within ${timeoutMs} ms; got ${JSON.stringify(data.toString('latin1').slice(0, 200))}`),
+      )
     }, timeoutMs)
     const finish = (answer: RawAnswer | null) => {
       clearTimeout(timer)
@@ -55,7 +57,11 @@ export function readAnswer(socket: Socket, timeoutMs = 20_000): Promise<RawAnswe
     socket.on('data', (chunk: Buffer) => {
       data = Buffer.concat([data, chunk])
       const answer = parse()
-      if (answer && (answer.headers['content-length'] !== undefined || answer.headers['transfer-encoding'] === 'chunked')) finish(answer)
+      if (
+        answer &&
+        (answer.headers['content-length'] !== undefined || answer.headers['transfer-encoding'] === 'chunked')
+      )
+        finish(answer)
     })
     socket.once('close', () => finish(parse()))
     socket.once('error', () => {})

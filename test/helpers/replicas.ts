@@ -13,7 +13,10 @@ export interface Replica {
 
 /** Starts `hangar serve` (the built dist/) on `dataDir` with `configFile`; resolves once it listens. */
 export function startReplica(name: string, dataDir: string, configFile: string): Promise<Replica> {
-  const proc = spawn(process.execPath, [BIN, 'serve', '--data-dir', dataDir, '--config', configFile], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, HANGAR_LOG_FORMAT: 'json' } })
+  const proc = spawn(process.execPath, [BIN, 'serve', '--data-dir', dataDir, '--config', configFile], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, HANGAR_LOG_FORMAT: 'json' },
+  })
   let out = ''
   proc.stdout!.on('data', (c) => (out += c))
   proc.stderr!.on('data', (c) => (out += c))

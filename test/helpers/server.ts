@@ -39,21 +39,54 @@ export interface TestServer {
  * `overrides` is raw configuration (validated and defaulted like a config file); `sqlite: true` keeps the
  * embedded store whatever HANGAR_TEST_DATABASE_URL says (a test of moving from SQLite needs one).
  */
-export async function startTestServer(overrides: Record<string, unknown> = {}, opts: Pick<StartOptions, 'clock' | 'monotonic' | 'configureApp' | 'logger'> & { dataDir?: string; sqlite?: boolean } = {}): Promise<TestServer> {
+export async function startTestServer(
+  overrides: Record<string, unknown> = {},
+  opts: Pick<StartOptions, 'clock' | 'monotonic' | 'configureApp' | 'logger'> & {
+    dataDir?: string
+    sqlite?: boolean
+  } = {},
+): Promise<TestServer> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'hangar-test-'))
   const pgUrl = opts.sqlite ? undefined : process.env.HANGAR_TEST_DATABASE_URL
-  const schema = pgUrl && overrides.databaseUrl === undefined ? (opts.dataDir ? `hangar_t_${createHash('sha256').update(opts.dataDir).digest('hex').slice(0, 16)}` : freshSchemaName()) : undefined
+  const schema =
+    pgUrl && overrides.databaseUrl === undefined
+      ? opts.dataDir
+        ? `hangar_t_${createHash('sha256').update(opts.dataDir).digest('hex').slice(0, 16)}`
+        : freshSchemaName()
+      : undefined
   if (schema && opts.dataDir) keptSchemas.add(schema)
   const database = schema ? { databaseUrl: pgUrl, databaseSchema: schema } : {}
-  const config = parseConfig({ host: '127.0.0.1', port: 0, logLevel: 'silent', dataDir, fleet: { detectGpus: false }, ...database, ...overrides })
-  const hangar = await startHangar(config, { clock: opts.clock, monotonic: opts.monotonic, logger: opts.logger ?? false, configureApp: opts.configureApp })
+  const config = parseConfig({
+    host: '127.0.0.1',
+    port: 0,
+    logLevel: 'silent',
+    dataDir,
+    fleet: { detectGpus: false },
+    ...database,
+    ...overrides,
+  })
+  const hangar = await startHangar(config, {
+    clock: opts.clock,
+    monotonic: opts.monotonic,
+    logger: opts.logger ?? false,
+    configureApp: opts.configureApp,
+  })
   const adminKey = hangar.adminKey ?? (await import('node:fs')).readFileSync(join(dataDir, 'admin-key'), 'utf8').trim()
 
-  const api = async <T = any>(method: string, path: string, body?: unknown, key: string | null = adminKey): Promise<ApiResponse<T>> => {
+  const api = async <T = any>(
+    method: string,
+    path: string,
+    body?: unknown,
+    key: string | null = adminKey,
+  ): Promise<ApiResponse<T>> => {
     const headers: Record<string, string> = {}
     if (key !== null) headers.authorization = `Bearer ${key}`
     if (body !== undefined) headers['content-type'] = 'application/json'
-    const res = await fetch(hangar.url + path, { method, headers, body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body) })
+    const res = await fetch(hangar.url + path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    })
     const text = await res.text()
     let parsed: unknown = text
     try {
@@ -72,8 +105,13 @@ export async function startTestServer(overrides: Record<string, unknown> = {}, o
     api,
     async accountKey(name, permission = 'ALL', endpointIds) {
       const acc = await api('POST', '/v2/admin/accounts', { name })
-      if (acc.status !== 201 && acc.status !== 409) throw new Error(`account ${name}: ${acc.status} ${JSON.stringify(acc.body)}`)
-      const key = await api('POST', '/v2/admin/keys', { account: name, permission, ...(endpointIds ? { endpointIds } : {}) })
+      if (acc.status !== 201 && acc.status !== 409)
+        throw new Error(`account ${name}: ${acc.status} ${JSON.stringify(acc.body)}`)
+      const key = await api('POST', '/v2/admin/keys', {
+        account: name,
+        permission,
+        ...(endpointIds ? { endpointIds } : {}),
+      })
       if (key.status !== 201) throw new Error(`key for ${name}: ${key.status} ${JSON.stringify(key.body)}`)
       return key.body.key as string
     },

@@ -1,5 +1,9 @@
 /** Polls `probe` until it returns a value other than undefined/false; fails after `timeoutMs`. */
-export async function until<T>(probe: () => Promise<T | undefined | false>, timeoutMs = 20_000, what = 'condition'): Promise<T> {
+export async function until<T>(
+  probe: () => Promise<T | undefined | false>,
+  timeoutMs = 20_000,
+  what = 'condition',
+): Promise<T> {
   const end = Date.now() + timeoutMs
   for (;;) {
     const v = await probe()

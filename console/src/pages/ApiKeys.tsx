@@ -1,5 +1,13 @@
 import { useState } from 'preact/hooks'
-import type { Account, AccountList, ApiKey, ApiKeyList, CreatedApiKey, CreateApiKey, Permission } from '../../../src/contract/admin.js'
+import type {
+  Account,
+  AccountList,
+  ApiKey,
+  ApiKeyList,
+  CreatedApiKey,
+  CreateApiKey,
+  Permission,
+} from '../../../src/contract/admin.js'
 import { useSession } from '../session.js'
 import { Field, Loading, Page, Problems, useAction, useLoad, inputValue, when } from '../ui.js'
 
@@ -18,7 +26,12 @@ export function ApiKeys() {
   })
   const addKey = useAction(async () => {
     const ids = form.endpointIds.split(/[\s,]+/).filter(Boolean)
-    const body: CreateApiKey = { account: form.account, permission: form.permission, ...(form.name ? { name: form.name } : {}), ...(ids.length ? { endpointIds: ids } : {}) }
+    const body: CreateApiKey = {
+      account: form.account,
+      permission: form.permission,
+      ...(form.name ? { name: form.name } : {}),
+      ...(ids.length ? { endpointIds: ids } : {}),
+    }
     setCreated(await client.post<CreatedApiKey>('/v2/admin/keys', body))
     keys.reload()
   })
@@ -62,7 +75,13 @@ export function ApiKeys() {
                     {k.endpointIds.length > 0 && <div class="muted small">{k.endpointIds.join(', ')}</div>}
                   </td>
                   <td>{when(k.lastUsedAt)}</td>
-                  <td>{k.revokedAt ? `revoked ${when(k.revokedAt)}` : k.expiresAt ? `expires ${when(k.expiresAt)}` : 'active'}</td>
+                  <td>
+                    {k.revokedAt
+                      ? `revoked ${when(k.revokedAt)}`
+                      : k.expiresAt
+                        ? `expires ${when(k.expiresAt)}`
+                        : 'active'}
+                  </td>
                   <td>
                     {!k.revokedAt && !k.admin && (
                       <button type="button" class="danger" onClick={() => void revoke.run(k)}>
@@ -100,7 +119,11 @@ export function ApiKeys() {
           <input name="name" value={form.name} onInput={(e) => setForm({ ...form, name: inputValue(e) })} />
         </Field>
         <Field label="Permission" name="permission" error={addKey.error}>
-          <select name="permission" value={form.permission} onChange={(e) => setForm({ ...form, permission: inputValue<Permission>(e) })}>
+          <select
+            name="permission"
+            value={form.permission}
+            onChange={(e) => setForm({ ...form, permission: inputValue<Permission>(e) })}
+          >
             <option value="ALL">ALL</option>
             <option value="READ_ONLY">READ_ONLY</option>
             <option value="RESTRICTED">RESTRICTED</option>
@@ -108,7 +131,11 @@ export function ApiKeys() {
         </Field>
         {form.permission === 'RESTRICTED' && (
           <Field label="Endpoint ids" name="endpointIds" error={addKey.error}>
-            <input name="endpointIds" value={form.endpointIds} onInput={(e) => setForm({ ...form, endpointIds: inputValue(e) })} />
+            <input
+              name="endpointIds"
+              value={form.endpointIds}
+              onInput={(e) => setForm({ ...form, endpointIds: inputValue(e) })}
+            />
           </Field>
         )}
         <div class="form-actions">

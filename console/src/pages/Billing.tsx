@@ -16,15 +16,32 @@ function amountsOf(r: object): Amounts {
 
 /** What the chart stacks: the aggregate's amounts summed per kind of resource. */
 const SERIES: Array<{ name: string; color: string; of: (a: Amounts) => number }> = [
-  { name: 'Serverless', color: '#2f5bea', of: (a) => a.serverlessGpuAmount + a.serverlessCpuAmount + a.serverlessDiskAmount + a.serverlessFeeAmount },
+  {
+    name: 'Serverless',
+    color: '#2f5bea',
+    of: (a) => a.serverlessGpuAmount + a.serverlessCpuAmount + a.serverlessDiskAmount + a.serverlessFeeAmount,
+  },
   { name: 'Pods', color: '#12b76a', of: (a) => a.podGpuAmount + a.podCpuAmount + a.podDiskAmount },
   { name: 'Storage', color: '#f79009', of: (a) => a.storageStandardAmount + a.storageHighPerformanceAmount },
-  { name: 'Clusters', color: '#9e77ed', of: (a) => a.clusterGpuAmount + a.clusterDiskAmount + a.clusterNetworkingAmount },
+  {
+    name: 'Clusters',
+    color: '#9e77ed',
+    of: (a) => a.clusterGpuAmount + a.clusterDiskAmount + a.clusterNetworkingAmount,
+  },
   { name: 'Public endpoints', color: '#98a2b3', of: (a) => a.endpointAmount },
 ]
 
 /** Amounts are exact micro-dollars: small ones keep all six decimals rather than showing $0.00. */
-const usd = (v: number) => (v === 0 ? '$0' : v >= 100 ? `$${v.toFixed(0)}` : v >= 1 ? `$${v.toFixed(2)}` : v >= 0.01 ? `$${v.toFixed(4)}` : `$${v.toFixed(6)}`)
+const usd = (v: number) =>
+  v === 0
+    ? '$0'
+    : v >= 100
+      ? `$${v.toFixed(0)}`
+      : v >= 1
+        ? `$${v.toFixed(2)}`
+        : v >= 0.01
+          ? `$${v.toFixed(4)}`
+          : `$${v.toFixed(6)}`
 
 const RANGES = { hour: 48, day: 30, week: 12, month: 12 } as const
 type Bucket = keyof typeof RANGES
@@ -41,7 +58,10 @@ export function Billing() {
   const { client, admin } = useSession()
   const [bucket, setBucket] = useState<Bucket>('day')
   const [account, setAccount] = useState('')
-  const accounts = useLoad((signal) => (admin ? client.get<AccountList>('/v2/admin/accounts', signal) : Promise.resolve({ accounts: [] })), [admin])
+  const accounts = useLoad(
+    (signal) => (admin ? client.get<AccountList>('/v2/admin/accounts', signal) : Promise.resolve({ accounts: [] })),
+    [admin],
+  )
   const q = `bucketSize=${bucket}&lastN=${RANGES[bucket]}${account ? `&account=${encodeURIComponent(account)}` : ''}`
   const { data, error } = useLoad((signal) => client.get<Aggregate>(`/v2/billing?${q}`, signal), [q], 60_000)
   return (
@@ -73,9 +93,18 @@ export function Billing() {
       ) : (
         <>
           <p class="total">
-            Total <strong>{usd(data.metadata.totals.totalAmount)}</strong> from {new Date(data.metadata.query.startTime).toLocaleString()} to {new Date(data.metadata.query.endTime).toLocaleString()}
+            Total <strong>{usd(data.metadata.totals.totalAmount)}</strong> from{' '}
+            {new Date(data.metadata.query.startTime).toLocaleString()} to{' '}
+            {new Date(data.metadata.query.endTime).toLocaleString()}
           </p>
-          <StackedBars bars={data.records.map((r) => ({ label: labelOf(r.startTime, bucket), values: SERIES.map((s) => s.of(amountsOf(r))) }))} series={SERIES} format={usd} />
+          <StackedBars
+            bars={data.records.map((r) => ({
+              label: labelOf(r.startTime, bucket),
+              values: SERIES.map((s) => s.of(amountsOf(r))),
+            }))}
+            series={SERIES}
+            format={usd}
+          />
           <div class="table-wrap">
             <table>
               <thead>

@@ -46,7 +46,11 @@ export function Docs() {
           <ul>
             {pages.data.map((p) => (
               <li key={p.path}>
-                <a href={DOCS_BASE + p.path.replace(/\.md$/, '')} class={p.path === doc ? 'active' : ''} aria-current={p.path === doc ? 'page' : undefined}>
+                <a
+                  href={DOCS_BASE + p.path.replace(/\.md$/, '')}
+                  class={p.path === doc ? 'active' : ''}
+                  aria-current={p.path === doc ? 'page' : undefined}
+                >
                   {p.title}
                 </a>
               </li>

@@ -4,7 +4,19 @@ import type { CreatePod, Pod, PodAction, PodConnections, PodList } from '../../.
 import type { TemplateList } from '../../../src/contract/template.js'
 import { LogStream } from '../LogStream.js'
 import { useSession } from '../session.js'
-import { Badge, checkedOf, CopyButton, Field, Loading, Page, Problems, useAction, useLoad, inputValue, when } from '../ui.js'
+import {
+  Badge,
+  checkedOf,
+  CopyButton,
+  Field,
+  Loading,
+  Page,
+  Problems,
+  useAction,
+  useLoad,
+  inputValue,
+  when,
+} from '../ui.js'
 
 const FIELDS = ['name', 'templateId', 'image', 'gpu', 'cpu', 'disk', 'ports', 'env', 'startSsh']
 
@@ -25,7 +37,11 @@ function Spark({ values, label }: { values: number[]; label: string }) {
   const W = 90
   const H = 24
   const last = values[values.length - 1] ?? 0
-  const pts = values.map((v, i) => `${((i + SAMPLES - values.length) / (SAMPLES - 1)) * W},${H - (Math.min(100, v) / 100) * (H - 2) - 1}`).join(' ')
+  const pts = values
+    .map(
+      (v, i) => `${((i + SAMPLES - values.length) / (SAMPLES - 1)) * W},${H - (Math.min(100, v) / 100) * (H - 2) - 1}`,
+    )
+    .join(' ')
   return (
     <span class="spark" title={`${label}: ${last} %`}>
       <svg viewBox={`0 0 ${W} ${H}`} width={W} height={H} role="img" aria-label={`${label} ${last} %`}>
@@ -41,7 +57,10 @@ function Spark({ values, label }: { values: number[]; label: string }) {
 /** Links to the pod's HTTP ports (through the proxy), its SSH command when an SSH server answers, why it failed. */
 function Connect({ pod }: { pod: Pod }) {
   const { client } = useSession()
-  const { data } = useLoad((signal) => client.get<PodConnections>(`/v2/pods/${pod.id}/connections`, signal), [pod.id, pod.status, pod.startedAt])
+  const { data } = useLoad(
+    (signal) => client.get<PodConnections>(`/v2/pods/${pod.id}/connections`, signal),
+    [pod.id, pod.status, pod.startedAt],
+  )
   if (!data) return null
   const sshMapped = pod.ports.includes('22/tcp')
   return (
@@ -61,7 +80,8 @@ function Connect({ pod }: { pod: Pod }) {
           <code>{data.ssh.command}</code> <CopyButton text={data.ssh.command} />
         </span>
       ) : (
-        pod.status === 'RUNNING' && sshMapped && <span class="muted small">22/tcp is mapped but no SSH server answers on it</span>
+        pod.status === 'RUNNING' &&
+        sshMapped && <span class="muted small">22/tcp is mapped but no SSH server answers on it</span>
       )}
     </div>
   )
@@ -141,11 +161,25 @@ export function Pods() {
                     </td>
                     <td>{computeOf(p)}</td>
                     <td class="mono">{p.image}</td>
-                    <td>{p.status === 'RUNNING' ? usdPerHour(p.cost) : <span class="muted" title="compute is billed only while RUNNING">not billed</span>}</td>
+                    <td>
+                      {p.status === 'RUNNING' ? (
+                        usdPerHour(p.cost)
+                      ) : (
+                        <span class="muted" title="compute is billed only while RUNNING">
+                          not billed
+                        </span>
+                      )}
+                    </td>
                     <td>{when(p.startedAt)}</td>
                     <td class="actions">
                       {p.actions.map((a) => (
-                        <button key={a} type="button" class={a === 'terminate' ? 'danger' : ''} disabled={act.busy} onClick={() => void act.run(p, a)}>
+                        <button
+                          key={a}
+                          type="button"
+                          class={a === 'terminate' ? 'danger' : ''}
+                          disabled={act.busy}
+                          onClick={() => void act.run(p, a)}
+                        >
                           {a[0].toUpperCase() + a.slice(1)}
                         </button>
                       ))}
@@ -160,7 +194,14 @@ export function Pods() {
           </div>
         </>
       )}
-      {logsOf && <LogStream title={logsOf.name} path={`/v2/pods/${logsOf.id}/logs?tail=500`} endMessage="pod stopped" onClose={() => setLogsOf(null)} />}
+      {logsOf && (
+        <LogStream
+          title={logsOf.name}
+          path={`/v2/pods/${logsOf.id}/logs?tail=500`}
+          endMessage="pod stopped"
+          onClose={() => setLogsOf(null)}
+        />
+      )}
       <h2>New pod</h2>
       <NewPod onCreated={() => list.reload()} />
     </Page>
@@ -170,14 +211,33 @@ export function Pods() {
 function NewPod({ onCreated }: { onCreated: () => void }) {
   const { client } = useSession()
   const templates = useLoad(async (signal) => {
-    const [official, own] = await Promise.all([client.get<TemplateList>('/v2/catalog/templates', signal), client.get<TemplateList>('/v2/templates', signal)])
+    const [official, own] = await Promise.all([
+      client.get<TemplateList>('/v2/catalog/templates', signal),
+      client.get<TemplateList>('/v2/templates', signal),
+    ])
     return [...official.templates, ...own.templates].filter((t) => !t.serverless)
   }, [])
   const gpus = useLoad((signal) => client.get<GpuList>('/v2/catalog/gpus', signal), [])
   const cpus = useLoad((signal) => client.get<CpuList>('/v2/catalog/cpus', signal), [])
-  const [f, setF] = useState({ name: '', source: 'image' as 'image' | 'template', templateId: '', image: '', compute: 'cpu' as 'cpu' | 'gpu', gpuId: '', gpuCount: '1', cpuId: 'cpu3c', vcpuCount: '2', disk: '', ports: '', env: '', startSsh: false })
+  const [f, setF] = useState({
+    name: '',
+    source: 'image' as 'image' | 'template',
+    templateId: '',
+    image: '',
+    compute: 'cpu' as 'cpu' | 'gpu',
+    gpuId: '',
+    gpuCount: '1',
+    cpuId: 'cpu3c',
+    vcpuCount: '2',
+    disk: '',
+    ports: '',
+    env: '',
+    startSsh: false,
+  })
   const set = (patch: Partial<typeof f>) => setF({ ...f, ...patch })
-  const text = (k: 'name' | 'image' | 'disk' | 'ports' | 'gpuCount' | 'vcpuCount') => <input type="text" name={k} value={f[k]} onInput={(e) => set({ [k]: inputValue(e) })} />
+  const text = (k: 'name' | 'image' | 'disk' | 'ports' | 'gpuCount' | 'vcpuCount') => (
+    <input type="text" name={k} value={f[k]} onInput={(e) => set({ [k]: inputValue(e) })} />
+  )
   const create = useAction(async () => {
     const num = (s: string) => (s.trim() === '' ? NaN : Number(s))
     const body: CreatePod = { name: f.name, startSsh: f.startSsh }
@@ -217,10 +277,22 @@ function NewPod({ onCreated }: { onCreated: () => void }) {
       <fieldset class="choice">
         <legend>Program</legend>
         <label class="inline">
-          <input type="radio" name="podSource" checked={f.source === 'image'} onChange={() => set({ source: 'image' })} /> Image
+          <input
+            type="radio"
+            name="podSource"
+            checked={f.source === 'image'}
+            onChange={() => set({ source: 'image' })}
+          />{' '}
+          Image
         </label>
         <label class="inline">
-          <input type="radio" name="podSource" checked={f.source === 'template'} onChange={() => set({ source: 'template', templateId: f.templateId || (templates.data?.[0]?.id ?? '') })} /> Template
+          <input
+            type="radio"
+            name="podSource"
+            checked={f.source === 'template'}
+            onChange={() => set({ source: 'template', templateId: f.templateId || (templates.data?.[0]?.id ?? '') })}
+          />{' '}
+          Template
         </label>
       </fieldset>
       {f.source === 'image' ? (
@@ -241,10 +313,22 @@ function NewPod({ onCreated }: { onCreated: () => void }) {
       <fieldset class="choice">
         <legend>Compute</legend>
         <label class="inline">
-          <input type="radio" name="podCompute" checked={f.compute === 'cpu'} onChange={() => set({ compute: 'cpu' })} /> CPU
+          <input
+            type="radio"
+            name="podCompute"
+            checked={f.compute === 'cpu'}
+            onChange={() => set({ compute: 'cpu' })}
+          />{' '}
+          CPU
         </label>
         <label class="inline">
-          <input type="radio" name="podCompute" checked={f.compute === 'gpu'} onChange={() => set({ compute: 'gpu' })} /> GPU
+          <input
+            type="radio"
+            name="podCompute"
+            checked={f.compute === 'gpu'}
+            onChange={() => set({ compute: 'gpu' })}
+          />{' '}
+          GPU
         </label>
       </fieldset>
       {f.compute === 'gpu' ? (
@@ -284,7 +368,8 @@ function NewPod({ onCreated }: { onCreated: () => void }) {
         <textarea name="env" rows={3} value={f.env} onInput={(e) => set({ env: inputValue(e) })} />
       </Field>
       <label class="inline">
-        <input type="checkbox" checked={f.startSsh} onChange={(e) => set({ startSsh: checkedOf(e) })} /> Start SSH with the account's keys
+        <input type="checkbox" checked={f.startSsh} onChange={(e) => set({ startSsh: checkedOf(e) })} /> Start SSH with
+        the account's keys
       </label>
       <div class="form-actions">
         <button class="primary" type="submit" disabled={create.busy}>

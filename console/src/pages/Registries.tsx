@@ -20,7 +20,11 @@ export function Registries() {
   })
   const onInput = (k: keyof CreateRegistry) => (e: Event) => setForm({ ...form, [k]: inputValue(e) })
   const text = (k: keyof CreateRegistry, secret = false) =>
-    secret ? <input name={k} type="password" autoComplete="off" value={form[k]} onInput={onInput(k)} /> : <input name={k} type="text" autoComplete="off" value={form[k]} onInput={onInput(k)} />
+    secret ? (
+      <input name={k} type="password" autoComplete="off" value={form[k]} onInput={onInput(k)} />
+    ) : (
+      <input name={k} type="text" autoComplete="off" value={form[k]} onInput={onInput(k)} />
+    )
   return (
     <Page title="Container registries">
       <Problems error={remove.error} />

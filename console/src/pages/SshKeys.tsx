@@ -35,7 +35,12 @@ export function SshKeys() {
           }}
         >
           <Problems error={save.error} fields={['keys']} />
-          <Field label="Public keys, one per line" name="keys" error={save.error} hint="Pods created later with SSH get these keys.">
+          <Field
+            label="Public keys, one per line"
+            name="keys"
+            error={save.error}
+            hint="Pods created later with SSH get these keys."
+          >
             <textarea name="keys" class="mono" rows={8} value={text} onInput={(e) => setText(inputValue(e))} />
           </Field>
           <div class="form-actions">

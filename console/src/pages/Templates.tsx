@@ -46,9 +46,21 @@ export function Templates() {
   const { client } = useSession()
   const own = useLoad((signal) => client.get<TemplateList>('/v2/templates', signal), [])
   const official = useLoad((signal) => client.get<TemplateList>('/v2/catalog/templates', signal), [])
-  const [form, setForm] = useState({ name: '', image: '', args: '', category: 'CPU' as TemplateCategory, serverless: true })
+  const [form, setForm] = useState({
+    name: '',
+    image: '',
+    args: '',
+    category: 'CPU' as TemplateCategory,
+    serverless: true,
+  })
   const create = useAction(async () => {
-    const body: CreateTemplate = { name: form.name, image: form.image, category: form.category, serverless: form.serverless, ...(form.args ? { args: form.args } : {}) }
+    const body: CreateTemplate = {
+      name: form.name,
+      image: form.image,
+      category: form.category,
+      serverless: form.serverless,
+      ...(form.args ? { args: form.args } : {}),
+    }
     await client.post<Template>('/v2/templates', body)
     setForm({ ...form, name: '', image: '', args: '' })
     own.reload()
@@ -62,7 +74,13 @@ export function Templates() {
     <Page title="Templates">
       <h2>Yours</h2>
       <Problems error={remove.error} />
-      {!own.data ? <Loading error={own.error} what="templates" /> : own.data.templates.length === 0 ? <p class="empty">None yet.</p> : <TemplateTable templates={own.data.templates} onDelete={(t) => void remove.run(t)} />}
+      {!own.data ? (
+        <Loading error={own.error} what="templates" />
+      ) : own.data.templates.length === 0 ? (
+        <p class="empty">None yet.</p>
+      ) : (
+        <TemplateTable templates={own.data.templates} onDelete={(t) => void remove.run(t)} />
+      )}
       <h2>New template</h2>
       <form
         class="form"
@@ -83,14 +101,23 @@ export function Templates() {
           <input name="args" value={form.args} onInput={(e) => setForm({ ...form, args: inputValue(e) })} />
         </Field>
         <Field label="Category" name="category" error={create.error}>
-          <select name="category" value={form.category} onChange={(e) => setForm({ ...form, category: inputValue<TemplateCategory>(e) })}>
+          <select
+            name="category"
+            value={form.category}
+            onChange={(e) => setForm({ ...form, category: inputValue<TemplateCategory>(e) })}
+          >
             <option value="CPU">CPU</option>
             <option value="NVIDIA">NVIDIA</option>
             <option value="AMD">AMD</option>
           </select>
         </Field>
         <label class="inline">
-          <input type="checkbox" checked={form.serverless} onChange={(e) => setForm({ ...form, serverless: checkedOf(e) })} /> For serverless endpoints (otherwise pods)
+          <input
+            type="checkbox"
+            checked={form.serverless}
+            onChange={(e) => setForm({ ...form, serverless: checkedOf(e) })}
+          />{' '}
+          For serverless endpoints (otherwise pods)
         </label>
         <div class="form-actions">
           <button class="primary" type="submit" disabled={create.busy}>
@@ -99,7 +126,11 @@ export function Templates() {
         </div>
       </form>
       <h2>Official</h2>
-      {!official.data ? <Loading error={official.error} what="templates" /> : <TemplateTable templates={official.data.templates} />}
+      {!official.data ? (
+        <Loading error={official.error} what="templates" />
+      ) : (
+        <TemplateTable templates={official.data.templates} />
+      )}
     </Page>
   )
 }

@@ -11,7 +11,11 @@ export function Volumes() {
   const dcs = useLoad((signal) => client.get<DataCenterList>('/v2/catalog/datacenters', signal), [])
   const [form, setForm] = useState({ name: '', size: '10', dataCenter: '' })
   const create = useAction(async () => {
-    const body: CreateNetworkVolume = { name: form.name, size: Number(form.size), dataCenter: form.dataCenter || (dcs.data?.dataCenters[0]?.id ?? '') }
+    const body: CreateNetworkVolume = {
+      name: form.name,
+      size: Number(form.size),
+      dataCenter: form.dataCenter || (dcs.data?.dataCenters[0]?.id ?? ''),
+    }
     await client.post<NetworkVolume>('/v2/network-volumes', body)
     setForm({ ...form, name: '' })
     list.reload()
@@ -84,10 +88,19 @@ export function Volumes() {
           <input name="name" value={form.name} onInput={(e) => setForm({ ...form, name: inputValue(e) })} />
         </Field>
         <Field label="Size (GB)" name="size" error={create.error}>
-          <input name="size" type="number" value={form.size} onInput={(e) => setForm({ ...form, size: inputValue(e) })} />
+          <input
+            name="size"
+            type="number"
+            value={form.size}
+            onInput={(e) => setForm({ ...form, size: inputValue(e) })}
+          />
         </Field>
         <Field label="Data center" name="dataCenter" error={create.error}>
-          <select name="dataCenter" value={form.dataCenter} onChange={(e) => setForm({ ...form, dataCenter: inputValue(e) })}>
+          <select
+            name="dataCenter"
+            value={form.dataCenter}
+            onChange={(e) => setForm({ ...form, dataCenter: inputValue(e) })}
+          >
             {(dcs.data?.dataCenters ?? []).map((d) => (
               <option key={d.id} value={d.id}>
                 {d.name} ({d.id})

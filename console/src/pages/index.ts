@@ -28,13 +28,22 @@ const Docs = lazy(() => import('./Docs.js').then((m) => m.Docs))
 export const PAGES: PageModule[] = [
   { paths: ['/console/endpoints/new'], component: NewEndpoint },
   { paths: ['/console/endpoints/:id', '/console/endpoints/:id/:tab'], component: EndpointDetail },
-  { paths: ['/console/endpoints', '/console/', '/console'], component: EndpointList, nav: { label: 'Endpoints', href: '/console/endpoints' } },
+  {
+    paths: ['/console/endpoints', '/console/', '/console'],
+    component: EndpointList,
+    nav: { label: 'Endpoints', href: '/console/endpoints' },
+  },
   { paths: ['/console/pods'], component: Pods, nav: { label: 'Pods', href: '/console/pods' } },
   { paths: ['/console/volumes'], component: Volumes, nav: { label: 'Network volumes', href: '/console/volumes' } },
   { paths: ['/console/templates'], component: Templates, nav: { label: 'Templates', href: '/console/templates' } },
   { paths: ['/console/registries'], component: Registries, nav: { label: 'Registries', href: '/console/registries' } },
   { paths: ['/console/ssh-keys'], component: SshKeys, nav: { label: 'SSH keys', href: '/console/ssh-keys' } },
   { paths: ['/console/billing'], component: Billing, nav: { label: 'Billing', href: '/console/billing' } },
-  { paths: ['/console/api-keys'], component: ApiKeys, nav: { label: 'API keys', href: '/console/api-keys' }, admin: true },
+  {
+    paths: ['/console/api-keys'],
+    component: ApiKeys,
+    nav: { label: 'API keys', href: '/console/api-keys' },
+    admin: true,
+  },
   { paths: ['/console/docs/:doc*'], component: Docs, nav: { label: 'Docs', href: '/console/docs' } },
 ]

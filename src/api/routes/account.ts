@@ -11,15 +11,29 @@ const tags = ['account']
 export const accountRoutes =
   ({ sshKeys, endpoints, pods, billing, workers, endpointMetrics }: AppDeps): FastifyPluginAsyncTypebox =>
   async (app) => {
-    app.get('/v2/account/ssh-keys', { schema: { tags, summary: "The account's SSH public keys", response: { 200: SshKeys } } }, async (req) => ({
-      keys: await sshKeys.keysOf(req.principal.accountId),
-    }))
+    app.get(
+      '/v2/account/ssh-keys',
+      { schema: { tags, summary: "The account's SSH public keys", response: { 200: SshKeys } } },
+      async (req) => ({
+        keys: await sshKeys.keysOf(req.principal.accountId),
+      }),
+    )
     app.get(
       '/v2/account/overview',
-      { schema: { tags, summary: 'The account at a glance', description: 'Spend since 00:00 UTC, workers and pods up now, jobs finished in the last hour.', response: { 200: AccountOverview } } },
+      {
+        schema: {
+          tags,
+          summary: 'The account at a glance',
+          description: 'Spend since 00:00 UTC, workers and pods up now, jobs finished in the last hour.',
+          response: { 200: AccountOverview },
+        },
+      },
       async (req) => {
         if (!endpointMetrics) throw new DomainError('unavailable', 'endpoint metrics are not kept by this server')
-        return accountOverview({ endpoints, pods, billing, workerHealth: (id) => workers.health(id), endpointMetrics }, req.principal)
+        return accountOverview(
+          { endpoints, pods, billing, workerHealth: (id) => workers.health(id), endpointMetrics },
+          req.principal,
+        )
       },
     )
     app.put(
@@ -28,7 +42,8 @@ export const accountRoutes =
         schema: {
           tags,
           summary: "Replace the account's SSH public keys",
-          description: 'Replaces the whole list ([] removes all). Only pods created later with startSsh receive the change.',
+          description:
+            'Replaces the whole list ([] removes all). Only pods created later with startSsh receive the change.',
           body: PutSshKeys,
           response: { 200: SshKeys },
         },

@@ -1,5 +1,14 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { AccountList, Account, ApiKey, ApiKeyList, ApiKeyQuery, CreateAccount, CreateApiKey, CreatedApiKey } from '../../contract/admin.js'
+import {
+  AccountList,
+  Account,
+  ApiKey,
+  ApiKeyList,
+  ApiKeyQuery,
+  CreateAccount,
+  CreateApiKey,
+  CreatedApiKey,
+} from '../../contract/admin.js'
 import { IdParams } from '../../contract/common.js'
 import type { AppDeps } from '../app.js'
 
@@ -10,18 +19,44 @@ const config = { access: 'admin' as const }
 export const adminRoutes =
   ({ accounts }: AppDeps): FastifyPluginAsyncTypebox =>
   async (app) => {
-    app.get('/v2/admin/accounts', { config, schema: { tags, summary: 'List accounts', response: { 200: AccountList } } }, async () => ({
-      accounts: await accounts.listAccounts(),
-    }))
-    app.post('/v2/admin/accounts', { config, schema: { tags, summary: 'Create an account', body: CreateAccount, response: { 201: Account } } }, async (req, reply) =>
-      reply.code(201).send(await accounts.createAccount(req.body)),
+    app.get(
+      '/v2/admin/accounts',
+      { config, schema: { tags, summary: 'List accounts', response: { 200: AccountList } } },
+      async () => ({
+        accounts: await accounts.listAccounts(),
+      }),
     )
-    app.get('/v2/admin/keys', { config, schema: { tags, summary: 'List API keys (never the keys themselves)', querystring: ApiKeyQuery, response: { 200: ApiKeyList } } }, async (req) => ({
-      keys: await accounts.listKeys(req.query.account),
-    }))
+    app.post(
+      '/v2/admin/accounts',
+      { config, schema: { tags, summary: 'Create an account', body: CreateAccount, response: { 201: Account } } },
+      async (req, reply) => reply.code(201).send(await accounts.createAccount(req.body)),
+    )
+    app.get(
+      '/v2/admin/keys',
+      {
+        config,
+        schema: {
+          tags,
+          summary: 'List API keys (never the keys themselves)',
+          querystring: ApiKeyQuery,
+          response: { 200: ApiKeyList },
+        },
+      },
+      async (req) => ({
+        keys: await accounts.listKeys(req.query.account),
+      }),
+    )
     app.post(
       '/v2/admin/keys',
-      { config, schema: { tags, summary: 'Create an API key; the response is the only time the key is shown', body: CreateApiKey, response: { 201: CreatedApiKey } } },
+      {
+        config,
+        schema: {
+          tags,
+          summary: 'Create an API key; the response is the only time the key is shown',
+          body: CreateApiKey,
+          response: { 201: CreatedApiKey },
+        },
+      },
       async (req, reply) => reply.code(201).send(await accounts.createKey(req.body)),
     )
     app.post(

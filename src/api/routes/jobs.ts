@@ -1,6 +1,21 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyContextConfig } from 'fastify'
-import { EndpointJobParams, Health, JobParams, JobRef, JobRequest, JobStatusView, PurgeResult, RequestList, RequestsQuery, StatusQuery, StreamQuery, StreamView, SubmitHeaders, WaitQuery } from '../../contract/job.js'
+import {
+  EndpointJobParams,
+  Health,
+  JobParams,
+  JobRef,
+  JobRequest,
+  JobStatusView,
+  PurgeResult,
+  RequestList,
+  RequestsQuery,
+  StatusQuery,
+  StreamQuery,
+  StreamView,
+  SubmitHeaders,
+  WaitQuery,
+} from '../../contract/job.js'
 import { IDEMPOTENCY_HEADER, parseIdempotencyKey } from '../../domain/jobs/idempotency.js'
 import type { JobOperation } from '../../domain/rateLimits.js'
 import { RawJson } from '../../domain/RawJson.js'
@@ -41,53 +56,127 @@ export const jobRoutes =
     })
     app.post(
       '/v2/:endpointId/run',
-      { bodyLimit: 10 * MB, config: { ...jobConfig('run'), rawJsonField: 'input' }, schema: { tags, summary: 'Submit a job (asynchronous)', params: EndpointJobParams, headers: SubmitHeaders, body: JobRequest, response: { 200: JobRef } } },
-      async (req) => jobs.submit(req.principal, req.params.endpointId, req.body, false, undefined, parseIdempotencyKey(req.headers[IDEMPOTENCY_HEADER])),
+      {
+        bodyLimit: 10 * MB,
+        config: { ...jobConfig('run'), rawJsonField: 'input' },
+        schema: {
+          tags,
+          summary: 'Submit a job (asynchronous)',
+          params: EndpointJobParams,
+          headers: SubmitHeaders,
+          body: JobRequest,
+          response: { 200: JobRef },
+        },
+      },
+      async (req) =>
+        jobs.submit(
+          req.principal,
+          req.params.endpointId,
+          req.body,
+          false,
+          undefined,
+          parseIdempotencyKey(req.headers[IDEMPOTENCY_HEADER]),
+        ),
     )
     app.post(
       '/v2/:endpointId/runsync',
       {
         bodyLimit: 20 * MB,
         config: { ...jobConfig('runsync'), rawJsonField: 'input' },
-        schema: { tags, summary: 'Submit a job and wait for its result', params: EndpointJobParams, headers: SubmitHeaders, querystring: WaitQuery, body: JobRequest, response: { 200: JobStatusView } },
+        schema: {
+          tags,
+          summary: 'Submit a job and wait for its result',
+          params: EndpointJobParams,
+          headers: SubmitHeaders,
+          querystring: WaitQuery,
+          body: JobRequest,
+          response: { 200: JobStatusView },
+        },
       },
       // Not awaited here, and the request lets go of its body: while the call waits for the result, the input
       // is held once, by the store (see JobService.submit).
-      (req) => jobs.submit(req.principal, req.params.endpointId, handOver(req), true, req.query.wait, parseIdempotencyKey(req.headers[IDEMPOTENCY_HEADER])),
+      (req) =>
+        jobs.submit(
+          req.principal,
+          req.params.endpointId,
+          handOver(req),
+          true,
+          req.query.wait,
+          parseIdempotencyKey(req.headers[IDEMPOTENCY_HEADER]),
+        ),
     )
     app.get(
       '/v2/:endpointId/status/:jobId',
-      { config: jobConfig('status'), schema: { tags, summary: 'Status of a job', params: JobParams, querystring: StatusQuery, response: { 200: JobStatusView } } },
+      {
+        config: jobConfig('status'),
+        schema: {
+          tags,
+          summary: 'Status of a job',
+          params: JobParams,
+          querystring: StatusQuery,
+          response: { 200: JobStatusView },
+        },
+      },
       async (req) => jobs.status(req.principal, req.params.endpointId, req.params.jobId, req.query.ttl),
     )
     app.get(
       '/v2/:endpointId/status-sync/:jobId',
-      { config: jobConfig('status'), schema: { tags, summary: 'Status of a job, waiting for a final state', params: JobParams, querystring: WaitQuery, response: { 200: JobStatusView } } },
+      {
+        config: jobConfig('status'),
+        schema: {
+          tags,
+          summary: 'Status of a job, waiting for a final state',
+          params: JobParams,
+          querystring: WaitQuery,
+          response: { 200: JobStatusView },
+        },
+      },
       async (req) => jobs.statusSync(req.principal, req.params.endpointId, req.params.jobId, req.query.wait),
     )
     app.get(
       '/v2/:endpointId/stream/:jobId',
-      { config: jobConfig('stream'), schema: { tags, summary: 'Stream chunks not returned before', params: JobParams, querystring: StreamQuery, response: { 200: StreamView } } },
+      {
+        config: jobConfig('stream'),
+        schema: {
+          tags,
+          summary: 'Stream chunks not returned before',
+          params: JobParams,
+          querystring: StreamQuery,
+          response: { 200: StreamView },
+        },
+      },
       async (req) => jobs.stream(req.principal, req.params.endpointId, req.params.jobId, req.query.wait),
     )
     app.post(
       '/v2/:endpointId/cancel/:jobId',
-      { config: jobConfig('cancel'), schema: { tags, summary: 'Cancel a job', params: JobParams, response: { 200: JobRef } } },
+      {
+        config: jobConfig('cancel'),
+        schema: { tags, summary: 'Cancel a job', params: JobParams, response: { 200: JobRef } },
+      },
       async (req) => jobs.cancel(req.principal, req.params.endpointId, req.params.jobId),
     )
     app.post(
       '/v2/:endpointId/retry/:jobId',
-      { config: jobConfig(), schema: { tags, summary: 'Retry a FAILED or TIMED_OUT job', params: JobParams, response: { 200: JobRef } } },
+      {
+        config: jobConfig(),
+        schema: { tags, summary: 'Retry a FAILED or TIMED_OUT job', params: JobParams, response: { 200: JobRef } },
+      },
       async (req) => jobs.retry(req.principal, req.params.endpointId, req.params.jobId),
     )
     app.post(
       '/v2/:endpointId/purge-queue',
-      { config: jobConfig('purge-queue'), schema: { tags, summary: 'Remove the waiting jobs', params: EndpointJobParams, response: { 200: PurgeResult } } },
+      {
+        config: jobConfig('purge-queue'),
+        schema: { tags, summary: 'Remove the waiting jobs', params: EndpointJobParams, response: { 200: PurgeResult } },
+      },
       async (req) => jobs.purgeQueue(req.principal, req.params.endpointId),
     )
     app.get(
       '/v2/:endpointId/health',
-      { config: jobConfig(), schema: { tags, summary: 'Job and worker counters', params: EndpointJobParams, response: { 200: Health } } },
+      {
+        config: jobConfig(),
+        schema: { tags, summary: 'Job and worker counters', params: EndpointJobParams, response: { 200: Health } },
+      },
       async (req) => jobs.health(req.principal, req.params.endpointId),
     )
     app.get(
@@ -97,7 +186,8 @@ export const jobRoutes =
         schema: {
           tags,
           summary: "The endpoint's recent requests",
-          description: 'Jobs still kept (within their retention), newest first, with status, times and worker; no inputs or outputs (see /status).',
+          description:
+            'Jobs still kept (within their retention), newest first, with status, times and worker; no inputs or outputs (see /status).',
           params: EndpointJobParams,
           querystring: RequestsQuery,
           response: { 200: RequestList },
@@ -110,7 +200,11 @@ export const jobRoutes =
 /** Whether a job view carries a RawJson result (`output`, or a stream chunk's). */
 function carriesRaw(payload: unknown): boolean {
   const v = payload as { output?: unknown; stream?: Array<{ output?: unknown }> } | null
-  return v !== null && typeof v === 'object' && (v.output instanceof RawJson || (Array.isArray(v.stream) && v.stream.some((c) => c.output instanceof RawJson)))
+  return (
+    v !== null &&
+    typeof v === 'object' &&
+    (v.output instanceof RawJson || (Array.isArray(v.stream) && v.stream.some((c) => c.output instanceof RawJson)))
+  )
 }
 
 /** The request's body, which the request itself no longer holds (it lives on only as long as its taker keeps it). */

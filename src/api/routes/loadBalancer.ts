@@ -26,7 +26,13 @@ export const loadBalancerRoutes =
   async (app) => {
     // retryMethods empty: a request is never replayed to a worker (not even a GET answered 503).
     await app.register(replyFrom, {
-      undici: { connections: 1024, pipelining: 1, keepAliveTimeout: 30_000, headersTimeout: cfg.requestTimeoutMs, bodyTimeout: cfg.requestTimeoutMs },
+      undici: {
+        connections: 1024,
+        pipelining: 1,
+        keepAliveTimeout: 30_000,
+        headersTimeout: cfg.requestTimeoutMs,
+        bodyTimeout: cfg.requestTimeoutMs,
+      },
       disableRequestLogging: true,
       retryMethods: [],
     })
@@ -43,7 +49,8 @@ export const loadBalancerRoutes =
     const proxy = async (req: FastifyRequest<{ Params: { endpointId: string } }>, reply: FastifyReply) => {
       const ep = await endpoints.loadBalancer(req.principal, req.params.endpointId)
       // Counted once answered, whoever answered (a worker, or this proxy with a 413/499/502/504).
-      if (endpointMetrics) reply.raw.once('close', () => endpointMetrics.proxied(ep.id, reply.raw.statusCode, reply.elapsedTime))
+      if (endpointMetrics)
+        reply.raw.once('close', () => endpointMetrics.proxied(ep.id, reply.raw.statusCode, reply.elapsedTime))
       const declared = Number(req.headers['content-length'] ?? 0)
       if (declared > cfg.maxBodyBytes) throw tooLarge(cfg.maxBodyBytes)
       const capacity = ep.scaling.type === 'REQUEST_COUNT' ? ep.scaling.requestCount : 1
@@ -69,7 +76,8 @@ export const loadBalancerRoutes =
       })
 
       let overLimit = false
-      if (req.body instanceof Readable && req.headers['content-length'] === undefined) req.body = limited(req.body, cfg.maxBodyBytes, () => (overLimit = true))
+      if (req.body instanceof Readable && req.headers['content-length'] === undefined)
+        req.body = limited(req.body, cfg.maxBodyBytes, () => (overLimit = true))
       const prefix = `/lb/${ep.id}`
       const rawUrl = req.raw.url ?? '/'
       const path = rawUrl.slice(prefix.length).split('?')[0] || '/'
@@ -81,7 +89,13 @@ export const loadBalancerRoutes =
           drop: ['authorization', FORWARDED_BY],
           upstream: `worker ${held.workerId} of endpoint ${ep.id}`,
           timeoutMs: cfg.requestTimeoutMs,
-          extend: (r, headers) => forwardedHeaders(headers, { ip: r.ip, host: r.headers.host, proto: r.protocol, prefix: hostForm ? null : prefix }),
+          extend: (r, headers) =>
+            forwardedHeaders(headers, {
+              ip: r.ip,
+              host: r.headers.host,
+              proto: r.protocol,
+              prefix: hostForm ? null : prefix,
+            }),
           intercept: () => overLimit && (sendProblem(reply, 413, tooLarge(cfg.maxBodyBytes).detail), true),
         }),
       )
@@ -97,7 +111,12 @@ export const loadBalancerRoutes =
 
 function tooLarge(max: number): DomainError {
   // Answered before the body is read: the connection is closed rather than left with the body's remainder.
-  return new DomainError('payload_too_large', `request body is larger than the ${max}-byte limit of load-balancer requests`, undefined, { connection: 'close' })
+  return new DomainError(
+    'payload_too_large',
+    `request body is larger than the ${max}-byte limit of load-balancer requests`,
+    undefined,
+    { connection: 'close' },
+  )
 }
 
 /** The body, failing once more than `max` bytes went through (a chunked body declares no length). */

@@ -17,14 +17,25 @@ const MB = 1024 * 1024
 export const openAiRoutes =
   ({ openai }: AppDeps): FastifyPluginAsyncTypebox =>
   async (app) => {
-    const serve = async (req: FastifyRequest, reply: FastifyReply, endpointId: string, route: string, body: Record<string, unknown> | undefined) => {
+    const serve = async (
+      req: FastifyRequest,
+      reply: FastifyReply,
+      endpointId: string,
+      route: string,
+      body: Record<string, unknown> | undefined,
+    ) => {
       const gone = new AbortController()
       reply.raw.once('close', () => {
         if (!reply.raw.writableEnded) gone.abort()
       })
       const result = await openai.handle({ principal: req.principal, endpointId, route, body, signal: gone.signal })
-      if (result.kind === 'json') return reply.code(result.answer.status).type('application/json').send(JSON.stringify(result.answer.body))
-      reply.headers({ 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' })
+      if (result.kind === 'json')
+        return reply.code(result.answer.status).type('application/json').send(JSON.stringify(result.answer.body))
+      reply.headers({
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache',
+        'x-accel-buffering': 'no',
+      })
       return reply.send(Readable.from(result.events, { objectMode: false }))
     }
     app.post(
@@ -35,7 +46,8 @@ export const openAiRoutes =
         schema: {
           tags,
           summary: 'OpenAI-compatible request (e.g. /openai/v1/chat/completions)',
-          description: 'Runs as a job with input {openai_route, openai_input}; `stream: true` answers server-sent events as the worker streams.',
+          description:
+            'Runs as a job with input {openai_route, openai_input}; `stream: true` answers server-sent events as the worker streams.',
           params: OpenAiParams,
           body: OpenAiBody,
           response: { 200: OpenAiResponse },
@@ -45,7 +57,15 @@ export const openAiRoutes =
     )
     app.get(
       '/v2/:endpointId/openai/v1/models',
-      { config: jobConfig('openai'), schema: { tags, summary: 'OpenAI-compatible model list', params: EndpointJobParams, response: { 200: OpenAiResponse } } },
+      {
+        config: jobConfig('openai'),
+        schema: {
+          tags,
+          summary: 'OpenAI-compatible model list',
+          params: EndpointJobParams,
+          response: { 200: OpenAiResponse },
+        },
+      },
       async (req, reply) => serve(req, reply, req.params.endpointId, '/v1/models', undefined),
     )
   }

@@ -7,7 +7,11 @@ import { bearer } from '../auth.js'
 import { FORWARDED_BY } from '../leaderForwarding.js'
 import { upstreamOptions } from '../upstream.js'
 
-const Params = Type.Object({ id: Type.String(), port: Type.Integer({ minimum: 1, maximum: 65535 }), '*': Type.Optional(Type.String()) })
+const Params = Type.Object({
+  id: Type.String(),
+  port: Type.Integer({ minimum: 1, maximum: 65535 }),
+  '*': Type.Optional(Type.String()),
+})
 
 /**
  * `/proxy/{podId}/{port}/...`: a RUNNING pod's HTTP port through Hangar, with the caller's API key (the
@@ -33,18 +37,30 @@ export const podProxyRoutes =
         const fromQuery = url.searchParams.get('hangar_link')
         const cookie = `hangar_link_${port}`
         const token = fromQuery ?? cookieValue(req.headers.cookie, cookie)
-        if (!token) throw new DomainError('unauthorized', 'missing credentials: send Authorization: Bearer <key>, or open the port from the console')
+        if (!token)
+          throw new DomainError(
+            'unauthorized',
+            'missing credentials: send Authorization: Bearer <key>, or open the port from the console',
+          )
         req.principal = podLinks.verify(token, id, Number(port))
         if (fromQuery !== null) {
           // The token leaves the address bar (and the program's logs): the cookie carries it from now on.
           url.searchParams.delete('hangar_link')
-          reply.header('set-cookie', `${cookie}=${token}; Path=/proxy/${id}/${port}/; Max-Age=${12 * 3600}; HttpOnly; SameSite=Lax`)
+          reply.header(
+            'set-cookie',
+            `${cookie}=${token}; Path=/proxy/${id}/${port}/; Max-Age=${12 * 3600}; HttpOnly; SameSite=Lax`,
+          )
           return reply.redirect(url.pathname + url.search, 303)
         }
       }
       const p = req.principal
-      if (p.permission === 'RESTRICTED') throw new DomainError('forbidden', `a RESTRICTED key cannot reach pods; it may only read and run jobs on endpoints ${p.endpointIds.join(', ')}`)
-      if (req.method !== 'GET' && req.method !== 'HEAD' && p.permission !== 'ALL') throw new DomainError('forbidden', `a ${p.permission} key cannot send ${req.method} to a pod`)
+      if (p.permission === 'RESTRICTED')
+        throw new DomainError(
+          'forbidden',
+          `a RESTRICTED key cannot reach pods; it may only read and run jobs on endpoints ${p.endpointIds.join(', ')}`,
+        )
+      if (req.method !== 'GET' && req.method !== 'HEAD' && p.permission !== 'ALL')
+        throw new DomainError('forbidden', `a ${p.permission} key cannot send ${req.method} to a pod`)
       // Counted against the account's quota as before (the API's own hook saw no principal on this public route).
       if (!p.rateLimitExempt) reply.headers(await rateLimiter.quota(p.accountId))
     })
@@ -53,7 +69,13 @@ export const podProxyRoutes =
       app.all(url, { schema: { hide: true, params: Params }, config: { access: 'public' } }, async (req, reply) => {
         const target = await pods.httpTarget(req.principal, req.params.id, req.params.port)
         const rest = req.params['*'] ?? ''
-        return reply.from(`http://${target.ip}:${target.port}/${rest}`, upstreamOptions(req, reply, { drop: ['authorization', FORWARDED_BY], upstream: `port ${req.params.port} of pod ${req.params.id}` }))
+        return reply.from(
+          `http://${target.ip}:${target.port}/${rest}`,
+          upstreamOptions(req, reply, {
+            drop: ['authorization', FORWARDED_BY],
+            upstream: `port ${req.params.port} of pod ${req.params.id}`,
+          }),
+        )
       })
     }
   }

@@ -21,7 +21,12 @@ export const podRoutes =
         // not as a missing `gpu.id`.
         preValidation: async (req) => {
           const errors = cudaOutsideGpu(req.body, 'pods')
-          if (errors.length) throw new DomainError('unprocessable', errors.length === 1 ? errors[0] : 'CUDA constraints apply only to GPU pods', errors)
+          if (errors.length)
+            throw new DomainError(
+              'unprocessable',
+              errors.length === 1 ? errors[0] : 'CUDA constraints apply only to GPU pods',
+              errors,
+            )
         },
       },
       async (req, reply) => reply.code(201).send(await pods.create(req.principal, req.body)),
@@ -37,7 +42,8 @@ export const podRoutes =
         schema: {
           tags,
           summary: 'How to reach a pod now (Hangar extension)',
-          description: 'Browser links to its HTTP ports through /proxy (a token for that pod and port in the link, valid 12 hours), the SSH command only when 22/tcp answers as an SSH server, and why an ERROR pod failed.',
+          description:
+            'Browser links to its HTTP ports through /proxy (a token for that pod and port in the link, valid 12 hours), the SSH command only when 22/tcp answers as an SSH server, and why an ERROR pod failed.',
           params: IdParams,
           response: { 200: PodConnections },
         },
@@ -51,13 +57,21 @@ export const podRoutes =
           .map((p) => {
             const port = Number(p.split('/')[0])
             const link = podLinks.issue(req.principal, pod.id, port)
-            return { port, url: `${publicUrl()}/proxy/${pod.id}/${port}/?hangar_link=${link.token}`, expiresAt: new Date(link.expiresAt).toISOString() }
+            return {
+              port,
+              url: `${publicUrl()}/proxy/${pod.id}/${port}/?hangar_link=${link.token}`,
+              expiresAt: new Date(link.expiresAt).toISOString(),
+            }
           })
         const ssh = (await podLinks.servesSsh(pod)) && pod.ssh.direct ? { command: pod.ssh.direct.command } : null
         return { error, http, ssh }
       },
     )
-    app.get('/v2/pods/:id', { schema: { tags, summary: 'Get a pod', params: IdParams, response: { 200: Pod } } }, async (req) => pods.get(req.principal, req.params.id))
+    app.get(
+      '/v2/pods/:id',
+      { schema: { tags, summary: 'Get a pod', params: IdParams, response: { 200: Pod } } },
+      async (req) => pods.get(req.principal, req.params.id),
+    )
     app.patch(
       '/v2/pods/:id',
       {
@@ -73,17 +87,22 @@ export const podRoutes =
       },
       async (req) => pods.update(req.principal, req.params.id, req.body),
     )
-    app.delete('/v2/pods/:id', { schema: { tags, summary: 'Terminate a pod', params: IdParams, response: { 204: Deleted } } }, async (req, reply) => {
-      await pods.terminate(req.principal, req.params.id)
-      return reply.code(204).send(null)
-    })
+    app.delete(
+      '/v2/pods/:id',
+      { schema: { tags, summary: 'Terminate a pod', params: IdParams, response: { 204: Deleted } } },
+      async (req, reply) => {
+        await pods.terminate(req.principal, req.params.id)
+        return reply.code(204).send(null)
+      },
+    )
     app.post(
       '/v2/pods/:id/action',
       {
         schema: {
           tags,
           summary: 'Start, stop, restart or terminate a pod',
-          description: '409 when the action is not in the pod\'s `actions` now (a locked pod cannot be stopped or restarted). terminate answers 204.',
+          description:
+            "409 when the action is not in the pod's `actions` now (a locked pod cannot be stopped or restarted). terminate answers 204.",
           params: IdParams,
           body: PodActionBody,
           response: { 200: Pod, 204: Deleted },

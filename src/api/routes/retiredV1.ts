@@ -23,7 +23,8 @@ export const retiredV1Routes =
           handler: async (req, reply) => {
             const { successor, detail } = retiredV1Answer(entry, req.method, (req.params as { id?: string }).id)
             reply.header('sunset', V1_SUNSET)
-            if (successor !== null) reply.header('link', `<${publicUrl().replace(/\/+$/, '')}${successor}>; rel="successor-version"`)
+            if (successor !== null)
+              reply.header('link', `<${publicUrl().replace(/\/+$/, '')}${successor}>; rel="successor-version"`)
             return sendProblem(reply, 410, detail)
           },
         })

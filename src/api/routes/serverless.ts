@@ -1,7 +1,15 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Deleted, IdParams } from '../../contract/common.js'
 import { EndpointMetrics, MetricsQuery } from '../../contract/metrics.js'
-import { CreatedEndpoint, CreateEndpoint, Endpoint, EndpointList, ReleaseList, RotatedWebhookSecret, UpdateEndpoint } from '../../contract/endpoint.js'
+import {
+  CreatedEndpoint,
+  CreateEndpoint,
+  Endpoint,
+  EndpointList,
+  ReleaseList,
+  RotatedWebhookSecret,
+  UpdateEndpoint,
+} from '../../contract/endpoint.js'
 import { cudaOutsideGpu } from '../../domain/endpoints/endpointRules.js'
 import { DomainError } from '../../domain/errors.js'
 import type { AppDeps } from '../app.js'
@@ -15,24 +23,42 @@ export const serverlessRoutes =
     app.post(
       '/v2/serverless',
       {
-        schema: { tags, summary: 'Create a serverless endpoint', description: 'The answer carries `webhookSecret` (a Hangar extension): the secret signing the endpoint\'s job webhooks, shown only here.', body: CreateEndpoint, response: { 201: CreatedEndpoint } },
+        schema: {
+          tags,
+          summary: 'Create a serverless endpoint',
+          description:
+            "The answer carries `webhookSecret` (a Hangar extension): the secret signing the endpoint's job webhooks, shown only here.",
+          body: CreateEndpoint,
+          response: { 201: CreatedEndpoint },
+        },
         // R3 is checked before the schema so that a `gpu` holding only CUDA fields next to `cpu` is named
         // for what it is rather than as a missing `gpu.pools`.
         preValidation: async (req) => {
           const errors = cudaOutsideGpu(req.body)
-          if (errors.length) throw new DomainError('unprocessable', errors.length === 1 ? errors[0] : 'CUDA constraints apply only to GPU endpoints', errors)
+          if (errors.length)
+            throw new DomainError(
+              'unprocessable',
+              errors.length === 1 ? errors[0] : 'CUDA constraints apply only to GPU endpoints',
+              errors,
+            )
         },
       },
       async (req, reply) => reply.code(201).send(await endpoints.create(req.principal, req.body)),
     )
     app.get(
       '/v2/serverless',
-      { config: { restricted: 'list' }, schema: { tags, summary: "List the caller's serverless endpoints", response: { 200: EndpointList } } },
+      {
+        config: { restricted: 'list' },
+        schema: { tags, summary: "List the caller's serverless endpoints", response: { 200: EndpointList } },
+      },
       async (req) => ({ endpoints: await endpoints.list(req.principal) }),
     )
     app.get(
       '/v2/serverless/:id',
-      { config: { restricted: 'endpoint' }, schema: { tags, summary: 'Get a serverless endpoint', params: IdParams, response: { 200: Endpoint } } },
+      {
+        config: { restricted: 'endpoint' },
+        schema: { tags, summary: 'Get a serverless endpoint', params: IdParams, response: { 200: Endpoint } },
+      },
       async (req) => endpoints.get(req.principal, req.params.id),
     )
     app.patch(
@@ -52,7 +78,14 @@ export const serverlessRoutes =
     )
     app.delete(
       '/v2/serverless/:id',
-      { schema: { tags, summary: 'Delete a serverless endpoint and its releases', params: IdParams, response: { 204: Deleted } } },
+      {
+        schema: {
+          tags,
+          summary: 'Delete a serverless endpoint and its releases',
+          params: IdParams,
+          response: { 204: Deleted },
+        },
+      },
       async (req, reply) => {
         await endpoints.delete(req.principal, req.params.id)
         return reply.code(204).send(null)
@@ -64,7 +97,8 @@ export const serverlessRoutes =
         schema: {
           tags,
           summary: "Rotate the endpoint's webhook signing secret",
-          description: 'Hangar extension. Answers the new secret, shown only here. The previous secret keeps signing (a second signature in `webhook-signature`) until `previousSecretExpiresAt` (24 h by default, `jobs.webhookSecretOverlapMs`).',
+          description:
+            'Hangar extension. Answers the new secret, shown only here. The previous secret keeps signing (a second signature in `webhook-signature`) until `previousSecretExpiresAt` (24 h by default, `jobs.webhookSecretOverlapMs`).',
           params: IdParams,
           response: { 200: RotatedWebhookSecret },
         },
@@ -93,7 +127,15 @@ export const serverlessRoutes =
     )
     app.get(
       '/v2/serverless/:id/releases',
-      { config: { restricted: 'endpoint' }, schema: { tags, summary: "An endpoint's releases, newest first", params: IdParams, response: { 200: ReleaseList } } },
+      {
+        config: { restricted: 'endpoint' },
+        schema: {
+          tags,
+          summary: "An endpoint's releases, newest first",
+          params: IdParams,
+          response: { 200: ReleaseList },
+        },
+      },
       async (req) => endpoints.releases(req.principal, req.params.id),
     )
   }

@@ -9,15 +9,28 @@ const tags = ['templates']
 export const templateRoutes =
   ({ templates }: AppDeps): FastifyPluginAsyncTypebox =>
   async (app) => {
-    app.post('/v2/templates', { schema: { tags, summary: 'Create a template', body: CreateTemplate, response: { 201: Template } } }, async (req, reply) =>
-      reply.code(201).send(await templates.create(req.principal.accountId, req.body)),
+    app.post(
+      '/v2/templates',
+      { schema: { tags, summary: 'Create a template', body: CreateTemplate, response: { 201: Template } } },
+      async (req, reply) => reply.code(201).send(await templates.create(req.principal.accountId, req.body)),
     )
-    app.get('/v2/templates', { schema: { tags, summary: "List the caller's templates", response: { 200: TemplateList } } }, async (req) => ({
-      templates: await templates.list(req.principal.accountId),
-    }))
+    app.get(
+      '/v2/templates',
+      { schema: { tags, summary: "List the caller's templates", response: { 200: TemplateList } } },
+      async (req) => ({
+        templates: await templates.list(req.principal.accountId),
+      }),
+    )
     app.get(
       '/v2/templates/:id',
-      { schema: { tags, summary: 'Get a template: own, public or official', params: IdParams, response: { 200: Template } } },
+      {
+        schema: {
+          tags,
+          summary: 'Get a template: own, public or official',
+          params: IdParams,
+          response: { 200: Template },
+        },
+      },
       async (req) => templates.get(req.principal.accountId, req.params.id),
     )
     app.patch(
@@ -26,7 +39,8 @@ export const templateRoutes =
         schema: {
           tags,
           summary: 'Update an own template',
-          description: 'Never applied to endpoints or pods already created from it. Public templates of other accounts and official templates are 404.',
+          description:
+            'Never applied to endpoints or pods already created from it. Public templates of other accounts and official templates are 404.',
           params: IdParams,
           body: UpdateTemplate,
           response: { 200: Template },
@@ -36,7 +50,15 @@ export const templateRoutes =
     )
     app.delete(
       '/v2/templates/:id',
-      { schema: { tags, summary: 'Delete an own template', description: '400 while an endpoint of the account is bound to it.', params: IdParams, response: { 204: Deleted } } },
+      {
+        schema: {
+          tags,
+          summary: 'Delete an own template',
+          description: '400 while an endpoint of the account is bound to it.',
+          params: IdParams,
+          response: { 204: Deleted },
+        },
+      },
       async (req, reply) => {
         await templates.delete(req.principal.accountId, req.params.id)
         return reply.code(204).send(null)
@@ -50,7 +72,8 @@ export const templateRoutes =
         schema: {
           tags: ['catalog'],
           summary: 'Public template catalog',
-          description: 'official: shipped with Hangar; community: public templates of every account (newest 100); verified: always empty (Hangar verifies no templates).',
+          description:
+            'official: shipped with Hangar; community: public templates of every account (newest 100); verified: always empty (Hangar verifies no templates).',
           querystring: TemplateSource,
           response: { 200: TemplateList },
         },

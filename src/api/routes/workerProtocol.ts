@@ -44,10 +44,20 @@ export const workerProtocolRoutes =
     // Results arrive as JSON text labelled application/x-www-form-urlencoded (or anything): read the bytes,
     // decoded by the handler (so a refused result can fail its job).
     app.removeAllContentTypeParsers()
-    app.addContentTypeParser('*', { bodyLimit: MAX_RESULT_BYTES }, async (req: FastifyRequest, payload: IncomingMessage) => readBody(payload, req.headers, MAX_RESULT_BYTES))
+    app.addContentTypeParser(
+      '*',
+      { bodyLimit: MAX_RESULT_BYTES },
+      async (req: FastifyRequest, payload: IncomingMessage) => readBody(payload, req.headers, MAX_RESULT_BYTES),
+    )
     // A result's output is only stored and handed on: kept as raw text (see RawJson); chunks are split, so parsed.
-    const decode = (body: unknown, rawField?: string) => parseJson(body, { maxDepth: limits.maxJsonDepth, rawField, rawAnyType: true, parse: JSON.parse })
-    const decodeBatch = (body: unknown) => parseJson(body, { maxDepth: limits.maxJsonDepth, rawField: 'output', rawAnyType: true, parse: JSON.parse }, decodeJsonArrayBody)
+    const decode = (body: unknown, rawField?: string) =>
+      parseJson(body, { maxDepth: limits.maxJsonDepth, rawField, rawAnyType: true, parse: JSON.parse })
+    const decodeBatch = (body: unknown) =>
+      parseJson(
+        body,
+        { maxDepth: limits.maxJsonDepth, rawField: 'output', rawAnyType: true, parse: JSON.parse },
+        decodeJsonArrayBody,
+      )
 
     // A callback hook: the leader knows its workers' keys in memory (a follower asks the store), and an async
     // hook cost a promise and a turn of the microtask queue on each of a worker's two calls per job.
@@ -55,7 +65,11 @@ export const workerProtocolRoutes =
       const { endpointId, workerId } = req.params as { endpointId: string; workerId: string }
       const header = req.headers.authorization?.trim()
       const token = header?.replace(/^Bearer[ \t]+/i, '')
-      const refused = () => new DomainError('unauthorized', `not a live worker of endpoint ${JSON.stringify(endpointId)}, or the wrong worker key`)
+      const refused = () =>
+        new DomainError(
+          'unauthorized',
+          `not a live worker of endpoint ${JSON.stringify(endpointId)}, or the wrong worker key`,
+        )
       const known = workers.authenticate(endpointId, workerId, token)
       if (typeof known === 'boolean') return done(known ? undefined : refused())
       known.then((ok) => done(ok ? undefined : refused()), done)
@@ -71,34 +85,101 @@ export const workerProtocolRoutes =
 
     const gone = (req: FastifyRequest) => () => req.raw.destroyed || req.raw.socket?.destroyed === true
 
-    app.get('/v2/:endpointId/job-take/:workerId', { config, schema: { tags, security, summary: 'Take one job (long-poll; 204 when none)', params: WorkerParams, response: { 200: WorkerJob, 204: none } } }, async (req, reply) => {
-      const [job] = await workerJobs.take(req.params.endpointId, req.params.workerId, 1, gone(req))
-      // The input goes out as the bytes it came in (RawJson), not parsed and written again: written by
-      // sendWithRaw, since the compiled serializer would write a RawJson's fields.
-      return job ? sendWithRaw(reply, job) : reply.code(204).send(null)
-    })
-    app.get('/v2/:endpointId/job-take-batch/:workerId', { config, schema: { tags, security, summary: 'Take up to batch_size jobs (long-poll; 204 when none)', params: WorkerParams, querystring: WorkerTakeBatchQuery, response: { 200: WorkerJobBatch, 204: none } } }, async (req, reply) => {
-      const jobs = await workerJobs.take(req.params.endpointId, req.params.workerId, req.query.batch_size ?? 1, gone(req))
-      return jobs.length ? sendWithRaw(reply, jobs) : reply.code(204).send(null)
-    })
-    app.get('/v2/:endpointId/job-stop/:workerId', { config, schema: { tags, security, summary: 'Running jobs to stop (long-poll; 204 when none)', params: WorkerParams, response: { 200: WorkerJobsToStop, 204: none } } }, async (req, reply) => {
-      const ids = await workerJobs.stops(req.params.workerId, gone(req))
-      return ids.length ? { jobsToStop: ids } : reply.code(204).send(null)
-    })
-    app.get('/v2/:endpointId/ping/:workerId', { config, schema: { tags, security, summary: 'Worker heartbeat, with the ids of the jobs it runs', params: WorkerParams, querystring: WorkerPingQuery, response: { 200: WorkerPingReply } } }, async (req) => {
-      await workerJobs.ping(req.params.workerId, req.query.job_id ? req.query.job_id.split(',') : [])
-      return {}
-    })
+    app.get(
+      '/v2/:endpointId/job-take/:workerId',
+      {
+        config,
+        schema: {
+          tags,
+          security,
+          summary: 'Take one job (long-poll; 204 when none)',
+          params: WorkerParams,
+          response: { 200: WorkerJob, 204: none },
+        },
+      },
+      async (req, reply) => {
+        const [job] = await workerJobs.take(req.params.endpointId, req.params.workerId, 1, gone(req))
+        // The input goes out as the bytes it came in (RawJson), not parsed and written again: written by
+        // sendWithRaw, since the compiled serializer would write a RawJson's fields.
+        return job ? sendWithRaw(reply, job) : reply.code(204).send(null)
+      },
+    )
+    app.get(
+      '/v2/:endpointId/job-take-batch/:workerId',
+      {
+        config,
+        schema: {
+          tags,
+          security,
+          summary: 'Take up to batch_size jobs (long-poll; 204 when none)',
+          params: WorkerParams,
+          querystring: WorkerTakeBatchQuery,
+          response: { 200: WorkerJobBatch, 204: none },
+        },
+      },
+      async (req, reply) => {
+        const jobs = await workerJobs.take(
+          req.params.endpointId,
+          req.params.workerId,
+          req.query.batch_size ?? 1,
+          gone(req),
+        )
+        return jobs.length ? sendWithRaw(reply, jobs) : reply.code(204).send(null)
+      },
+    )
+    app.get(
+      '/v2/:endpointId/job-stop/:workerId',
+      {
+        config,
+        schema: {
+          tags,
+          security,
+          summary: 'Running jobs to stop (long-poll; 204 when none)',
+          params: WorkerParams,
+          response: { 200: WorkerJobsToStop, 204: none },
+        },
+      },
+      async (req, reply) => {
+        const ids = await workerJobs.stops(req.params.workerId, gone(req))
+        return ids.length ? { jobsToStop: ids } : reply.code(204).send(null)
+      },
+    )
+    app.get(
+      '/v2/:endpointId/ping/:workerId',
+      {
+        config,
+        schema: {
+          tags,
+          security,
+          summary: 'Worker heartbeat, with the ids of the jobs it runs',
+          params: WorkerParams,
+          querystring: WorkerPingQuery,
+          response: { 200: WorkerPingReply },
+        },
+      },
+      async (req) => {
+        await workerJobs.ping(req.params.workerId, req.query.job_id ? req.query.job_id.split(',') : [])
+        return {}
+      },
+    )
 
     app.post(
       '/v2/:endpointId/job-done/:workerId/:jobId',
       {
         config,
-        schema: { tags, security, summary: 'Post a result, an error or a progress update (JSON text, any content type)', params: WorkerJobParams, querystring: WorkerDoneQuery, response: { 200: WorkerPostReply } },
+        schema: {
+          tags,
+          security,
+          summary: 'Post a result, an error or a progress update (JSON text, any content type)',
+          params: WorkerJobParams,
+          querystring: WorkerDoneQuery,
+          response: { 200: WorkerPostReply },
+        },
         // A result too large to take fails the job with that reason instead of leaving it to time out.
         errorHandler: async (err: FastifyError | DomainError, req: FastifyRequest, _reply: FastifyReply) => {
           const { workerId, jobId } = req.params as { workerId: string; jobId: string }
-          if (err instanceof DomainError ? err.kind === 'payload_too_large' : err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') await workerJobs.rejectResult(workerId, jobId, `it is larger than ${MAX_RESULT_BYTES} bytes`)
+          if (err instanceof DomainError ? err.kind === 'payload_too_large' : err.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
+            await workerJobs.rejectResult(workerId, jobId, `it is larger than ${MAX_RESULT_BYTES} bytes`)
           throw err
         },
       },
@@ -125,7 +206,8 @@ export const workerProtocolRoutes =
           tags,
           security,
           summary: `Post up to ${MAX_DONE_BATCH} results at once: a JSON array of job-done bodies, each with its job's "id" (JSON text, any content type)`,
-          description: 'Each item means what job-done with that body means; the reply lists what became of each, in the same order. A malformed body (not an array of objects, an item without a string id, a job twice, too many items) is a 400 and nothing is applied.',
+          description:
+            'Each item means what job-done with that body means; the reply lists what became of each, in the same order. A malformed body (not an array of objects, an item without a string id, a job twice, too many items) is a 400 and nothing is applied.',
           params: WorkerParams,
           response: { 200: WorkerDoneBatchReply },
         },
@@ -136,14 +218,31 @@ export const workerProtocolRoutes =
         return workerJobs.doneBatch(req.params.workerId, batchItems(body.value))
       },
     )
-    app.post('/v2/:endpointId/job-stream/:workerId/:jobId', { config, schema: { tags, security, summary: 'Post a stream chunk {"output": chunk}', params: WorkerJobParams, response: { 200: WorkerPostReply } } }, async (req) => {
-      const body = decode(req.body)
-      if (!body.ok) throw new DomainError('bad_request', `job-stream body is not valid JSON (${body.error})`)
-      return workerJobs.streamChunk(req.params.workerId, req.params.jobId, body.value)
-    })
+    app.post(
+      '/v2/:endpointId/job-stream/:workerId/:jobId',
+      {
+        config,
+        schema: {
+          tags,
+          security,
+          summary: 'Post a stream chunk {"output": chunk}',
+          params: WorkerJobParams,
+          response: { 200: WorkerPostReply },
+        },
+      },
+      async (req) => {
+        const body = decode(req.body)
+        if (!body.ok) throw new DomainError('bad_request', `job-stream body is not valid JSON (${body.error})`)
+        return workerJobs.streamChunk(req.params.workerId, req.params.jobId, body.value)
+      },
+    )
   }
 
-function parseJson<O extends JsonBodyOptions>(body: unknown, o: O, decoder: (buf: Buffer, o: O) => unknown = decodeJsonBody): { ok: true; value: unknown } | { ok: false; error: string } {
+function parseJson<O extends JsonBodyOptions>(
+  body: unknown,
+  o: O,
+  decoder: (buf: Buffer, o: O) => unknown = decodeJsonBody,
+): { ok: true; value: unknown } | { ok: false; error: string } {
   try {
     const value = Buffer.isBuffer(body) ? decoder(body, o) : undefined
     return value === undefined ? { ok: false, error: 'empty body' } : { ok: true, value }
@@ -158,18 +257,27 @@ function parseJson<O extends JsonBodyOptions>(body: unknown, o: O, decoder: (buf
  */
 function batchItems(body: unknown): WorkerDoneBatchItem[] {
   const bad = (where: string, why: string) => new DomainError('bad_request', `job-done-batch body${where}: ${why}`)
-  if (!Array.isArray(body)) throw bad('', `it must be a JSON array of job-done bodies, each with its job's "id", not ${kindOf(body)}`)
-  if (body.length > MAX_DONE_BATCH) throw bad('', `it holds ${body.length} results, at most ${MAX_DONE_BATCH} are taken in one request`)
+  if (!Array.isArray(body))
+    throw bad('', `it must be a JSON array of job-done bodies, each with its job's "id", not ${kindOf(body)}`)
+  if (body.length > MAX_DONE_BATCH)
+    throw bad('', `it holds ${body.length} results, at most ${MAX_DONE_BATCH} are taken in one request`)
   const seen = new Map<string, number>()
   for (let k = 0; k < body.length; k++) {
     const item: unknown = body[k]
-    if (typeof item !== 'object' || item === null || Array.isArray(item)) throw bad(`[${k}]`, `it must be a JSON object (a job-done body with "id"), not ${kindOf(item)}`)
+    if (typeof item !== 'object' || item === null || Array.isArray(item))
+      throw bad(`[${k}]`, `it must be a JSON object (a job-done body with "id"), not ${kindOf(item)}`)
     const { id, isStream } = item as { id?: unknown; isStream?: unknown }
     if (id === undefined) throw bad(`[${k}].id`, 'missing: each result names its job with "id"')
-    if (typeof id !== 'string' || id === '') throw bad(`[${k}].id`, `it must be the job id, a non-empty string, not ${id === '' ? 'an empty one' : kindOf(id)}`)
+    if (typeof id !== 'string' || id === '')
+      throw bad(
+        `[${k}].id`,
+        `it must be the job id, a non-empty string, not ${id === '' ? 'an empty one' : kindOf(id)}`,
+      )
     const first = seen.get(id)
-    if (first !== undefined) throw bad(`[${k}].id`, `job ${JSON.stringify(id)} is already at [${first}]: post each job once`)
-    if (isStream !== undefined && typeof isStream !== 'boolean') throw bad(`[${k}].isStream`, `it must be true or false, not ${kindOf(isStream)}`)
+    if (first !== undefined)
+      throw bad(`[${k}].id`, `job ${JSON.stringify(id)} is already at [${first}]: post each job once`)
+    if (isStream !== undefined && typeof isStream !== 'boolean')
+      throw bad(`[${k}].isStream`, `it must be true or false, not ${kindOf(isStream)}`)
     seen.set(id, k)
   }
   return body as WorkerDoneBatchItem[]

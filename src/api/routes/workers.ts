@@ -17,15 +17,34 @@ export const workerRoutes =
   async (app) => {
     app.get(
       '/v2/serverless/:id/workers',
-      { config: { restricted: 'endpoint' }, schema: { tags: ['serverless'], summary: "An endpoint's active workers", params: IdParams, response: { 200: WorkerList } } },
+      {
+        config: { restricted: 'endpoint' },
+        schema: {
+          tags: ['serverless'],
+          summary: "An endpoint's active workers",
+          params: IdParams,
+          response: { 200: WorkerList },
+        },
+      },
       async (req) => workers.list(req.principal.accountId, req.params.id),
     )
     app.get(
       '/v2/serverless/:id/workers/:workerId/logs',
       {
         config: { restricted: 'endpoint' },
-        schema: { tags: ['serverless'], summary: "Stream a worker's logs (text/event-stream)", params: Params, querystring: LogQuery },
+        schema: {
+          tags: ['serverless'],
+          summary: "Stream a worker's logs (text/event-stream)",
+          params: Params,
+          querystring: LogQuery,
+        },
       },
-      async (req, reply) => streamLog(req, reply, await workers.logs(req.principal.accountId, req.params.id, req.params.workerId), req.query),
+      async (req, reply) =>
+        streamLog(
+          req,
+          reply,
+          await workers.logs(req.principal.accountId, req.params.id, req.params.workerId),
+          req.query,
+        ),
     )
   }

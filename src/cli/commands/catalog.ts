@@ -27,15 +27,21 @@ const dcColumns: Column<DataCenter>[] = [
 
 /** `hangar catalog`: what `--gpu`, `--cpu` and `--data-center` accept. */
 export function registerCatalog(program: Command): void {
-  const group = program.command('catalog').description('what can be asked for: GPU types (--gpu), CPU flavors (--cpu) and data centers (--data-center)')
-  clientCommand(group, 'gpus', 'GPU types, their serverless pool and what the fleet has free').action(async (opts: ClientOptions) => {
-    const gpus = await clientFor(opts).catalogGpus()
-    print(opts, { gpus }, { rows: gpus, columns: gpuColumns, empty: 'no GPU types' })
-  })
-  clientCommand(group, 'cpus', 'CPU flavors (use as FLAVOR:VCPUS, e.g. cpu3c:2)').action(async (opts: ClientOptions) => {
-    const cpus = await clientFor(opts).catalogCpus()
-    print(opts, { cpus }, { rows: cpus, columns: cpuColumns, empty: 'no CPU flavors' })
-  })
+  const group = program
+    .command('catalog')
+    .description('what can be asked for: GPU types (--gpu), CPU flavors (--cpu) and data centers (--data-center)')
+  clientCommand(group, 'gpus', 'GPU types, their serverless pool and what the fleet has free').action(
+    async (opts: ClientOptions) => {
+      const gpus = await clientFor(opts).catalogGpus()
+      print(opts, { gpus }, { rows: gpus, columns: gpuColumns, empty: 'no GPU types' })
+    },
+  )
+  clientCommand(group, 'cpus', 'CPU flavors (use as FLAVOR:VCPUS, e.g. cpu3c:2)').action(
+    async (opts: ClientOptions) => {
+      const cpus = await clientFor(opts).catalogCpus()
+      print(opts, { cpus }, { rows: cpus, columns: cpuColumns, empty: 'no CPU flavors' })
+    },
+  )
   clientCommand(group, 'datacenters', 'data centers').action(async (opts: ClientOptions) => {
     const dataCenters = await clientFor(opts).catalogDataCenters()
     print(opts, { dataCenters }, { rows: dataCenters, columns: dcColumns, empty: 'no data centers' })

@@ -1,7 +1,15 @@
 import { Option, type Command } from 'commander'
 import type { Cluster, CreateCluster } from '../../contract/cluster.js'
 import type { Pod } from '../../contract/pod.js'
-import { clientCommand, clientFor, collect, collectEnv, intOption, readJsonObject, type ClientOptions } from '../clientCommand.js'
+import {
+  clientCommand,
+  clientFor,
+  collect,
+  collectEnv,
+  intOption,
+  readJsonObject,
+  type ClientOptions,
+} from '../clientCommand.js'
 import { print, type Column } from '../output.js'
 
 const columns: Column<Cluster>[] = [
@@ -9,7 +17,13 @@ const columns: Column<Cluster>[] = [
   { header: 'name', value: (c) => c.name },
   { header: 'type', value: (c) => c.type },
   { header: 'pods', value: (c) => `${c.pods.total} x ${c.compute.gpuCountPerPod} ${c.compute.gpuTypeId}` },
-  { header: 'status', value: (c) => Object.entries(c.pods.byStatus).map(([k, v]) => `${v} ${k}`).join(', ') },
+  {
+    header: 'status',
+    value: (c) =>
+      Object.entries(c.pods.byStatus)
+        .map(([k, v]) => `${v} ${k}`)
+        .join(', '),
+  },
   { header: 'data center', value: (c) => c.dataCenterId ?? '' },
   { header: 'network', value: (c) => c.network?.cidr ?? '' },
 ]
@@ -42,7 +56,9 @@ interface CreateFlags extends ClientOptions {
 
 /** `hangar clusters`: instant clusters and their member pods. */
 export function registerClusters(program: Command): void {
-  const group = program.command('clusters').description('instant clusters: several GPU pods placed together and wired for distributed work')
+  const group = program
+    .command('clusters')
+    .description('instant clusters: several GPU pods placed together and wired for distributed work')
   clientCommand(group, 'list', 'list your clusters').action(async (opts: ClientOptions) => {
     const clusters = await clientFor(opts).listClusters()
     print(opts, { clusters }, { rows: clusters, columns, empty: 'no clusters' })
@@ -76,7 +92,12 @@ export function registerClusters(program: Command): void {
       set('type', o.type)
       if (o.gpu || o.gpusPerPod || o.pods) {
         const compute = (body.compute ?? {}) as Record<string, unknown>
-        body.compute = { ...compute, ...(o.gpu ? { gpuTypeId: o.gpu } : {}), gpuCountPerPod: o.gpusPerPod ?? compute.gpuCountPerPod ?? 1, ...(o.pods ? { podCount: o.pods } : {}) }
+        body.compute = {
+          ...compute,
+          ...(o.gpu ? { gpuTypeId: o.gpu } : {}),
+          gpuCountPerPod: o.gpusPerPod ?? compute.gpuCountPerPod ?? 1,
+          ...(o.pods ? { podCount: o.pods } : {}),
+        }
       }
       set('image', o.image)
       set('args', o.args)
@@ -88,11 +109,15 @@ export function registerClusters(program: Command): void {
       if (o.jupyter) body.startJupyter = true
       print(o, await clientFor(o).createCluster(body as CreateCluster))
     })
-  clientCommand(group, 'rename <id> <name>', 'rename a cluster').action(async (id: string, name: string, opts: ClientOptions) => {
-    print(opts, await clientFor(opts).updateCluster(id, { name }))
-  })
-  clientCommand(group, 'delete <id>', 'delete a cluster, terminating every member').action(async (id: string, opts: ClientOptions) => {
-    await clientFor(opts).deleteCluster(id)
-    print(opts, { deleted: id }, () => `deleted ${id}`)
-  })
+  clientCommand(group, 'rename <id> <name>', 'rename a cluster').action(
+    async (id: string, name: string, opts: ClientOptions) => {
+      print(opts, await clientFor(opts).updateCluster(id, { name }))
+    },
+  )
+  clientCommand(group, 'delete <id>', 'delete a cluster, terminating every member').action(
+    async (id: string, opts: ClientOptions) => {
+      await clientFor(opts).deleteCluster(id)
+      print(opts, { deleted: id }, () => `deleted ${id}`)
+    },
+  )
 }

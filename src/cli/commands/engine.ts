@@ -17,7 +17,10 @@ function configuredEngines(opts: EngineOptions) {
   const config = loadConfig({ configFile: opts.config, port: opts.port === undefined ? undefined : Number(opts.port) })
   const engines = hostEngines(config)
   if (engines.size === 0) {
-    throw new CliError('no container engine is configured: set HANGAR_ENGINE=unix:///run/podman/podman.sock (or "engine" in the config file); see docs/containers.md', ExitCode.USAGE)
+    throw new CliError(
+      'no container engine is configured: set HANGAR_ENGINE=unix:///run/podman/podman.sock (or "engine" in the config file); see docs/containers.md',
+      ExitCode.USAGE,
+    )
   }
   const workerUrl = config.workerUrl ?? publicBaseUrl({ ...config, publicUrl: undefined }, config.port)
   return { engines, workerUrl }
@@ -25,7 +28,9 @@ function configuredEngines(opts: EngineOptions) {
 
 /** `hangar engine check` and `hangar images build`: container engines as `serve` would use them. */
 export function registerEngine(program: Command): void {
-  const engine = program.command('engine').description("container engines (Docker or Podman's API) as `hangar serve` would use them")
+  const engine = program
+    .command('engine')
+    .description("container engines (Docker or Podman's API) as `hangar serve` would use them")
   engine
     .command('check')
     .description(
@@ -52,7 +57,9 @@ export function registerEngine(program: Command): void {
     .command('images')
     .description('the sample worker images on container engines')
     .command('build')
-    .description(`build the sample images (localhost/hangar/{${BUILTIN_WORKERS.join(',')}}:<version>) on each configured engine from this machine's node and the built worker SDK; no registry is used (they are also built on first use)`)
+    .description(
+      `build the sample images (localhost/hangar/{${BUILTIN_WORKERS.join(',')}}:<version>) on each configured engine from this machine's node and the built worker SDK; no registry is used (they are also built on first use)`,
+    )
     .option('--config <file>', 'JSON config file (env HANGAR_CONFIG), as for serve')
     .action(async (opts: EngineOptions) => {
       const { engines } = configuredEngines(opts)
@@ -64,7 +71,9 @@ export function registerEngine(program: Command): void {
           const ref = await ensureSampleImage(docker, name, () => (built = true)).catch((err: Error) => {
             throw new CliError(`host ${hostId}: ${err.message}`, ExitCode.ERROR)
           })
-          console.log(`host ${hostId}: ${ref} ${built ? `built (${((Date.now() - t0) / 1000).toFixed(1)} s)` : 'up to date'}`)
+          console.log(
+            `host ${hostId}: ${ref} ${built ? `built (${((Date.now() - t0) / 1000).toFixed(1)} s)` : 'up to date'}`,
+          )
         }
       }
     })

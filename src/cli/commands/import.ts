@@ -22,23 +22,39 @@ export function registerImport(program: Command): void {
     .description(
       'copy every table of a stopped embedded SQLite install into the PostgreSQL store of HANGAR_DATABASE_URL, in one transaction, after migrating it; refuses a target that holds data unless --force',
     )
-    .requiredOption('--from-sqlite <path>', 'data dir of the SQLite install (or its hangar.db); its server must be stopped')
+    .requiredOption(
+      '--from-sqlite <path>',
+      'data dir of the SQLite install (or its hangar.db); its server must be stopped',
+    )
     .option('--force', 'delete what the target schema holds first (in the same transaction) instead of refusing')
     .option('--config <file>', 'JSON config file (env HANGAR_CONFIG); env overrides it')
     .action(async (opts: ImportOptions) => {
       const config = loadConfig({ configFile: opts.config })
-      if (!config.databaseUrl) throw new UsageError('no target: set HANGAR_DATABASE_URL (or databaseUrl in --config) to the PostgreSQL to import into')
+      if (!config.databaseUrl)
+        throw new UsageError(
+          'no target: set HANGAR_DATABASE_URL (or databaseUrl in --config) to the PostgreSQL to import into',
+        )
       // Loaded here so that client commands do not load the database drivers.
-      const { importFromSqlite, describeTarget, ImportSourceError, ImportTargetNotEmptyError } = await import('../../store/importFromSqlite.js')
+      const { importFromSqlite, describeTarget, ImportSourceError, ImportTargetNotEmptyError } = await import(
+        '../../store/importFromSqlite.js'
+      )
       const target = describeTarget(config.databaseUrl, config.databaseSchema)
       try {
-        const report = await importFromSqlite({ from: opts.fromSqlite, url: config.databaseUrl, schema: config.databaseSchema, force: opts.force })
+        const report = await importFromSqlite({
+          from: opts.fromSqlite,
+          url: config.databaseUrl,
+          schema: config.databaseSchema,
+          force: opts.force,
+        })
         const width = Math.max(...report.tables.map((t) => t.table.length))
         const lines = [`imported ${report.source} into postgres ${target}`]
         if (report.migrated.length > 0) lines.push(`  migrated the target first: ${report.migrated.join(', ')}`)
-        if (report.deleted.length > 0) lines.push(`  deleted first (--force): ${report.deleted.map((d) => `${d.table} ${d.rows}`).join(', ')}`)
+        if (report.deleted.length > 0)
+          lines.push(`  deleted first (--force): ${report.deleted.map((d) => `${d.table} ${d.rows}`).join(', ')}`)
         for (const t of report.tables) lines.push(`  ${t.table.padEnd(width)}  ${String(t.rows).padStart(8)}`)
-        lines.push(`  ${'total'.padEnd(width)}  ${String(report.tables.reduce((n, t) => n + t.rows, 0)).padStart(8)} rows`)
+        lines.push(
+          `  ${'total'.padEnd(width)}  ${String(report.tables.reduce((n, t) => n + t.rows, 0)).padStart(8)} rows`,
+        )
         lines.push('', DATA_DIR_FILES)
         console.log(lines.join('\n'))
       } catch (err) {

@@ -64,11 +64,16 @@ export function registerJobs(program: Command): void {
   const group = program
     .command('jobs')
     .description("an endpoint's job queue: run, wait, stream, cancel, retry, purge, health")
-    .addHelpText('after', '\nA command that waits for a job (runsync, status --wait, stream) exits 8 when it ended FAILED,\nCANCELLED or TIMED_OUT, and 9 when it had not ended yet.')
-  withSubmitFlags(clientCommand(group, 'run <endpoint>', 'queue a job and print its id at once')).action(async (endpoint: string, opts: SubmitOptions) => {
-    const ref = await clientFor(opts).run(endpoint, requestOf(opts))
-    print(opts, ref)
-  })
+    .addHelpText(
+      'after',
+      '\nA command that waits for a job (runsync, status --wait, stream) exits 8 when it ended FAILED,\nCANCELLED or TIMED_OUT, and 9 when it had not ended yet.',
+    )
+  withSubmitFlags(clientCommand(group, 'run <endpoint>', 'queue a job and print its id at once')).action(
+    async (endpoint: string, opts: SubmitOptions) => {
+      const ref = await clientFor(opts).run(endpoint, requestOf(opts))
+      print(opts, ref)
+    },
+  )
   withSubmitFlags(clientCommand(group, 'runsync <endpoint>', 'run a job and wait for its result'))
     .option('--wait <ms>', 'how long the server holds the request (1000-300000; default: its own)', intOption)
     .action(async (endpoint: string, opts: SubmitOptions & { wait?: number }) => {
@@ -81,32 +86,47 @@ export function registerJobs(program: Command): void {
       if (opts.wait) printWaited(opts, view)
       else print(opts, view)
     })
-  clientCommand(group, 'stream <endpoint> <job>', "print a job's streamed output as it comes, until the job ends (one JSON line per chunk with --json)").action(
-    async (endpoint: string, job: string, opts: ClientOptions) => {
-      const api = clientFor(opts)
-      for (;;) {
-        const view = await api.stream(endpoint, job, 10_000)
-        for (const chunk of view.stream) {
-          process.stdout.write(opts.json ? JSON.stringify(chunk) + '\n' : (typeof chunk.output === 'string' ? chunk.output : JSON.stringify(chunk.output)) + '\n')
-        }
-        if (isFinal(view.status)) {
-          if (view.status !== 'COMPLETED') throw new CliError(`job ${job} ${view.status}${view.error ? `: ${view.error}` : ''}`, ExitCode.JOB_FAILED)
-          return
-        }
+  clientCommand(
+    group,
+    'stream <endpoint> <job>',
+    "print a job's streamed output as it comes, until the job ends (one JSON line per chunk with --json)",
+  ).action(async (endpoint: string, job: string, opts: ClientOptions) => {
+    const api = clientFor(opts)
+    for (;;) {
+      const view = await api.stream(endpoint, job, 10_000)
+      for (const chunk of view.stream) {
+        process.stdout.write(
+          opts.json
+            ? JSON.stringify(chunk) + '\n'
+            : (typeof chunk.output === 'string' ? chunk.output : JSON.stringify(chunk.output)) + '\n',
+        )
       }
+      if (isFinal(view.status)) {
+        if (view.status !== 'COMPLETED')
+          throw new CliError(`job ${job} ${view.status}${view.error ? `: ${view.error}` : ''}`, ExitCode.JOB_FAILED)
+        return
+      }
+    }
+  })
+  clientCommand(group, 'cancel <endpoint> <job>', 'cancel a job').action(
+    async (endpoint: string, job: string, opts: ClientOptions) => {
+      print(opts, await clientFor(opts).cancel(endpoint, job))
     },
   )
-  clientCommand(group, 'cancel <endpoint> <job>', 'cancel a job').action(async (endpoint: string, job: string, opts: ClientOptions) => {
-    print(opts, await clientFor(opts).cancel(endpoint, job))
-  })
-  clientCommand(group, 'retry <endpoint> <job>', 'queue a FAILED or TIMED_OUT job again, same id').action(async (endpoint: string, job: string, opts: ClientOptions) => {
-    print(opts, await clientFor(opts).retry(endpoint, job))
-  })
-  clientCommand(group, 'purge <endpoint>', 'remove every job still waiting in the queue').action(async (endpoint: string, opts: ClientOptions) => {
-    print(opts, await clientFor(opts).purgeQueue(endpoint))
-  })
-  clientCommand(group, 'health <endpoint>', 'job and worker counts of an endpoint').action(async (endpoint: string, opts: ClientOptions) => {
-    const h = await clientFor(opts).health(endpoint)
-    print(opts, h, () => printHealth(h))
-  })
+  clientCommand(group, 'retry <endpoint> <job>', 'queue a FAILED or TIMED_OUT job again, same id').action(
+    async (endpoint: string, job: string, opts: ClientOptions) => {
+      print(opts, await clientFor(opts).retry(endpoint, job))
+    },
+  )
+  clientCommand(group, 'purge <endpoint>', 'remove every job still waiting in the queue').action(
+    async (endpoint: string, opts: ClientOptions) => {
+      print(opts, await clientFor(opts).purgeQueue(endpoint))
+    },
+  )
+  clientCommand(group, 'health <endpoint>', 'job and worker counts of an endpoint').action(
+    async (endpoint: string, opts: ClientOptions) => {
+      const h = await clientFor(opts).health(endpoint)
+      print(opts, h, () => printHealth(h))
+    },
+  )
 }

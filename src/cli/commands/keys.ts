@@ -34,12 +34,22 @@ export function registerKeys(program: Command): void {
   const group = program.command('keys').description('API keys (admin key required)')
   clientCommand(group, 'create', 'create an API key; the key is printed only now')
     .requiredOption('--account <account>', 'account id or name')
-    .addOption(new Option('--permission <permission>', 'what the key may do').choices(['ALL', 'READ_ONLY', 'RESTRICTED']).makeOptionMandatory())
+    .addOption(
+      new Option('--permission <permission>', 'what the key may do')
+        .choices(['ALL', 'READ_ONLY', 'RESTRICTED'])
+        .makeOptionMandatory(),
+    )
     .option('--endpoint <id>', 'RESTRICTED: an endpoint the key may use (repeatable)', collect)
     .option('--expires <date>', 'expiry date or time', date)
     .option('--name <name>', 'a label for the key')
     .action(async (opts: CreateOptions) => {
-      const key = await clientFor(opts).createKey({ account: opts.account, permission: opts.permission, endpointIds: opts.endpoint, expiresAt: opts.expires, name: opts.name })
+      const key = await clientFor(opts).createKey({
+        account: opts.account,
+        permission: opts.permission,
+        endpointIds: opts.endpoint,
+        expiresAt: opts.expires,
+        name: opts.name,
+      })
       print(opts, key)
       console.error('The key above is shown only now; store it safely.')
     })

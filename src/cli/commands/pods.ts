@@ -1,15 +1,29 @@
 import { InvalidArgumentError, Option, type Command } from 'commander'
 import type { CreatePod, Pod, PodAction } from '../../contract/pod.js'
-import { clientCommand, clientFor, collect, collectEnv, intOption, readJsonObject, type ClientOptions } from '../clientCommand.js'
+import {
+  clientCommand,
+  clientFor,
+  collect,
+  collectEnv,
+  intOption,
+  readJsonObject,
+  type ClientOptions,
+} from '../clientCommand.js'
 import { print, type Column } from '../output.js'
 
 const columns: Column<Pod>[] = [
   { header: 'id', value: (p) => p.id },
   { header: 'name', value: (p) => p.name },
   { header: 'status', value: (p) => p.status },
-  { header: 'machine', value: (p) => (p.gpu ? `${p.gpu.count} x ${p.gpu.id}` : p.cpu ? `${p.cpu.id} ${p.cpu.vcpuCount} vCPU` : '') },
+  {
+    header: 'machine',
+    value: (p) => (p.gpu ? `${p.gpu.count} x ${p.gpu.id}` : p.cpu ? `${p.cpu.id} ${p.cpu.vcpuCount} vCPU` : ''),
+  },
   { header: 'image', value: (p) => p.image },
-  { header: 'ports', value: (p) => (p.runtime?.ports ?? []).map((x) => `${x.private}/${x.type}->${x.public ?? '-'}`).join(' ') },
+  {
+    header: 'ports',
+    value: (p) => (p.runtime?.ports ?? []).map((x) => `${x.private}/${x.type}->${x.public ?? '-'}`).join(' '),
+  },
   { header: 'usd/h', value: (p) => p.cost },
   { header: 'uptime s', value: (p) => p.runtime?.uptime ?? '' },
 ]
@@ -53,7 +67,10 @@ function createBody(o: CreateFlags): CreatePod {
   set('templateId', o.template)
   // A name by default: the template's id, else the image's name (`hangar/pod:latest` -> `pod`).
   if (body.name === undefined) {
-    const from = o.template ?? (typeof body.templateId === 'string' ? body.templateId : undefined) ?? imageName(o.image ?? (typeof body.image === 'string' ? body.image : undefined))
+    const from =
+      o.template ??
+      (typeof body.templateId === 'string' ? body.templateId : undefined) ??
+      imageName(o.image ?? (typeof body.image === 'string' ? body.image : undefined))
     if (from) body.name = from
   }
   set('image', o.image)
@@ -82,16 +99,20 @@ function createBody(o: CreateFlags): CreatePod {
 
 /** `hangar pods`: pods, their actions and logs. */
 export function registerPods(program: Command): void {
-  const group = program.command('pods').description('pods: long-running GPU or CPU machines you start, stop and reach on their ports')
+  const group = program
+    .command('pods')
+    .description('pods: long-running GPU or CPU machines you start, stop and reach on their ports')
   clientCommand(group, 'list', 'list your pods')
     .option('--include-cluster-pods', 'also list the members of clusters')
     .action(async (opts: ClientOptions & { includeClusterPods?: boolean }) => {
       const pods = await clientFor(opts).listPods(opts.includeClusterPods)
       print(opts, { pods }, { rows: pods, columns, empty: 'no pods' })
     })
-  clientCommand(group, 'get <id>', 'show a pod (status, ports, cost, live metrics)').action(async (id: string, opts: ClientOptions) => {
-    print(opts, await clientFor(opts).getPod(id))
-  })
+  clientCommand(group, 'get <id>', 'show a pod (status, ports, cost, live metrics)').action(
+    async (id: string, opts: ClientOptions) => {
+      print(opts, await clientFor(opts).getPod(id))
+    },
+  )
   clientCommand(group, 'create', 'create a pod (give --gpu or --cpu; --image or --template)')
     .option('--body <json>', 'the request body as JSON, @file or - (stdin); the flags below override its fields')
     .option('--name <name>', 'pod name (default: the template id, else the image name)')
@@ -117,25 +138,43 @@ export function registerPods(program: Command): void {
       print(opts, await clientFor(opts).podAction(id, action))
     })
   }
-  clientCommand(group, 'terminate <id>', 'terminate a pod: its program, container disk and persistent disk are gone').action(async (id: string, opts: ClientOptions) => {
+  clientCommand(
+    group,
+    'terminate <id>',
+    'terminate a pod: its program, container disk and persistent disk are gone',
+  ).action(async (id: string, opts: ClientOptions) => {
     await clientFor(opts).deletePod(id)
     print(opts, { terminated: id }, () => `terminated ${id}`)
   })
   clientCommand(group, 'logs <id>', "a pod's log lines; with --follow until it is terminated (Ctrl-C to stop)")
     .option('-f, --follow', 'keep printing new lines (Ctrl-C to stop)')
     .option('--tail <n>', 'history lines to print first (default 100)', intOption)
-    .addOption(new Option('--source <source>', 'only container output or only Hangar system lines').choices(['container', 'system']))
-    .action(async (id: string, opts: ClientOptions & { follow?: boolean; tail?: number; source?: 'container' | 'system' }) => {
-      const ac = new AbortController()
-      const stop = () => ac.abort()
-      process.once('SIGINT', stop)
-      try {
-        // Without --follow: the history arrives in one burst, so a short quiet spell means it is all there.
-        await clientFor(opts).podLogs(id, { tail: opts.tail, source: opts.source, idleMs: opts.follow ? undefined : 1000, signal: ac.signal }, (e) => {
-          process.stdout.write(opts.json ? JSON.stringify(e) + '\n' : `${e.ts} [${e.source}] ${e.line}\n`)
-        })
-      } finally {
-        process.off('SIGINT', stop)
-      }
-    })
+    .addOption(
+      new Option('--source <source>', 'only container output or only Hangar system lines').choices([
+        'container',
+        'system',
+      ]),
+    )
+    .action(
+      async (
+        id: string,
+        opts: ClientOptions & { follow?: boolean; tail?: number; source?: 'container' | 'system' },
+      ) => {
+        const ac = new AbortController()
+        const stop = () => ac.abort()
+        process.once('SIGINT', stop)
+        try {
+          // Without --follow: the history arrives in one burst, so a short quiet spell means it is all there.
+          await clientFor(opts).podLogs(
+            id,
+            { tail: opts.tail, source: opts.source, idleMs: opts.follow ? undefined : 1000, signal: ac.signal },
+            (e) => {
+              process.stdout.write(opts.json ? JSON.stringify(e) + '\n' : `${e.ts} [${e.source}] ${e.line}\n`)
+            },
+          )
+        } finally {
+          process.off('SIGINT', stop)
+        }
+      },
+    )
 }

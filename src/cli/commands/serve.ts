@@ -28,16 +28,28 @@ export function registerServe(program: Command): void {
         hangar = await startHangar(config)
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
-          throw new CliError(`cannot listen on ${config.host}:${config.port}: the address is in use (another Hangar, or another program); choose another port with --port or HANGAR_PORT`, ExitCode.ERROR)
+          throw new CliError(
+            `cannot listen on ${config.host}:${config.port}: the address is in use (another Hangar, or another program); choose another port with --port or HANGAR_PORT`,
+            ExitCode.ERROR,
+          )
         }
         throw err
       }
-      const lines = [`Hangar is listening on ${hangar.url}`, `  console:     ${hangar.url}/console/  (sign in with the admin key below)`, `  API docs:    ${hangar.url}/docs  (schema: ${hangar.url}/v2/openapi.json)`, `  data dir:    ${config.dataDir}`]
-      if (hangar.adminKey && hangar.adminKeyFile) lines.push(`  admin key:   ${hangar.adminKey}  (shown once; saved to ${hangar.adminKeyFile}, mode 0600)`)
+      const lines = [
+        `Hangar is listening on ${hangar.url}`,
+        `  console:     ${hangar.url}/console/  (sign in with the admin key below)`,
+        `  API docs:    ${hangar.url}/docs  (schema: ${hangar.url}/v2/openapi.json)`,
+        `  data dir:    ${config.dataDir}`,
+      ]
+      if (hangar.adminKey && hangar.adminKeyFile)
+        lines.push(`  admin key:   ${hangar.adminKey}  (shown once; saved to ${hangar.adminKeyFile}, mode 0600)`)
       else if (hangar.adminKeyFile) lines.push(`  admin key:   in ${hangar.adminKeyFile}`)
       else lines.push('  admin key:   the one set with HANGAR_ADMIN_API_KEY')
       const { hostEngines } = await import('../../runtime/buildRuntime.js')
-      for (const [hostId, e] of hostEngines(config)) lines.push(`  engine:      ${e.address} for host ${hostId}, network ${e.network}  (\`hangar engine check\` tests it)`)
+      for (const [hostId, e] of hostEngines(config))
+        lines.push(
+          `  engine:      ${e.address} for host ${hostId}, network ${e.network}  (\`hangar engine check\` tests it)`,
+        )
       console.log(lines.join('\n'))
 
       await new Promise<void>((resolve) => {

@@ -18,21 +18,31 @@ function keyArg(v: string): string {
 /** `hangar ssh-keys`: the account's SSH public keys (for pods). */
 export function registerSshKeys(program: Command): void {
   const group = program.command('ssh-keys').description("your account's SSH public keys")
-  const show = (opts: ClientOptions, keys: string[]) => print(opts, { keys }, () => (keys.length ? keys.join('\n') : '(none)'))
+  const show = (opts: ClientOptions, keys: string[]) =>
+    print(opts, { keys }, () => (keys.length ? keys.join('\n') : '(none)'))
   clientCommand(group, 'list', 'list your SSH public keys').action(async (opts: ClientOptions) => {
     show(opts, (await clientFor(opts).sshKeys()).keys)
   })
-  clientCommand(group, 'add <key>', 'add a public key: the key line, or @FILE (e.g. @$HOME/.ssh/id_ed25519.pub)').action(async (key: string, opts: ClientOptions) => {
+  clientCommand(
+    group,
+    'add <key>',
+    'add a public key: the key line, or @FILE (e.g. @$HOME/.ssh/id_ed25519.pub)',
+  ).action(async (key: string, opts: ClientOptions) => {
     const api = clientFor(opts)
     const { keys } = await api.sshKeys()
     show(opts, (await api.putSshKeys([...keys, keyArg(key)])).keys)
   })
-  clientCommand(group, 'remove <key>', 'remove keys equal to the key line, or whose comment (e.g. me@laptop) matches').action(async (key: string, opts: ClientOptions) => {
+  clientCommand(
+    group,
+    'remove <key>',
+    'remove keys equal to the key line, or whose comment (e.g. me@laptop) matches',
+  ).action(async (key: string, opts: ClientOptions) => {
     const api = clientFor(opts)
     const { keys } = await api.sshKeys()
     const want = keyArg(key)
     const kept = keys.filter((k) => k !== want && k.split(/\s+/).slice(2).join(' ') !== want)
-    if (kept.length === keys.length) throw new CliError(`no SSH key matches ${JSON.stringify(want)}`, ExitCode.NOT_FOUND)
+    if (kept.length === keys.length)
+      throw new CliError(`no SSH key matches ${JSON.stringify(want)}`, ExitCode.NOT_FOUND)
     show(opts, (await api.putSshKeys(kept)).keys)
   })
 }

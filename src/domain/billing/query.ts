@@ -33,10 +33,16 @@ export function resolveQuery(route: BillingRoute, q: AnyBillingQuery, now: numbe
   const size: BucketSize = q.bucketSize ?? 'day'
   const v = new Violations()
   if (q.lastN !== undefined && (q.startTime !== undefined || q.endTime !== undefined)) {
-    v.add('lastN', `cannot be combined with ${[q.startTime !== undefined && 'startTime', q.endTime !== undefined && 'endTime'].filter(Boolean).join(' and ')}: ask for the last N buckets or for a time range`)
+    v.add(
+      'lastN',
+      `cannot be combined with ${[q.startTime !== undefined && 'startTime', q.endTime !== undefined && 'endTime'].filter(Boolean).join(' and ')}: ask for the last N buckets or for a time range`,
+    )
   }
   if (q.serverlessId !== undefined && q.endpointId !== undefined && q.serverlessId !== q.endpointId) {
-    v.add('endpointId', `${JSON.stringify(q.endpointId)} differs from serverlessId ${JSON.stringify(q.serverlessId)}; they name the same filter`)
+    v.add(
+      'endpointId',
+      `${JSON.stringify(q.endpointId)} differs from serverlessId ${JSON.stringify(q.serverlessId)}; they name the same filter`,
+    )
   }
   let start: number
   let end: number
@@ -48,7 +54,10 @@ export function resolveQuery(route: BillingRoute, q: AnyBillingQuery, now: numbe
     const rawEnd = q.endTime !== undefined ? Date.parse(q.endTime) : now
     const rawStart = q.startTime !== undefined ? Date.parse(q.startTime) : rawEnd - DEFAULT_RANGE_MS
     if (rawStart >= rawEnd) {
-      v.add('startTime', `${q.startTime ?? new Date(rawStart).toISOString()} is not before endTime ${q.endTime ?? `${new Date(rawEnd).toISOString()} (now)`}`)
+      v.add(
+        'startTime',
+        `${q.startTime ?? new Date(rawStart).toISOString()} is not before endTime ${q.endTime ?? `${new Date(rawEnd).toISOString()} (now)`}`,
+      )
     }
     start = bucketStart(rawStart, size)
     end = bucketEndAtOrAfter(rawEnd, size)
@@ -63,7 +72,11 @@ export function resolveQuery(route: BillingRoute, q: AnyBillingQuery, now: numbe
   const asked = q.grouping === 'gpuTypeId' ? 'gpuId' : q.grouping
   const grouping = (asked as Grouping | undefined) ?? shape.defaultGrouping
   const filters: ResolvedQuery['filters'] = {}
-  const echo: Record<string, string | null> = { startTime: new Date(start).toISOString(), endTime: new Date(end).toISOString(), bucketSize: size }
+  const echo: Record<string, string | null> = {
+    startTime: new Date(start).toISOString(),
+    endTime: new Date(end).toISOString(),
+    bucketSize: size,
+  }
   if (shape.groupings.length) echo.grouping = grouping
   switch (route) {
     case 'pods':

@@ -42,7 +42,14 @@ interface Acc {
  * use that cost something. Records come in bucket order, then by key. A year of 100 pods by day is 36,600
  * records, so this allocates little more than the records: they are copies of one template (one shape).
  */
-export function buildRecords(route: BillingRoute, grouping: Grouping | null, size: BucketSize, start: number, end: number, contributions: Iterable<Contribution>): BuiltRecords {
+export function buildRecords(
+  route: BillingRoute,
+  grouping: Grouping | null,
+  size: BucketSize,
+  start: number,
+  end: number,
+  contributions: Iterable<Contribution>,
+): BuiltRecords {
   const shape = ROUTES[route]
   const fields = amountFields(route)
   // The index in `fields` of each product's components; `totalAmount` (0) takes every one too.
@@ -59,7 +66,9 @@ export function buildRecords(route: BillingRoute, grouping: Grouping | null, siz
     return groups
   }
   const none: Contribution = { bucket: 0, product: 'pod', resourceId: null, gpuTypeId: null, amounts: {} }
-  if (route === 'aggregate') for (let b = start; b < end; b = nextBucket(b, size)) bucket(b).set('', { first: none, micros: fields.map(() => 0) })
+  if (route === 'aggregate')
+    for (let b = start; b < end; b = nextBucket(b, size))
+      bucket(b).set('', { first: none, micros: fields.map(() => 0) })
   const resources = new Set<string>()
   for (const c of contributions) {
     const slot = slots[c.product]
@@ -80,7 +89,12 @@ export function buildRecords(route: BillingRoute, grouping: Grouping | null, siz
       acc.micros[0] += amount
     }
   }
-  const template: BillingRecord = { startTime: '', endTime: '', ...Object.fromEntries(shape.keys.map((k) => [k, null])), ...Object.fromEntries(fields.map((f) => [f, 0])) }
+  const template: BillingRecord = {
+    startTime: '',
+    endTime: '',
+    ...Object.fromEntries(shape.keys.map((k) => [k, null])),
+    ...Object.fromEntries(fields.map((f) => [f, 0])),
+  }
   const totals = fields.map(() => 0)
   const records: BillingRecord[] = []
   // A bucket's end is the next one's start: each bound is written once (a year of hours is 8,760 of them).
@@ -111,12 +125,21 @@ export function buildRecords(route: BillingRoute, grouping: Grouping | null, siz
  * the coarser keys it determines (a pod has one GPU type; a worker one endpoint and one GPU type); the others
  * are null.
  */
-function grouper(route: BillingRoute, grouping: Grouping | null): { id(c: Contribution): string; keys(c: Contribution): Record<string, string | null> } {
+function grouper(
+  route: BillingRoute,
+  grouping: Grouping | null,
+): { id(c: Contribution): string; keys(c: Contribution): Record<string, string | null> } {
   switch (route) {
     case 'pods':
-      return grouping === 'podId' ? { id: (c) => c.resourceId ?? '', keys: (c) => ({ podId: c.resourceId, gpuId: c.gpuTypeId }) } : { id: (c) => c.gpuTypeId ?? '', keys: (c) => ({ gpuId: c.gpuTypeId }) }
+      return grouping === 'podId'
+        ? { id: (c) => c.resourceId ?? '', keys: (c) => ({ podId: c.resourceId, gpuId: c.gpuTypeId }) }
+        : { id: (c) => c.gpuTypeId ?? '', keys: (c) => ({ gpuId: c.gpuTypeId }) }
     case 'serverless':
-      if (grouping === 'podId') return { id: (c) => c.partId ?? '', keys: (c) => ({ serverlessId: c.resourceId, podId: c.partId ?? null, gpuId: c.gpuTypeId }) }
+      if (grouping === 'podId')
+        return {
+          id: (c) => c.partId ?? '',
+          keys: (c) => ({ serverlessId: c.resourceId, podId: c.partId ?? null, gpuId: c.gpuTypeId }),
+        }
       if (grouping === 'gpuId') return { id: (c) => c.gpuTypeId ?? '', keys: (c) => ({ gpuId: c.gpuTypeId }) }
       return { id: (c) => c.resourceId ?? '', keys: (c) => ({ serverlessId: c.resourceId }) }
     case 'networkVolumes':

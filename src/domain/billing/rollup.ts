@@ -1,6 +1,12 @@
 import { bucketEndAtOrAfter, bucketStart, type BucketSize } from './buckets.js'
 import type { Micros } from './money.js'
-import { intervalPieces, USAGE_COMPONENTS, type UsageComponent, type UsageInterval, type UsageProduct } from './usage.js'
+import {
+  intervalPieces,
+  USAGE_COMPONENTS,
+  type UsageComponent,
+  type UsageInterval,
+  type UsageProduct,
+} from './usage.js'
 
 /** The bucket sizes the ledger is rolled up by. Every history bucket is a whole number of one of them. */
 export type RollupGrain = 'hour' | 'day' | 'month'
@@ -36,7 +42,19 @@ export function rollupRows(intervals: Iterable<UsageInterval & { endedAt: number
     const gpuTypeId = i.gpuTypeId ?? ''
     const key = `${i.accountId}\n${i.product}\n${grain}\n${bucket}\n${resourceId ?? ''}\n${gpuTypeId}\n${resourceId === null}`
     let row = rows.get(key)
-    if (!row) rows.set(key, (row = { accountId: i.accountId, product: i.product, grain, bucket, resourceId, gpuTypeId, amounts: zeroAmounts() }))
+    if (!row)
+      rows.set(
+        key,
+        (row = {
+          accountId: i.accountId,
+          product: i.product,
+          grain,
+          bucket,
+          resourceId,
+          gpuTypeId,
+          amounts: zeroAmounts(),
+        }),
+      )
     row.amounts[i.component] += amount
   }
   for (const i of intervals) {

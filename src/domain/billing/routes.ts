@@ -27,7 +27,12 @@ export const ROUTES: Record<BillingRoute, RouteShape> = {
     products: ['pod', 'serverless', 'volume', 'cluster', 'endpoint'],
     fields: {
       ...f('pod', { gpu: 'podGpuAmount', cpu: 'podCpuAmount', disk: 'podDiskAmount' }),
-      ...f('serverless', { gpu: 'serverlessGpuAmount', cpu: 'serverlessCpuAmount', disk: 'serverlessDiskAmount', fee: 'serverlessFeeAmount' }),
+      ...f('serverless', {
+        gpu: 'serverlessGpuAmount',
+        cpu: 'serverlessCpuAmount',
+        disk: 'serverlessDiskAmount',
+        fee: 'serverlessFeeAmount',
+      }),
       ...f('volume', { standard: 'storageStandardAmount', highPerformance: 'storageHighPerformanceAmount' }),
       ...f('endpoint', { gpu: 'endpointAmount', cpu: 'endpointAmount' }),
       ...f('cluster', { gpu: 'clusterGpuAmount', disk: 'clusterDiskAmount', networking: 'clusterNetworkingAmount' }),
@@ -37,7 +42,14 @@ export const ROUTES: Record<BillingRoute, RouteShape> = {
     defaultGrouping: null,
     uniqueCount: null,
   },
-  pods: { products: ['pod'], fields: f('pod', { gpu: 'gpuAmount', cpu: 'cpuAmount', disk: 'diskAmount' }), keys: ['podId', 'gpuId'], groupings: ['podId', 'gpuId'], defaultGrouping: 'gpuId', uniqueCount: 'uniquePodCount' },
+  pods: {
+    products: ['pod'],
+    fields: f('pod', { gpu: 'gpuAmount', cpu: 'cpuAmount', disk: 'diskAmount' }),
+    keys: ['podId', 'gpuId'],
+    groupings: ['podId', 'gpuId'],
+    defaultGrouping: 'gpuId',
+    uniqueCount: 'uniquePodCount',
+  },
   serverless: {
     products: ['serverless'],
     fields: f('serverless', { gpu: 'gpuAmount', cpu: 'cpuAmount', disk: 'diskAmount', fee: 'feeAmount' }),
@@ -55,7 +67,14 @@ export const ROUTES: Record<BillingRoute, RouteShape> = {
     defaultGrouping: null,
     uniqueCount: 'uniqueNetworkVolumeCount',
   },
-  clusters: { products: ['cluster'], fields: f('cluster', { gpu: 'gpuAmount', disk: 'diskAmount', networking: 'networkingAmount' }), keys: ['clusterId'], groupings: [], defaultGrouping: null, uniqueCount: 'uniqueClusterCount' },
+  clusters: {
+    products: ['cluster'],
+    fields: f('cluster', { gpu: 'gpuAmount', disk: 'diskAmount', networking: 'networkingAmount' }),
+    keys: ['clusterId'],
+    groupings: [],
+    defaultGrouping: null,
+    uniqueCount: 'uniqueClusterCount',
+  },
 }
 
 /** The amount fields of a route's records, `totalAmount` first. */

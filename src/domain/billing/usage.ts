@@ -7,7 +7,15 @@ export type UsageProduct = 'pod' | 'serverless' | 'volume' | 'cluster' | 'endpoi
 /** The part of a product an interval pays for; each is an amount column of the billing records. */
 export type UsageComponent = 'gpu' | 'cpu' | 'disk' | 'fee' | 'standard' | 'highPerformance' | 'networking'
 
-export const USAGE_COMPONENTS: readonly UsageComponent[] = ['gpu', 'cpu', 'disk', 'fee', 'standard', 'highPerformance', 'networking']
+export const USAGE_COMPONENTS: readonly UsageComponent[] = [
+  'gpu',
+  'cpu',
+  'disk',
+  'fee',
+  'standard',
+  'highPerformance',
+  'networking',
+]
 
 /** Who and what an interval bills: one product component of one resource (and part of it). */
 export interface UsageSubject {
@@ -36,7 +44,11 @@ export interface UsageInterval extends UsageSubject {
 }
 
 /** The cost of an interval between `from` and `to` (clamped to its own span), by the rule of `accrued`. */
-export function costBetween(i: Pick<UsageInterval, 'priceMicros' | 'periodMs' | 'startedAt'>, from: number, to: number): Micros {
+export function costBetween(
+  i: Pick<UsageInterval, 'priceMicros' | 'periodMs' | 'startedAt'>,
+  from: number,
+  to: number,
+): Micros {
   if (to <= from) return 0
   return accrued(i.priceMicros, i.periodMs, to - i.startedAt) - accrued(i.priceMicros, i.periodMs, from - i.startedAt)
 }
@@ -51,7 +63,13 @@ export interface IntervalPiece {
  * The shares of an interval in each `size` bucket between `from` and `to`; an open interval runs until `now`.
  * Shares of every split telescope to the same total (see `accrued`).
  */
-export function intervalPieces(i: UsageInterval, from: number, to: number, size: BucketSize, now: number): IntervalPiece[] {
+export function intervalPieces(
+  i: UsageInterval,
+  from: number,
+  to: number,
+  size: BucketSize,
+  now: number,
+): IntervalPiece[] {
   const a = Math.max(from, i.startedAt)
   const b = Math.min(to, i.endedAt ?? now)
   return splitSpan(a, b, size).map((p) => ({ bucket: p.bucket, amount: costBetween(i, p.from, p.to) }))

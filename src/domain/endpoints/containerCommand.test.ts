@@ -22,7 +22,10 @@ describe('splitShellWords', () => {
     ['echo a\\ b \\"q\\"', ['echo', 'a b', '"q"']],
     [`echo '' ""`, ['echo', '', '']],
     [`pre"mid"'post'`, ['premidpost']],
-    ['echo $HOME ~ *.py && ls; # not a comment', ['echo', '$HOME', '~', '*.py', '&&', 'ls;', '#', 'not', 'a', 'comment']],
+    [
+      'echo $HOME ~ *.py && ls; # not a comment',
+      ['echo', '$HOME', '~', '*.py', '&&', 'ls;', '#', 'not', 'a', 'comment'],
+    ],
     ['line\\\ncontinued', ['linecontinued']],
     [`'single "keeps" \\ literal'`, ['single "keeps" \\ literal']],
   ])('splits %j', (line, words) => {
@@ -55,13 +58,20 @@ describe('parseArgs', () => {
   })
 
   it('rejects unreadable JSON forms with 422 naming the problem', () => {
-    expect(failure(() => parseArgs('{"cmd": ["a",]}')).errors?.[0]).toMatch(/^args: starts with "\{" but is not valid JSON/)
+    expect(failure(() => parseArgs('{"cmd": ["a",]}')).errors?.[0]).toMatch(
+      /^args: starts with "\{" but is not valid JSON/,
+    )
     expect(failure(() => parseArgs('{"cmd": "a", "user": ["x"]}'))).toEqual({
       status: 'unprocessable',
-      errors: ['args: cmd must be an array of strings', 'args: unknown key "user"; only "entrypoint" and "cmd" are allowed'],
+      errors: [
+        'args: cmd must be an array of strings',
+        'args: unknown key "user"; only "entrypoint" and "cmd" are allowed',
+      ],
     })
     expect(failure(() => parseArgs('{"cmd": [1]}')).errors).toEqual(['args: cmd must be an array of strings'])
-    expect(failure(() => parseArgs('["python", "a.py"]')).errors).toEqual(['args: a JSON array is not accepted; send it as cmd, or as {"cmd": [...]}'])
+    expect(failure(() => parseArgs('["python", "a.py"]')).errors).toEqual([
+      'args: a JSON array is not accepted; send it as cmd, or as {"cmd": [...]}',
+    ])
   })
 })
 
@@ -86,11 +96,19 @@ describe('resolveCommand', () => {
   })
 
   it('stores args as given and deconstructs it', () => {
-    expect(resolveCommand({ args: `python  'my file.py'` }, current)).toEqual({ args: `python  'my file.py'`, cmd: ['python', 'my file.py'], entrypoint: [] })
+    expect(resolveCommand({ args: `python  'my file.py'` }, current)).toEqual({
+      args: `python  'my file.py'`,
+      cmd: ['python', 'my file.py'],
+      entrypoint: [],
+    })
   })
 
   it('clears everything with args ""', () => {
-    expect(resolveCommand({ args: '' }, { args: '{"entrypoint":["sh"]}', cmd: [], entrypoint: ['sh'] })).toEqual({ args: '', cmd: [], entrypoint: [] })
+    expect(resolveCommand({ args: '' }, { args: '{"entrypoint":["sh"]}', cmd: [], entrypoint: ['sh'] })).toEqual({
+      args: '',
+      cmd: [],
+      entrypoint: [],
+    })
   })
 
   it('replaces only the given array and rewrites args to match', () => {
@@ -99,14 +117,22 @@ describe('resolveCommand', () => {
       cmd: ['python', 'a.py'],
       entrypoint: ['/bin/sh', '-c'],
     })
-    expect(resolveCommand({ cmd: ['python', 'b c.py'] }, current)).toEqual({ args: `python 'b c.py'`, cmd: ['python', 'b c.py'], entrypoint: [] })
+    expect(resolveCommand({ cmd: ['python', 'b c.py'] }, current)).toEqual({
+      args: `python 'b c.py'`,
+      cmd: ['python', 'b c.py'],
+      entrypoint: [],
+    })
     expect(resolveCommand({ cmd: [] }, current)).toEqual({ args: '', cmd: [], entrypoint: [] })
   })
 
   it('accepts args with arrays that describe the same command', () => {
     expect(resolveCommand({ args: 'python a.py', cmd: ['python', 'a.py'], entrypoint: [] })).toEqual(current)
     const json = '{"entrypoint":["python"],"cmd":["a.py"]}'
-    expect(resolveCommand({ args: json, entrypoint: ['python'], cmd: ['a.py'] })).toEqual({ args: json, cmd: ['a.py'], entrypoint: ['python'] })
+    expect(resolveCommand({ args: json, entrypoint: ['python'], cmd: ['a.py'] })).toEqual({
+      args: json,
+      cmd: ['a.py'],
+      entrypoint: ['python'],
+    })
   })
 
   it('rejects args that disagree with cmd or entrypoint with 400 naming each field', () => {
@@ -117,7 +143,10 @@ describe('resolveCommand', () => {
     // A bare shell string is CMD only, so an ENTRYPOINT beside it is a different command.
     expect(failure(() => resolveCommand({ args: 'python a.py', entrypoint: ['python'], cmd: ['a.py'] }))).toEqual({
       status: 'bad_request',
-      errors: ['entrypoint: ["python"] disagrees with args, which describes entrypoint []', 'cmd: ["a.py"] disagrees with args, which describes cmd ["python","a.py"]'],
+      errors: [
+        'entrypoint: ["python"] disagrees with args, which describes entrypoint []',
+        'cmd: ["a.py"] disagrees with args, which describes cmd ["python","a.py"]',
+      ],
     })
     expect(failure(() => resolveCommand({ args: '', cmd: ['x'] })).status).toBe('bad_request')
   })

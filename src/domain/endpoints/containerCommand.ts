@@ -45,15 +45,22 @@ export function resolveCommand(input: CommandInput, current: ContainerCommand = 
     for (const key of ['entrypoint', 'cmd'] as const) {
       const given = input[key]
       if (given !== undefined && !sameList(given, parsed[key])) {
-        conflicts.push(`${key}: ${JSON.stringify(given)} disagrees with args, which describes ${key} ${JSON.stringify(parsed[key])}`)
+        conflicts.push(
+          `${key}: ${JSON.stringify(given)} disagrees with args, which describes ${key} ${JSON.stringify(parsed[key])}`,
+        )
       }
     }
     if (conflicts.length) {
-      throw new DomainError('bad_request', conflicts.length === 1 ? conflicts[0] : 'args disagrees with entrypoint and cmd', conflicts)
+      throw new DomainError(
+        'bad_request',
+        conflicts.length === 1 ? conflicts[0] : 'args disagrees with entrypoint and cmd',
+        conflicts,
+      )
     }
     return { args: input.args, ...parsed }
   }
-  if (input.cmd === undefined && input.entrypoint === undefined) return { ...current, cmd: [...current.cmd], entrypoint: [...current.entrypoint] }
+  if (input.cmd === undefined && input.entrypoint === undefined)
+    return { ...current, cmd: [...current.cmd], entrypoint: [...current.entrypoint] }
   const cmd = input.cmd ?? current.cmd
   const entrypoint = input.entrypoint ?? current.entrypoint
   return { args: formatArgs({ cmd, entrypoint }), cmd: [...cmd], entrypoint: [...entrypoint] }
@@ -91,7 +98,12 @@ function parseJsonArgs(text: string): { cmd: string[]; entrypoint: string[] } {
       out[key] = v as string[]
     }
   }
-  if (problems.length) throw new DomainError('unprocessable', problems.length === 1 ? problems[0] : 'args is not a valid command', problems)
+  if (problems.length)
+    throw new DomainError(
+      'unprocessable',
+      problems.length === 1 ? problems[0] : 'args is not a valid command',
+      problems,
+    )
   return out
 }
 

@@ -32,7 +32,11 @@ export const DEFAULT_HEALTH_CHECK_PATH = '/ping'
  * load-balancer domain is configured, and `health` is `base` plus the endpoint's
  * HEALTH_CHECK_PATH env value (default /ping), the path the platform polls on each worker.
  */
-export function requestUrls(endpoint: Pick<EndpointRecord, 'id' | 'type' | 'env'>, publicBase: string, lbDomain?: string): Endpoint['requestUrls'] {
+export function requestUrls(
+  endpoint: Pick<EndpointRecord, 'id' | 'type' | 'env'>,
+  publicBase: string,
+  lbDomain?: string,
+): Endpoint['requestUrls'] {
   const base = publicBase.replace(/\/+$/, '')
   const id = encodeURIComponent(endpoint.id)
   if (endpoint.type === 'LOAD_BALANCER') {

@@ -101,22 +101,32 @@ export function updateSpec(current: EndpointRecord, body: UpdateEndpoint, ctx: R
   const invalid = new Violations()
   const conflicts = new Violations()
   checkTemplate(ctx.template, invalid)
-  const excludedTypes = body.gpu?.excludedTypes === undefined ? undefined : normalizeExcludedTypes(body.gpu.excludedTypes, 'gpu.excludedTypes', invalid)
+  const excludedTypes =
+    body.gpu?.excludedTypes === undefined
+      ? undefined
+      : normalizeExcludedTypes(body.gpu.excludedTypes, 'gpu.excludedTypes', invalid)
   checkVcpuValues(body.cpu, invalid)
   const container = resolveContainer(current, ctx.template, body, invalid, conflicts)
   invalid.throwIfAny('unprocessable')
 
   const isGpu = !!current.gpu
-  if (!isGpu && body.gpu) conflicts.add('gpu', 'this is a CPU endpoint: it has cpu flavors and cannot take a gpu configuration')
-  if (isGpu && body.cpu) conflicts.add('cpu', 'this is a GPU endpoint: it has a gpu configuration and cannot take cpu flavors')
+  if (!isGpu && body.gpu)
+    conflicts.add('gpu', 'this is a CPU endpoint: it has cpu flavors and cannot take a gpu configuration')
+  if (isGpu && body.cpu)
+    conflicts.add('cpu', 'this is a GPU endpoint: it has a gpu configuration and cannot take cpu flavors')
   const gpu = current.gpu ? (body.gpu ? updateGpu(current.gpu, body.gpu, excludedTypes, conflicts) : current.gpu) : null
   if (gpu) checkGpu(gpu, ctx.catalog.pools, conflicts, ctx.catalog.gpuMaxCount)
-  const cpuInput: CpuCreate[] | undefined = isGpu ? undefined : (body.cpu ?? current.cpu?.map(({ id, vcpuCount }) => ({ id, vcpuCount })))
+  const cpuInput: CpuCreate[] | undefined = isGpu
+    ? undefined
+    : (body.cpu ?? current.cpu?.map(({ id, vcpuCount }) => ({ id, vcpuCount })))
   const cpu = cpuInput ? resolveCpu(cpuInput, (id) => ctx.catalog.cpuFlavor(id), conflicts) : undefined
   const scaling = body.scaling ?? current.scaling
   checkScaling(current.type, scaling, conflicts)
   const workers = resolveWorkers(current.workers, body.workers, current.type, scaling, conflicts)
-  const placement = { dataCenterIds: [...(body.dataCenterIds ?? current.dataCenterIds)], networkVolumes: [...(body.networkVolumes ?? current.networkVolumes)] }
+  const placement = {
+    dataCenterIds: [...(body.dataCenterIds ?? current.dataCenterIds)],
+    networkVolumes: [...(body.networkVolumes ?? current.networkVolumes)],
+  }
   checkReferences({ ...placement, registry: container.registry }, ctx, conflicts)
   conflicts.throwIfAny('bad_request')
 
@@ -137,7 +147,8 @@ export function updateSpec(current: EndpointRecord, body: UpdateEndpoint, ctx: R
 
 /** R6: only serverless templates make endpoints (a pod template is valid JSON, just the wrong kind: 422). */
 function checkTemplate(template: TemplateView | null, invalid: Violations): void {
-  if (template && !template.serverless) invalid.add('templateId', `template ${JSON.stringify(template.id)} is a pod template, not a serverless one`)
+  if (template && !template.serverless)
+    invalid.add('templateId', `template ${JSON.stringify(template.id)} is a pod template, not a serverless one`)
 }
 
 /**
@@ -146,25 +157,43 @@ function checkTemplate(template: TemplateView | null, invalid: Violations): void
  * a worker mounts the volume of the data center it runs in: with `dataCenterIds` set, each volume must be
  * in one of them (else no worker could mount it), and at most one volume per data center.
  */
-function checkReferences(spec: { dataCenterIds: string[]; networkVolumes: string[]; registry: string | null }, ctx: RuleContext, conflicts: Violations): void {
+function checkReferences(
+  spec: { dataCenterIds: string[]; networkVolumes: string[]; registry: string | null },
+  ctx: RuleContext,
+  conflicts: Violations,
+): void {
   if (spec.registry !== null && !ctx.account.registries.has(spec.registry)) {
-    conflicts.add('registry', `${JSON.stringify(spec.registry)} is not one of your container registry credentials; see /v2/registries`)
+    conflicts.add(
+      'registry',
+      `${JSON.stringify(spec.registry)} is not one of your container registry credentials; see /v2/registries`,
+    )
   }
   for (const [i, dc] of spec.dataCenterIds.entries()) {
-    if (!ctx.catalog.hasDataCenter(dc)) conflicts.add(`dataCenterIds[${i}]`, `${JSON.stringify(dc)} is not a data center; see /v2/catalog/datacenters`)
+    if (!ctx.catalog.hasDataCenter(dc))
+      conflicts.add(`dataCenterIds[${i}]`, `${JSON.stringify(dc)} is not a data center; see /v2/catalog/datacenters`)
   }
   const volumeOfDc = new Map<string, string>()
   for (const [i, id] of spec.networkVolumes.entries()) {
     const volume = ctx.account.volumes.get(id)
     if (!volume) {
-      conflicts.add(`networkVolumes[${i}]`, `${JSON.stringify(id)} is not one of your network volumes; see /v2/network-volumes`)
+      conflicts.add(
+        `networkVolumes[${i}]`,
+        `${JSON.stringify(id)} is not one of your network volumes; see /v2/network-volumes`,
+      )
       continue
     }
     if (spec.dataCenterIds.length > 0 && !spec.dataCenterIds.includes(volume.dataCenter)) {
-      conflicts.add(`networkVolumes[${i}]`, `volume ${JSON.stringify(id)} is in data center ${volume.dataCenter}, which dataCenterIds does not include`)
+      conflicts.add(
+        `networkVolumes[${i}]`,
+        `volume ${JSON.stringify(id)} is in data center ${volume.dataCenter}, which dataCenterIds does not include`,
+      )
     }
     const other = volumeOfDc.get(volume.dataCenter)
-    if (other !== undefined) conflicts.add(`networkVolumes[${i}]`, `volume ${JSON.stringify(id)} is in data center ${volume.dataCenter} like ${JSON.stringify(other)}; a worker mounts one volume, the one in its data center`)
+    if (other !== undefined)
+      conflicts.add(
+        `networkVolumes[${i}]`,
+        `volume ${JSON.stringify(id)} is in data center ${volume.dataCenter} like ${JSON.stringify(other)}; a worker mounts one volume, the one in its data center`,
+      )
     else volumeOfDc.set(volume.dataCenter, id)
   }
 }

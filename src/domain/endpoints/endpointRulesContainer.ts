@@ -6,7 +6,20 @@ import { DomainError, type Violations } from '../errors.js'
 export const DEFAULT_ENDPOINT_DISK_GB = 10
 
 /** What the endpoint rules read from a template (R6); `registry` is null unless the caller owns it. */
-export type TemplateView = Pick<Template, 'id' | 'serverless' | 'image' | 'args' | 'cmd' | 'entrypoint' | 'disk' | 'ports' | 'env' | 'registry' | 'allowedCudaVersions'>
+export type TemplateView = Pick<
+  Template,
+  | 'id'
+  | 'serverless'
+  | 'image'
+  | 'args'
+  | 'cmd'
+  | 'entrypoint'
+  | 'disk'
+  | 'ports'
+  | 'env'
+  | 'registry'
+  | 'allowedCudaVersions'
+>
 
 /** The container settings an endpoint stores. */
 export interface ContainerFields extends ContainerCommand {
@@ -37,7 +50,13 @@ export interface ContainerInput extends CommandInput {
  * DEFAULT_ENDPOINT_DISK_GB. Unreadable `args` and a missing `image` are 422; `args` disagreeing with
  * `cmd`/`entrypoint` is 400.
  */
-export function resolveContainer(current: ContainerFields | null, template: TemplateView | null, body: ContainerInput, invalid: Violations, conflicts: Violations): ContainerFields {
+export function resolveContainer(
+  current: ContainerFields | null,
+  template: TemplateView | null,
+  body: ContainerInput,
+  invalid: Violations,
+  conflicts: Violations,
+): ContainerFields {
   const base: ContainerFields | null = template ? fromTemplate(template) : current
   const image = body.image ?? base?.image
   if (image === undefined) invalid.add('image', 'is required unless templateId is set')
@@ -61,5 +80,14 @@ export function resolveContainer(current: ContainerFields | null, template: Temp
 }
 
 function fromTemplate(t: TemplateView): ContainerFields {
-  return { image: t.image, args: t.args, cmd: [...t.cmd], entrypoint: [...t.entrypoint], disk: t.disk, env: { ...t.env }, ports: [...t.ports], registry: t.registry }
+  return {
+    image: t.image,
+    args: t.args,
+    cmd: [...t.cmd],
+    entrypoint: [...t.entrypoint],
+    disk: t.disk,
+    env: { ...t.env },
+    ports: [...t.ports],
+    registry: t.registry,
+  }
 }

@@ -14,7 +14,19 @@ export interface FieldChange {
  * `scaling` (how many workers, not what they run), `timeout` (a per-request limit the platform enforces)
  * and `flashboot` (a start-up cache option).
  */
-const WORKER_FIELDS = ['image', 'cmd', 'entrypoint', 'env', 'disk', 'ports', 'registry', 'gpu', 'cpu', 'networkVolumes', 'dataCenterIds'] as const
+const WORKER_FIELDS = [
+  'image',
+  'cmd',
+  'entrypoint',
+  'env',
+  'disk',
+  'ports',
+  'registry',
+  'gpu',
+  'cpu',
+  'networkVolumes',
+  'dataCenterIds',
+] as const
 
 /**
  * What changed between two versions of an endpoint, in dotted fields (`gpu.count`, `env.MODEL`); objects are
@@ -32,7 +44,8 @@ function compare(field: string, a: unknown, b: unknown, out: FieldChange[], crea
     const ao = isPlainObject(a) ? a : {}
     const bo = isPlainObject(b) ? b : {}
     // A GPU endpoint never becomes a CPU one, so a whole-object appearance only happens on create.
-    for (const k of new Set([...Object.keys(ao), ...Object.keys(bo)])) compare(`${field}.${k}`, ao[k], bo[k], out, creating)
+    for (const k of new Set([...Object.keys(ao), ...Object.keys(bo)]))
+      compare(`${field}.${k}`, ao[k], bo[k], out, creating)
     return
   }
   const old = a === undefined ? null : a

@@ -25,7 +25,10 @@ export function usesIdleTimeout(type: EndpointType, scaling: Scaling): boolean {
  */
 export function checkScaling(type: EndpointType, scaling: Scaling, conflicts: Violations): void {
   if (type === 'LOAD_BALANCER' && scaling.type !== 'REQUEST_COUNT') {
-    conflicts.add('scaling.type', `a LOAD_BALANCER endpoint requires REQUEST_COUNT scaling; ${scaling.type} applies to QUEUE endpoints only`)
+    conflicts.add(
+      'scaling.type',
+      `a LOAD_BALANCER endpoint requires REQUEST_COUNT scaling; ${scaling.type} applies to QUEUE endpoints only`,
+    )
   }
 }
 
@@ -45,13 +48,17 @@ export function resolveWorkers(
 ): Workers {
   const idle = usesIdleTimeout(type, scaling)
   if (!idle && input?.idleTimeout !== undefined) {
-    conflicts.add('workers.idleTimeout', 'is not used by a QUEUE endpoint scaling on REQUEST_COUNT; omit it (it applies to QUEUE_DELAY scaling and to LOAD_BALANCER endpoints)')
+    conflicts.add(
+      'workers.idleTimeout',
+      'is not used by a QUEUE endpoint scaling on REQUEST_COUNT; omit it (it applies to QUEUE_DELAY scaling and to LOAD_BALANCER endpoints)',
+    )
   }
   const min = input?.min ?? current?.min ?? DEFAULT_WORKERS.min
   const max = input?.max ?? current?.max ?? DEFAULT_WORKERS.max
   if (min > max) {
     const maxSource = input?.max !== undefined ? '' : current ? ' (unchanged)' : ' (the default)'
-    if (input?.min === undefined && input?.max !== undefined) conflicts.add('workers.max', `${max} is below workers.min ${min}`)
+    if (input?.min === undefined && input?.max !== undefined)
+      conflicts.add('workers.max', `${max} is below workers.min ${min}`)
     else conflicts.add('workers.min', `${min} is above workers.max ${max}${maxSource}`)
   }
   const workers: Workers = { min, max }

@@ -21,7 +21,8 @@ export function parseIdempotencyKey(raw: string | string[] | undefined): string 
     key = m[1].replace(/\\(["\\])/g, '$1')
   }
   if (key.length === 0) throw badKey('must not be empty')
-  if (key.length > MAX_IDEMPOTENCY_KEY) throw badKey(`must be at most ${MAX_IDEMPOTENCY_KEY} characters, got ${key.length}`)
+  if (key.length > MAX_IDEMPOTENCY_KEY)
+    throw badKey(`must be at most ${MAX_IDEMPOTENCY_KEY} characters, got ${key.length}`)
   if (!/^[\x20-\x7e]+$/.test(key)) throw badKey('must be printable ASCII')
   return key
 }
@@ -52,10 +53,18 @@ export type IdempotentInsert = { inserted: true } | { inserted: false; jobId: st
 /** The 422 of a key reused for another request (`jobId` undefined: that request is still being accepted). */
 export function keyReused(key: string, jobId: string | undefined): DomainError {
   const first = jobId === undefined ? 'a request still being accepted' : `job ${JSON.stringify(jobId)}`
-  return new DomainError('unprocessable', `Idempotency-Key ${JSON.stringify(key)} was used for ${first} with another request body or operation; use a new key for a new request`)
+  return new DomainError(
+    'unprocessable',
+    `Idempotency-Key ${JSON.stringify(key)} was used for ${first} with another request body or operation; use a new key for a new request`,
+  )
 }
 
 /** The 409 of a duplicate arriving while the first submission with its key is still being accepted. */
 export function keyInFlight(key: string): DomainError {
-  return new DomainError('conflict', `a request with Idempotency-Key ${JSON.stringify(key)} is still being accepted; retry shortly to get its job`, undefined, { 'retry-after': '1' })
+  return new DomainError(
+    'conflict',
+    `a request with Idempotency-Key ${JSON.stringify(key)} is still being accepted; retry shortly to get its job`,
+    undefined,
+    { 'retry-after': '1' },
+  )
 }

@@ -20,10 +20,22 @@ export function jobUuid(now = Date.now()): string {
   const t = Math.max(0, Math.floor(now))
   const hi = Math.floor(t / 2 ** 16)
   const b = [
-    (hi >>> 24) & 0xff, (hi >>> 16) & 0xff, (hi >>> 8) & 0xff, hi & 0xff, (t >>> 8) & 0xff, t & 0xff,
-    0x70 | (r[0] & 0x0f), r[1],
-    0x80 | (r[2] & 0x3f), r[3],
-    r[4], r[5], r[6], r[7], r[8], r[9],
+    (hi >>> 24) & 0xff,
+    (hi >>> 16) & 0xff,
+    (hi >>> 8) & 0xff,
+    hi & 0xff,
+    (t >>> 8) & 0xff,
+    t & 0xff,
+    0x70 | (r[0] & 0x0f),
+    r[1],
+    0x80 | (r[2] & 0x3f),
+    r[3],
+    r[4],
+    r[5],
+    r[6],
+    r[7],
+    r[8],
+    r[9],
   ]
   const h = b.map((x) => HEX[x])
   return `${h[0]}${h[1]}${h[2]}${h[3]}-${h[4]}${h[5]}-${h[6]}${h[7]}-${h[8]}${h[9]}-${h[10]}${h[11]}${h[12]}${h[13]}${h[14]}${h[15]}`

@@ -21,7 +21,8 @@ export interface JobViewSource {
 export function jobStatusView(job: JobViewSource): JobStatusView {
   const view: JobStatusView = { id: job.id, status: job.status }
   if (job.startedAt !== null) view.delayTime = Math.max(0, job.startedAt - job.createdAt)
-  if (job.startedAt !== null && job.completedAt !== null) view.executionTime = Math.max(0, job.completedAt - job.startedAt)
+  if (job.startedAt !== null && job.completedAt !== null)
+    view.executionTime = Math.max(0, job.completedAt - job.startedAt)
   if (job.output !== undefined) view.output = job.output
   else if (job.status === 'IN_PROGRESS' && job.progress !== undefined) view.output = job.progress
   const error = visibleError(job)

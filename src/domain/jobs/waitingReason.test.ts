@@ -20,8 +20,20 @@ const ep = (o: Partial<EndpointScaling>): EndpointScaling => ({
   history: [],
   ...o,
 })
-const w = (state: WorkerSnapshot['state'], o: Partial<WorkerSnapshot> = {}): WorkerSnapshot => ({ id: state, state, idleForMs: 0, inFlight: 0, stale: false, retiring: false, ...o })
-const ctx: WaitingContext = { noCapacity: 'all GPUs of the selected types (NVIDIA L4) are in use', failures: 3, lastFailure: 'worker w1 exited (code 1)' }
+const w = (state: WorkerSnapshot['state'], o: Partial<WorkerSnapshot> = {}): WorkerSnapshot => ({
+  id: state,
+  state,
+  idleForMs: 0,
+  inFlight: 0,
+  stale: false,
+  retiring: false,
+  ...o,
+})
+const ctx: WaitingContext = {
+  noCapacity: 'all GPUs of the selected types (NVIDIA L4) are in use',
+  failures: 3,
+  lastFailure: 'worker w1 exited (code 1)',
+}
 
 describe('waitingReason', () => {
   const cases: Array<[string, Partial<EndpointScaling>, boolean, string | null, RegExp?]> = [
@@ -29,12 +41,42 @@ describe('waitingReason', () => {
     ['lowPriority with no worker', {}, true, 'LOW_PRIORITY', /never start workers/],
     ['lowPriority behind busy workers', { workers: [w('running')] }, true, 'LOW_PRIORITY', /one of the 1 busy workers/],
     ['workers.max 0', { max: 0 }, false, 'MAX_REACHED', /workers\.max is 0/],
-    ['no capacity', { workers: [w('throttled')] }, false, 'NO_CAPACITY', /no capacity for 1 wanted worker\(s\): all GPUs of the selected types \(NVIDIA L4\) are in use/],
-    ['crash loop', { workers: [w('unhealthy')], backoffMs: 4_000 }, false, 'CRASH_LOOP', /crash-looping \(3 failure\(s\) in a row; last: worker w1 exited \(code 1\)\); next start in 4 s/],
+    [
+      'no capacity',
+      { workers: [w('throttled')] },
+      false,
+      'NO_CAPACITY',
+      /no capacity for 1 wanted worker\(s\): all GPUs of the selected types \(NVIDIA L4\) are in use/,
+    ],
+    [
+      'crash loop',
+      { workers: [w('unhealthy')], backoffMs: 4_000 },
+      false,
+      'CRASH_LOOP',
+      /crash-looping \(3 failure\(s\) in a row; last: worker w1 exited \(code 1\)\); next start in 4 s/,
+    ],
     ['cold start', { workers: [w('starting')] }, false, 'COLD_START', /1 worker\(s\) starting/],
-    ['max reached', { workers: [w('running', { id: 'a' }), w('running', { id: 'b' })] }, false, 'MAX_REACHED', /all 2 workers \(workers\.max\) are busy/],
-    ['rollout holding the max', { workers: [w('running', { id: 'a' }), w('running', { id: 'b', stale: true })] }, false, 'ROLLOUT', /1 of them run an older release/],
-    ['queueDelay not elapsed', { workers: [w('running')], oldestWaitMs: 500 }, false, 'QUEUE_DELAY', /once a job has waited 2 s/],
+    [
+      'max reached',
+      { workers: [w('running', { id: 'a' }), w('running', { id: 'b' })] },
+      false,
+      'MAX_REACHED',
+      /all 2 workers \(workers\.max\) are busy/,
+    ],
+    [
+      'rollout holding the max',
+      { workers: [w('running', { id: 'a' }), w('running', { id: 'b', stale: true })] },
+      false,
+      'ROLLOUT',
+      /1 of them run an older release/,
+    ],
+    [
+      'queueDelay not elapsed',
+      { workers: [w('running')], oldestWaitMs: 500 },
+      false,
+      'QUEUE_DELAY',
+      /once a job has waited 2 s/,
+    ],
     ['nothing to say once workers are being added', { workers: [w('running')], oldestWaitMs: 2_500 }, false, null],
   ]
   for (const [name, input, low, code, message] of cases) {
@@ -46,7 +88,15 @@ describe('waitingReason', () => {
   }
 
   it('no capacity for a starting worker the cluster cannot place (Kubernetes: unschedulable)', () => {
-    const r = waitingReason(ep({ workers: [w('starting')] }), { ...ctx, pendingCapacity: 'NO_CAPACITY: 0/1 nodes are available: 1 Insufficient nvidia.com/gpu.' }, false)
-    expect(r).toEqual({ code: 'NO_CAPACITY', message: '1 worker(s) starting wait for the cluster to place them: 0/1 nodes are available: 1 Insufficient nvidia.com/gpu.' })
+    const r = waitingReason(
+      ep({ workers: [w('starting')] }),
+      { ...ctx, pendingCapacity: 'NO_CAPACITY: 0/1 nodes are available: 1 Insufficient nvidia.com/gpu.' },
+      false,
+    )
+    expect(r).toEqual({
+      code: 'NO_CAPACITY',
+      message:
+        '1 worker(s) starting wait for the cluster to place them: 0/1 nodes are available: 1 Insufficient nvidia.com/gpu.',
+    })
   })
 })

@@ -20,5 +20,7 @@ export function webhookKey(secret: string): Buffer {
  * `timestamp` is in seconds.
  */
 export function signWebhook(keys: readonly Buffer[], id: string, timestamp: number, body: string): string {
-  return keys.map((k) => `v1,${createHmac('sha256', k).update(`${id}.${timestamp}.${body}`).digest('base64')}`).join(' ')
+  return keys
+    .map((k) => `v1,${createHmac('sha256', k).update(`${id}.${timestamp}.${body}`).digest('base64')}`)
+    .join(' ')
 }

@@ -1,9 +1,25 @@
 import { describe, expect, it } from 'vitest'
-import { addCount, average, BIN_BOUNDS_MS, binOf, mergeInto, observe, quantile, sample, type BucketData } from './buckets.js'
+import {
+  addCount,
+  average,
+  BIN_BOUNDS_MS,
+  binOf,
+  mergeInto,
+  observe,
+  quantile,
+  sample,
+  type BucketData,
+} from './buckets.js'
 
 describe('metric buckets', () => {
   it('bins by upper bound, the last bin open', () => {
-    expect([binOf(0), binOf(5), binOf(6), binOf(3_600_000), binOf(3_600_001)]).toEqual([0, 0, 1, BIN_BOUNDS_MS.length - 1, BIN_BOUNDS_MS.length])
+    expect([binOf(0), binOf(5), binOf(6), binOf(3_600_000), binOf(3_600_001)]).toEqual([
+      0,
+      0,
+      1,
+      BIN_BOUNDS_MS.length - 1,
+      BIN_BOUNDS_MS.length,
+    ])
   })
 
   it.each([

@@ -5,9 +5,23 @@
  */
 
 /** Upper bounds (ms) of the histogram bins; the last bin holds everything above the last bound. */
-export const BIN_BOUNDS_MS = [5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 120_000, 300_000, 600_000, 1_800_000, 3_600_000] as const
+export const BIN_BOUNDS_MS = [
+  5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 120_000, 300_000, 600_000, 1_800_000,
+  3_600_000,
+] as const
 
-export const COUNTERS = ['completed', 'failed', 'cancelled', 'timedOut', 'coldStarts', 'requests', 'status2xx', 'status3xx', 'status4xx', 'status5xx'] as const
+export const COUNTERS = [
+  'completed',
+  'failed',
+  'cancelled',
+  'timedOut',
+  'coldStarts',
+  'requests',
+  'status2xx',
+  'status3xx',
+  'status4xx',
+  'status5xx',
+] as const
 export type CounterName = (typeof COUNTERS)[number]
 export const HISTOGRAMS = ['executionMs', 'delayMs', 'coldStartMs', 'latencyMs'] as const
 export type HistogramName = (typeof HISTOGRAMS)[number]

@@ -21,16 +21,26 @@ export interface ClusterSpec {
  * (an unknown GPU type or more GPUs per pod than it offers, the pod mount rules, unknown data centers).
  * Members are GPU pods of one type; startSsh/startJupyter inject env as on pods (one password for all).
  */
-export function createClusterSpec(body: CreateCluster, ctx: Omit<PodRuleContext, 'template' | 'registries'>): ClusterSpec {
+export function createClusterSpec(
+  body: CreateCluster,
+  ctx: Omit<PodRuleContext, 'template' | 'registries'>,
+): ClusterSpec {
   const invalid = new Violations()
   const conflicts = new Violations()
   const container: ContainerFields = resolveContainer(null, null, body, invalid, conflicts)
   checkPortValues(container.ports, invalid)
   invalid.throwIfAny('unprocessable')
   const type = ctx.catalog.gpuType(body.compute.gpuTypeId)
-  if (!type) conflicts.add('compute.gpuTypeId', `${JSON.stringify(body.compute.gpuTypeId)} is not a GPU type; see /v2/catalog/gpus`)
+  if (!type)
+    conflicts.add(
+      'compute.gpuTypeId',
+      `${JSON.stringify(body.compute.gpuTypeId)} is not a GPU type; see /v2/catalog/gpus`,
+    )
   else if (body.compute.gpuCountPerPod > type.maxCount) {
-    conflicts.add('compute.gpuCountPerPod', `${body.compute.gpuCountPerPod} is more than ${body.compute.gpuTypeId} offers per pod (at most ${type.maxCount})`)
+    conflicts.add(
+      'compute.gpuCountPerPod',
+      `${body.compute.gpuCountPerPod} is more than ${body.compute.gpuTypeId} offers per pod (at most ${type.maxCount})`,
+    )
   }
   const dataCenterIds = [...(body.dataCenterIds ?? [])]
   checkDataCenters(dataCenterIds, ctx.catalog, conflicts)
@@ -52,7 +62,12 @@ export function createClusterSpec(body: CreateCluster, ctx: Omit<PodRuleContext,
       cloud: 'SECURE',
       dataCenterIds,
       globalNetworking: false,
-      gpu: { id: body.compute.gpuTypeId, count: body.compute.gpuCountPerPod, allowedCudaVersions: [], minCudaVersion: null },
+      gpu: {
+        id: body.compute.gpuTypeId,
+        count: body.compute.gpuCountPerPod,
+        allowedCudaVersions: [],
+        minCudaVersion: null,
+      },
       cpu: null,
       mounts,
       locked: false,
@@ -72,7 +87,14 @@ export function clusterRole(type: ClusterType, rank: number): Static<typeof PodC
  * NUM_TRAINERS = GPUs per node, HOST_NODE_ADDR, WORLD_SIZE = all GPUs) and PyTorch's (MASTER_ADDR,
  * MASTER_PORT, NODE_RANK, WORLD_SIZE). These win over the body's env: a member must not be told a wrong rank.
  */
-export function clusterEnv(o: { rank: number; nodeAddr: string; primaryAddr: string; primaryPort: number; podCount: number; gpusPerPod: number }): Record<string, string> {
+export function clusterEnv(o: {
+  rank: number
+  nodeAddr: string
+  primaryAddr: string
+  primaryPort: number
+  podCount: number
+  gpusPerPod: number
+}): Record<string, string> {
   return {
     PRIMARY_ADDR: o.primaryAddr,
     MASTER_ADDR: o.primaryAddr,

@@ -17,15 +17,29 @@ export function createMounts(
   volumes: VolumesView,
   conflicts: Violations,
 ): PodMounts {
-  const mounts: PodMounts = body !== undefined ? structuredClone(body) : !isCpu && template?.persistent ? { persistent: { ...template.persistent } } : {}
+  const mounts: PodMounts =
+    body !== undefined
+      ? structuredClone(body)
+      : !isCpu && template?.persistent
+        ? { persistent: { ...template.persistent } }
+        : {}
   if (mounts.persistent && mounts.network) conflicts.add('mounts', 'set either persistent or network, not both')
-  if (mounts.network?.length === 0) conflicts.add('mounts.network', 'must not be an empty array; omit it for no network volume')
-  if (isCpu && mounts.persistent) conflicts.add('mounts.persistent', 'CPU pods support only the container disk and network volumes')
+  if (mounts.network?.length === 0)
+    conflicts.add('mounts.network', 'must not be an empty array; omit it for no network volume')
+  if (isCpu && mounts.persistent)
+    conflicts.add('mounts.persistent', 'CPU pods support only the container disk and network volumes')
   for (const [i, m] of (mounts.network ?? []).entries()) {
     const volume = volumes.get(m.volumeId)
-    if (!volume) conflicts.add(`mounts.network[${i}].volumeId`, `${JSON.stringify(m.volumeId)} is not one of your network volumes; see /v2/network-volumes`)
+    if (!volume)
+      conflicts.add(
+        `mounts.network[${i}].volumeId`,
+        `${JSON.stringify(m.volumeId)} is not one of your network volumes; see /v2/network-volumes`,
+      )
     else if (dataCenterIds.length > 0 && !dataCenterIds.includes(volume.dataCenter)) {
-      conflicts.add(`mounts.network[${i}].volumeId`, `volume ${JSON.stringify(m.volumeId)} is in data center ${volume.dataCenter}, which dataCenterIds does not include`)
+      conflicts.add(
+        `mounts.network[${i}].volumeId`,
+        `volume ${JSON.stringify(m.volumeId)} is in data center ${volume.dataCenter}, which dataCenterIds does not include`,
+      )
     }
   }
   return mounts
@@ -41,15 +55,34 @@ export function patchMounts(current: PodMounts, body: PodMounts | undefined, con
   if (body.persistent && body.network) conflicts.add('mounts', 'set either persistent or network, not both')
   const next = structuredClone(current)
   if (body.network !== undefined) {
-    if (body.network.length === 0) conflicts.add('mounts.network', 'must not be an empty array: a network volume cannot be detached by PATCH; omit mounts to leave it')
-    else if (!current.network?.length) conflicts.add('mounts.network', 'this pod was created without a network volume; a mount kind cannot be added later')
+    if (body.network.length === 0)
+      conflicts.add(
+        'mounts.network',
+        'must not be an empty array: a network volume cannot be detached by PATCH; omit mounts to leave it',
+      )
+    else if (!current.network?.length)
+      conflicts.add(
+        'mounts.network',
+        'this pod was created without a network volume; a mount kind cannot be added later',
+      )
     else if (body.network[0].volumeId !== current.network[0].volumeId) {
-      conflicts.add('mounts.network[0].volumeId', `cannot change from ${JSON.stringify(current.network[0].volumeId)} to ${JSON.stringify(body.network[0].volumeId)}; only the path can change`)
+      conflicts.add(
+        'mounts.network[0].volumeId',
+        `cannot change from ${JSON.stringify(current.network[0].volumeId)} to ${JSON.stringify(body.network[0].volumeId)}; only the path can change`,
+      )
     } else next.network = [{ ...body.network[0] }]
   }
   if (body.persistent !== undefined) {
-    if (!current.persistent) conflicts.add('mounts.persistent', 'this pod was created without a persistent mount; a mount kind cannot be added later')
-    else if (body.persistent.size < current.persistent.size) conflicts.add('mounts.persistent.size', `cannot shrink from ${current.persistent.size} GB to ${body.persistent.size} GB`)
+    if (!current.persistent)
+      conflicts.add(
+        'mounts.persistent',
+        'this pod was created without a persistent mount; a mount kind cannot be added later',
+      )
+    else if (body.persistent.size < current.persistent.size)
+      conflicts.add(
+        'mounts.persistent.size',
+        `cannot shrink from ${current.persistent.size} GB to ${body.persistent.size} GB`,
+      )
     else next.persistent = { ...body.persistent }
   }
   return next

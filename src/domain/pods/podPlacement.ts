@@ -14,19 +14,33 @@ export interface PodPlacementContext {
  * acceptable data centers narrowed by its network volume and global networking. A pod placed before goes
  * back to its host when it can; one with a persistent disk must (the disk lives there).
  */
-export function podPlacementRequest(pod: Pick<PodRecord, 'gpu' | 'cpu' | 'dataCenterIds' | 'globalNetworking' | 'mounts' | 'placement'>, ctx: PodPlacementContext): PlacementRequest | { reason: string } {
+export function podPlacementRequest(
+  pod: Pick<PodRecord, 'gpu' | 'cpu' | 'dataCenterIds' | 'globalNetworking' | 'mounts' | 'placement'>,
+  ctx: PodPlacementContext,
+): PlacementRequest | { reason: string } {
   let dcs = [...pod.dataCenterIds]
   if (ctx.volumeDataCenter) dcs = dcs.length ? dcs.filter((d) => d === ctx.volumeDataCenter) : [ctx.volumeDataCenter]
-  if (pod.globalNetworking) dcs = (dcs.length ? dcs : [...ctx.globalNetworkDataCenters]).filter((d) => ctx.globalNetworkDataCenters.includes(d))
+  if (pod.globalNetworking)
+    dcs = (dcs.length ? dcs : [...ctx.globalNetworkDataCenters]).filter((d) => ctx.globalNetworkDataCenters.includes(d))
   // An empty list means "any" to the fleet, so a narrowing that left nothing is answered here.
-  if (dcs.length === 0 && ctx.volumeDataCenter) return { reason: `the network volume is in data center ${ctx.volumeDataCenter}, which dataCenterIds does not include` }
-  if (dcs.length === 0 && pod.globalNetworking) return { reason: 'no acceptable data center supports global networking' }
+  if (dcs.length === 0 && ctx.volumeDataCenter)
+    return {
+      reason: `the network volume is in data center ${ctx.volumeDataCenter}, which dataCenterIds does not include`,
+    }
+  if (dcs.length === 0 && pod.globalNetworking)
+    return { reason: 'no acceptable data center supports global networking' }
   const req: PlacementRequest = { dataCenterIds: dcs }
   if (pod.placement) {
     req.preferHostId = pod.placement.hostId
     if (pod.mounts.persistent) req.onlyHostId = pod.placement.hostId
   }
-  if (pod.gpu) req.gpu = { typeIds: [pod.gpu.id], count: pod.gpu.count, allowedCudaVersions: pod.gpu.allowedCudaVersions, minCudaVersion: pod.gpu.minCudaVersion }
+  if (pod.gpu)
+    req.gpu = {
+      typeIds: [pod.gpu.id],
+      count: pod.gpu.count,
+      allowedCudaVersions: pod.gpu.allowedCudaVersions,
+      minCudaVersion: pod.gpu.minCudaVersion,
+    }
   else if (pod.cpu) req.cpu = [{ flavorId: pod.cpu.id, vcpus: pod.cpu.vcpuCount, memoryGb: pod.cpu.memory }]
   return req
 }

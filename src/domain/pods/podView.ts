@@ -35,7 +35,10 @@ export function podCost(pod: Pick<PodRecord, 'status' | 'gpu' | 'cpu'>, prices: 
  * `template` always null; `runtime` only while RUNNING. `ssh.proxy` is always null: Hangar has no SSH
  * proxy, so SSH is `direct` to the host port mapped to 22/tcp.
  */
-export function toPod(pod: PodRecord, o: { prices: PodPrices; now: number; live: PodLive | null; hostMemoryBytes: number }): Pod {
+export function toPod(
+  pod: PodRecord,
+  o: { prices: PodPrices; now: number; live: PodLive | null; hostMemoryBytes: number },
+): Pod {
   const view: Pod = {
     id: pod.id,
     name: pod.name,
@@ -58,7 +61,11 @@ export function toPod(pod: PodRecord, o: { prices: PodPrices; now: number; live:
     cost: podCost(pod, o.prices),
     locked: pod.locked,
     globalNetworking: pod.globalNetworking
-      ? { enabled: true, ...(pod.status === 'RUNNING' && pod.portMappings[0] ? { ip: pod.portMappings[0].ip } : {}), internalDns: `${pod.id}.${INTERNAL_DNS_SUFFIX}` }
+      ? {
+          enabled: true,
+          ...(pod.status === 'RUNNING' && pod.portMappings[0] ? { ip: pod.portMappings[0].ip } : {}),
+          internalDns: `${pod.id}.${INTERNAL_DNS_SUFFIX}`,
+        }
       : { enabled: false },
     runtime: pod.status === 'RUNNING' ? runtimeOf(pod, o) : null,
     createdAt: pod.createdAt,
@@ -85,7 +92,10 @@ function runtimeOf(pod: PodRecord, o: { now: number; live: PodLive | null; hostM
   return {
     uptime: Math.max(0, Math.floor((o.now - started) / 1000)),
     // Utilisation of simulated GPUs would be made up; real ones report what the runtime measured.
-    gpus: pod.gpu && !pod.placement?.virtual ? Array.from({ length: pod.gpu.count }, () => ({ util: pct(o.live?.gpuPercent ?? 0), memoryUtil: 0 })) : [],
+    gpus:
+      pod.gpu && !pod.placement?.virtual
+        ? Array.from({ length: pod.gpu.count }, () => ({ util: pct(o.live?.gpuPercent ?? 0), memoryUtil: 0 }))
+        : [],
     cpu: { util: pct(o.live ? o.live.cpuPercent / Math.max(1, vcpus) : 0) },
     memory: { util: pct(o.live && memoryBytes > 0 ? (o.live.memoryBytes / memoryBytes) * 100 : 0) },
     ports: pod.ports.map((p) => {

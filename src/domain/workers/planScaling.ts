@@ -22,7 +22,9 @@ export interface WorkerSnapshot {
   retiring: boolean
 }
 
-export type ScalingPolicy = { type: 'QUEUE_DELAY'; queueDelayMs: number } | { type: 'REQUEST_COUNT'; requestCount: number }
+export type ScalingPolicy =
+  | { type: 'QUEUE_DELAY'; queueDelayMs: number }
+  | { type: 'REQUEST_COUNT'; requestCount: number }
 
 /** A change point of an endpoint's demand, `agoMs` before the decision; values hold until the next sample. */
 export interface DemandSample {
@@ -114,7 +116,8 @@ export const isCounted = (w: WorkerSnapshot): boolean => COUNTED.has(w.state) &&
 export function planScaling(e: EndpointScaling): ScalingDecision {
   const actions: ScaleAction[] = []
   const id = e.endpointId
-  const stop = (w: WorkerSnapshot, reason: string) => actions.push({ type: 'stop', endpointId: id, workerId: w.id, reason })
+  const stop = (w: WorkerSnapshot, reason: string) =>
+    actions.push({ type: 'stop', endpointId: id, workerId: w.id, reason })
   const live = e.workers.filter((w) => w.state !== 'stopping')
   if (!e.exists) {
     for (const w of live) stop(w, 'the endpoint is gone')
@@ -126,9 +129,16 @@ export function planScaling(e: EndpointScaling): ScalingDecision {
     if (w.state === 'parked') {
       if (w.stale) stop(w, 'parked on an older release')
       else if (e.parkWindowMs <= 0) stop(w, 'FlashBoot is off')
-      else if (w.idleForMs >= e.parkWindowMs) stop(w, `parked for ${Math.round(w.idleForMs)} ms (FlashBoot window ${e.parkWindowMs} ms)`)
+      else if (w.idleForMs >= e.parkWindowMs)
+        stop(w, `parked for ${Math.round(w.idleForMs)} ms (FlashBoot window ${e.parkWindowMs} ms)`)
     } else if (w.stale && !w.retiring) {
-      if (w.state === 'running') actions.push({ type: 'retire', endpointId: id, workerId: w.id, reason: 'runs an older release: replaced once its jobs end' })
+      if (w.state === 'running')
+        actions.push({
+          type: 'retire',
+          endpointId: id,
+          workerId: w.id,
+          reason: 'runs an older release: replaced once its jobs end',
+        })
       else stop(w, 'runs an older release')
     }
   }
@@ -155,9 +165,14 @@ export function planScaling(e: EndpointScaling): ScalingDecision {
   const ceiling = Math.max(0, e.max - retiring)
   const desired = Math.min(ceiling, Math.max(e.min, want))
   // Idle workers about to take waiting jobs (lowPriority ones too) are never removed.
-  const keep = Math.min(ceiling, Math.max(desired, peakDesired(e.history, e.idleTimeoutMs), busy + Math.min(idle, e.queued + e.queuedLow)))
+  const keep = Math.min(
+    ceiling,
+    Math.max(desired, peakDesired(e.history, e.idleTimeoutMs), busy + Math.min(idle, e.queued + e.queuedLow)),
+  )
 
-  const parked = live.filter((w) => w.state === 'parked' && !w.stale && e.parkWindowMs > 0 && w.idleForMs < e.parkWindowMs).sort((a, b) => a.idleForMs - b.idleForMs)
+  const parked = live
+    .filter((w) => w.state === 'parked' && !w.stale && e.parkWindowMs > 0 && w.idleForMs < e.parkWindowMs)
+    .sort((a, b) => a.idleForMs - b.idleForMs)
   const unpark = (count: number) => {
     const reused = parked.splice(0, Math.max(0, count))
     for (const w of reused) actions.push({ type: 'unpark', endpointId: id, workerId: w.id })
@@ -176,7 +191,8 @@ export function planScaling(e: EndpointScaling): ScalingDecision {
   let unwanted = current - (overMax ? e.max : desired)
   const remove = (w: WorkerSnapshot, reason: string) => {
     excess--
-    if (w.state === 'idle' && e.parkWindowMs > 0 && !overMax) actions.push({ type: 'park', endpointId: id, workerId: w.id, reason })
+    if (w.state === 'idle' && e.parkWindowMs > 0 && !overMax)
+      actions.push({ type: 'park', endpointId: id, workerId: w.id, reason })
     else if (w.state === 'running') actions.push({ type: 'retire', endpointId: id, workerId: w.id, reason })
     else stop(w, reason)
   }
@@ -198,7 +214,8 @@ export function planScaling(e: EndpointScaling): ScalingDecision {
     else if (w.idleForMs >= e.idleTimeoutMs) remove(w, `idle for ${Math.round(w.idleForMs)} ms`)
   }
   if (overMax) {
-    for (const s of ['starting', 'running'] as const) for (const w of byIdle(s)) if (excess > 0) remove(w, `more than workers.max (${e.max})`)
+    for (const s of ['starting', 'running'] as const)
+      for (const w of byIdle(s)) if (excess > 0) remove(w, `more than workers.max (${e.max})`)
   }
   return { endpointId: id, current, desired, keep, burst, actions }
 }
@@ -218,6 +235,13 @@ export function unparkForJob(e: EndpointScaling): string[] {
 }
 
 /** How long a FlashBoot mode keeps a scaled-down worker parked (0: OFF stops it). */
-export function parkWindowMs(mode: Flashboot, windows: { flashbootWindowMs: number; priorityFlashbootWindowMs: number }): number {
-  return mode === 'PRIORITY_FLASHBOOT' ? windows.priorityFlashbootWindowMs : mode === 'FLASHBOOT' ? windows.flashbootWindowMs : 0
+export function parkWindowMs(
+  mode: Flashboot,
+  windows: { flashbootWindowMs: number; priorityFlashbootWindowMs: number },
+): number {
+  return mode === 'PRIORITY_FLASHBOOT'
+    ? windows.priorityFlashbootWindowMs
+    : mode === 'FLASHBOOT'
+      ? windows.flashbootWindowMs
+      : 0
 }

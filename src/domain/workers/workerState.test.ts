@@ -16,7 +16,9 @@ const TABLE: Record<WorkerEvent, Partial<Record<WorkerPhase, WorkerPhase>>> = {
 }
 
 describe('worker state machine', () => {
-  for (const [event, moves] of Object.entries(TABLE) as Array<[WorkerEvent, Partial<Record<WorkerPhase, WorkerPhase>>]>) {
+  for (const [event, moves] of Object.entries(TABLE) as Array<
+    [WorkerEvent, Partial<Record<WorkerPhase, WorkerPhase>>]
+  >) {
     for (const from of PHASES) {
       const to = moves[from] ?? null
       it(`${event} from ${from} -> ${to ?? 'refused'}`, () => {
@@ -29,14 +31,23 @@ describe('worker state machine', () => {
     expect(activityOf('ready', 0)).toBe('idle')
     expect(activityOf('ready', 2)).toBe('running')
     expect(activityOf('parked', 0)).toBe('parked')
-    expect(PHASES.map((p) => apiStatusOf(p, 1))).toEqual(['THROTTLED', 'INITIALIZING', 'RUNNING', 'PARKED', null, 'UNHEALTHY'])
+    expect(PHASES.map((p) => apiStatusOf(p, 1))).toEqual([
+      'THROTTLED',
+      'INITIALIZING',
+      'RUNNING',
+      'PARKED',
+      null,
+      'UNHEALTHY',
+    ])
     expect(apiStatusOf('ready', 0)).toBe('IDLE')
   })
 })
 
 describe('the stored worker state, derived from the phase', () => {
   it('is STARTING, READY (parked too), STOPPING while the worker lives; FAILED when it failed; EXITED when it was stopped', () => {
-    expect((['starting', 'ready', 'parked', 'stopping', 'unhealthy', 'exited', 'failed'] as const).map(storedStateOf)).toEqual(['STARTING', 'READY', 'READY', 'STOPPING', 'FAILED', 'EXITED', 'FAILED'])
+    expect(
+      (['starting', 'ready', 'parked', 'stopping', 'unhealthy', 'exited', 'failed'] as const).map(storedStateOf),
+    ).toEqual(['STARTING', 'READY', 'READY', 'STOPPING', 'FAILED', 'EXITED', 'FAILED'])
   })
 
   it('follows every move of the phase table that leaves a worker with a record', () => {

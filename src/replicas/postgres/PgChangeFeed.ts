@@ -66,7 +66,12 @@ export class PgChangeFeed implements ChangeFeed {
   }
 
   private async connect(): Promise<void> {
-    const c = new pg.Client({ connectionString: this.o.connectionString, keepAlive: true, connectionTimeoutMillis: 5000, application_name: 'hangar-feed' })
+    const c = new pg.Client({
+      connectionString: this.o.connectionString,
+      keepAlive: true,
+      connectionTimeoutMillis: 5000,
+      application_name: 'hangar-feed',
+    })
     let ownPid = -1
     c.on('notification', (n) => {
       if (n.channel === this.channel && n.processId !== ownPid && n.payload) this.receive(n.payload)

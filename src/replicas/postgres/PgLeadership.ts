@@ -70,7 +70,10 @@ export class PgLeadership implements Leadership {
     if (this.leading && this.client && this.ready) void this.publish(this.client)
   }
 
-  async start(onLead: () => Promise<void>, onLose: (reason: string, handover: boolean) => Promise<void>): Promise<void> {
+  async start(
+    onLead: () => Promise<void>,
+    onLose: (reason: string, handover: boolean) => Promise<void>,
+  ): Promise<void> {
     this.onLead = onLead
     this.onLose = onLose
     await this.tick()
@@ -119,7 +122,13 @@ export class PgLeadership implements Leadership {
   }
 
   private async connect(): Promise<pg.Client> {
-    const c = new pg.Client({ connectionString: this.o.connectionString, keepAlive: true, connectionTimeoutMillis: 5000, query_timeout: 5000, application_name: this.appName })
+    const c = new pg.Client({
+      connectionString: this.o.connectionString,
+      keepAlive: true,
+      connectionTimeoutMillis: 5000,
+      query_timeout: 5000,
+      application_name: this.appName,
+    })
     // An idle connection that breaks says so here: leadership is lost now, not at the next poll.
     c.on('error', (err) => void this.drop(`the leadership connection failed: ${err.message}`, c))
     c.on('end', () => void this.drop('the leadership connection ended', c))
@@ -158,7 +167,9 @@ export class PgLeadership implements Leadership {
     const url = this.advertised
     if (!url) return
     try {
-      await c.query(`CREATE TABLE IF NOT EXISTS ${this.table} (id smallint PRIMARY KEY CHECK (id = 1), url text NOT NULL, pid integer NOT NULL, since timestamptz NOT NULL)`)
+      await c.query(
+        `CREATE TABLE IF NOT EXISTS ${this.table} (id smallint PRIMARY KEY CHECK (id = 1), url text NOT NULL, pid integer NOT NULL, since timestamptz NOT NULL)`,
+      )
       await c.query(
         `INSERT INTO ${this.table} (id, url, pid, since) VALUES (1, $1, pg_backend_pid(), now()) ON CONFLICT (id) DO UPDATE SET url = EXCLUDED.url, pid = EXCLUDED.pid, since = EXCLUDED.since`,
         [url],
@@ -181,7 +192,8 @@ export class PgLeadership implements Leadership {
       return r.rows[0]?.url ?? null
     } catch (err) {
       // 42P01: no leader has published an address in this namespace yet.
-      if ((err as { code?: string }).code !== '42P01') this.o.log.warn({ err: (err as Error).message }, 'could not read the leader address')
+      if ((err as { code?: string }).code !== '42P01')
+        this.o.log.warn({ err: (err as Error).message }, 'could not read the leader address')
       return null
     }
   }
@@ -191,7 +203,10 @@ export class PgLeadership implements Leadership {
     const c = this.client
     if (!c) return true
     try {
-      const r = await c.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()', [this.appName])
+      const r = await c.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()',
+        [this.appName],
+      )
       return (r.rows[0]?.n ?? 0) > 0
     } catch {
       return true

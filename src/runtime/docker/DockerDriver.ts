@@ -3,7 +3,17 @@ import type Docker from 'dockerode'
 import { messageOf, statusOf } from './engineErrors.js'
 import { freePort } from '../freePort.js'
 import { LABELS } from '../labels.js'
-import type { ListedWorkload, PublishedPort, RuntimeDriver, RuntimeRef, StartHooks, Workload, WorkloadExit, WorkloadSpec, WorkloadStats } from '../RuntimeDriver.js'
+import type {
+  ListedWorkload,
+  PublishedPort,
+  RuntimeDriver,
+  RuntimeRef,
+  StartHooks,
+  Workload,
+  WorkloadExit,
+  WorkloadSpec,
+  WorkloadStats,
+} from '../RuntimeDriver.js'
 import { WorkerLog } from '../WorkerLog.js'
 import { workload } from '../workload.js'
 import { followContainerLogs } from './containerLogs.js'
@@ -24,7 +34,19 @@ export interface DockerDriverOptions {
 }
 
 /** Capabilities a workload container keeps: Podman's default set (Docker's, less NET_RAW, MKNOD and AUDIT_WRITE). */
-export const CONTAINER_CAPABILITIES = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'NET_BIND_SERVICE', 'SETFCAP', 'SETGID', 'SETPCAP', 'SETUID', 'SYS_CHROOT']
+export const CONTAINER_CAPABILITIES = [
+  'CHOWN',
+  'DAC_OVERRIDE',
+  'FOWNER',
+  'FSETID',
+  'KILL',
+  'NET_BIND_SERVICE',
+  'SETFCAP',
+  'SETGID',
+  'SETPCAP',
+  'SETUID',
+  'SYS_CHROOT',
+]
 
 /**
  * Workloads as containers of a Docker-compatible engine (Docker, or Podman's API service), spoken to over the
@@ -55,8 +77,15 @@ export class DockerDriver implements RuntimeDriver {
     const name = `hangar-${spec.kind}-${spec.id}`
     const hostNetwork = this.o.engine.network === 'host'
     const chosen: PublishedPort[] = []
-    if (hostNetwork) for (const p of spec.ports) chosen.push({ privatePort: p.port, publicPort: await freePort(), protocol: p.protocol, ip: '127.0.0.1' })
-    const labels: Record<string, string> = { ...spec.labels, [LABELS.kind]: spec.kind, [LABELS.id]: spec.id, [LABELS.host]: this.o.hostId }
+    if (hostNetwork)
+      for (const p of spec.ports)
+        chosen.push({ privatePort: p.port, publicPort: await freePort(), protocol: p.protocol, ip: '127.0.0.1' })
+    const labels: Record<string, string> = {
+      ...spec.labels,
+      [LABELS.kind]: spec.kind,
+      [LABELS.id]: spec.id,
+      [LABELS.host]: this.o.hostId,
+    }
     if (hostNetwork) labels[LABELS.ports] = JSON.stringify(chosen)
     const logs = new WorkerLog(this.logPath(spec.kind, spec.id))
     logs.append('system', `creating container ${name} from ${image} on host ${this.o.hostId}`)
@@ -80,7 +109,10 @@ export class DockerDriver implements RuntimeDriver {
     }
     hooks.onPhase?.('STARTING')
     const argv = [...spec.entrypoint, ...spec.cmd]
-    logs.append('system', `starting: ${argv.length > 0 ? argv.map((a) => JSON.stringify(a)).join(' ') : "the image's own command"}`)
+    logs.append(
+      'system',
+      `starting: ${argv.length > 0 ? argv.map((a) => JSON.stringify(a)).join(' ') : "the image's own command"}`,
+    )
     try {
       await container.start()
     } catch (err) {
@@ -108,7 +140,9 @@ export class DockerDriver implements RuntimeDriver {
     const kind = info.Config.Labels[LABELS.kind] === 'pod' ? 'pod' : 'worker'
     const { log: logs, lastContainerTs } = WorkerLog.resume(this.logPath(kind, info.Config.Labels[LABELS.id] ?? id))
     logs.append('system', 'adopted by a restarted control plane')
-    const ports = info.Config.Labels[LABELS.ports] ? (JSON.parse(info.Config.Labels[LABELS.ports]) as PublishedPort[]) : publishedPorts(info, null)
+    const ports = info.Config.Labels[LABELS.ports]
+      ? (JSON.parse(info.Config.Labels[LABELS.ports]) as PublishedPort[])
+      : publishedPorts(info, null)
     return this.attach(container, ref, ports, logs, lastContainerTs)
   }
 
@@ -125,7 +159,10 @@ export class DockerDriver implements RuntimeDriver {
       const ns = (performance.now() - t0) * 1e6
       const info = await container.inspect()
       if (!info.State.Running) return null
-      return { cpuPercent: Math.max(0, ((b.cpu_stats.cpu_usage.total_usage - a.cpu_stats.cpu_usage.total_usage) / ns) * 100), memoryBytes: b.memory_stats?.usage ?? 0 }
+      return {
+        cpuPercent: Math.max(0, ((b.cpu_stats.cpu_usage.total_usage - a.cpu_stats.cpu_usage.total_usage) / ns) * 100),
+        memoryBytes: b.memory_stats?.usage ?? 0,
+      }
     } catch {
       return null
     }
@@ -147,13 +184,28 @@ export class DockerDriver implements RuntimeDriver {
 
   async list(labels: Record<string, string>): Promise<ListedWorkload[]> {
     const wanted = { ...labels, [LABELS.host]: this.o.hostId }
-    const found = await this.docker.listContainers({ all: true, filters: JSON.stringify({ label: Object.entries(wanted).map(([k, v]) => `${k}=${v}`) }) })
-    return found.map((c) => ({ ref: `docker:${encodeURIComponent(this.o.hostId)}:${c.Id}`, labels: c.Labels, running: c.State === 'running' }))
+    const found = await this.docker.listContainers({
+      all: true,
+      filters: JSON.stringify({ label: Object.entries(wanted).map(([k, v]) => `${k}=${v}`) }),
+    })
+    return found.map((c) => ({
+      ref: `docker:${encodeURIComponent(this.o.hostId)}:${c.Id}`,
+      labels: c.Labels,
+      running: c.State === 'running',
+    }))
   }
 
   /** Follows a running container: its logs, its end, and stop. */
-  private attach(container: Docker.Container, ref: RuntimeRef, ports: PublishedPort[], logs: WorkerLog, sinceMs: number): Workload {
-    const logsDone = followContainerLogs(container, logs, sinceMs).catch((err: unknown) => logs.append('system', `log stream failed: ${messageOf(err)}`))
+  private attach(
+    container: Docker.Container,
+    ref: RuntimeRef,
+    ports: PublishedPort[],
+    logs: WorkerLog,
+    sinceMs: number,
+  ): Workload {
+    const logsDone = followContainerLogs(container, logs, sinceMs).catch((err: unknown) =>
+      logs.append('system', `log stream failed: ${messageOf(err)}`),
+    )
     const exited = (async (): Promise<WorkloadExit> => {
       let exit: WorkloadExit
       try {
@@ -162,7 +214,11 @@ export class DockerDriver implements RuntimeDriver {
         const info = await container.inspect().catch(() => null)
         if (info?.State.OOMKilled) exit.reason = `out of memory (OOM killed, code ${r.StatusCode})`
       } catch (err) {
-        exit = { code: null, signal: null, reason: `lost contact with the container engine of host ${this.o.hostId} (${messageOf(err)})` }
+        exit = {
+          code: null,
+          signal: null,
+          reason: `lost contact with the container engine of host ${this.o.hostId} (${messageOf(err)})`,
+        }
       }
       // The log stream ends with the container; do not wait long for a broken one.
       await Promise.race([logsDone, new Promise((resolve) => setTimeout(resolve, 2_000).unref())])
@@ -199,7 +255,11 @@ export class DockerDriver implements RuntimeDriver {
       throw err
     })
     if ((await this.engineKind).kind === 'podman') {
-      const cdi = requests.flatMap((r) => (r.Driver === 'cdi' ? (r.DeviceIDs ?? []) : (r.DeviceIDs ?? []).map((id) => `${this.o.engine.cdiKind ?? 'nvidia.com/gpu'}=${id}`)))
+      const cdi = requests.flatMap((r) =>
+        r.Driver === 'cdi'
+          ? (r.DeviceIDs ?? [])
+          : (r.DeviceIDs ?? []).map((id) => `${this.o.engine.cdiKind ?? 'nvidia.com/gpu'}=${id}`),
+      )
       const { DeviceRequests: _dropped, ...hostConfig } = options.HostConfig!
       return podmanCreate(this.docker, name, { ...options, HostConfig: hostConfig }, cdi)
     }
@@ -207,7 +267,9 @@ export class DockerDriver implements RuntimeDriver {
     const info = await container.inspect()
     if (!info.HostConfig.DeviceRequests?.length) {
       await this.removeContainer(container.id)
-      throw new Error(`the engine dropped the GPU request (HostConfig.DeviceRequests is empty after create), so the container would run without its GPUs ${requests.flatMap((r) => r.DeviceIDs ?? []).join(', ')}`)
+      throw new Error(
+        `the engine dropped the GPU request (HostConfig.DeviceRequests is empty after create), so the container would run without its GPUs ${requests.flatMap((r) => r.DeviceIDs ?? []).join(', ')}`,
+      )
     }
     return container
   }
@@ -223,18 +285,32 @@ export class DockerDriver implements RuntimeDriver {
       CapDrop: ['ALL'],
       CapAdd: CONTAINER_CAPABILITIES,
       NetworkMode: e.network === 'host' ? 'host' : undefined,
-      PortBindings: e.network === 'host' ? undefined : Object.fromEntries(spec.ports.map((p) => [`${p.port}/tcp`, [{ HostIp: '', HostPort: '' }]])),
+      PortBindings:
+        e.network === 'host'
+          ? undefined
+          : Object.fromEntries(spec.ports.map((p) => [`${p.port}/tcp`, [{ HostIp: '', HostPort: '' }]])),
       CgroupParent: e.cgroupParent,
       Memory: spec.resources.memoryGb > 0 ? Math.round(spec.resources.memoryGb * 1024 ** 3) : undefined,
       NanoCpus: spec.resources.vcpus > 0 ? Math.round(spec.resources.vcpus * 1e9) : undefined,
       Binds: spec.mounts.flatMap((m) => (m.kind === 'volume' ? [`${m.source}:${m.target}`] : [])),
-      Mounts: spec.mounts.flatMap((m) => (m.kind === 'persistent' ? [{ Type: 'volume' as const, Source: persistentVolume(m.name), Target: m.target }] : [])),
+      Mounts: spec.mounts.flatMap((m) =>
+        m.kind === 'persistent'
+          ? [{ Type: 'volume' as const, Source: persistentVolume(m.name), Target: m.target }]
+          : [],
+      ),
     }
     if (!spec.gpus.virtual && spec.gpus.ids.length > 0) {
       // Docker with the NVIDIA toolkit takes device ids; CDI-capable engines take fully qualified CDI names.
-      if (e.gpus === 'nvidia') hc.DeviceRequests = [{ Driver: 'nvidia', DeviceIDs: spec.gpus.ids, Capabilities: [['gpu']] }]
-      else if (e.gpus === 'cdi') hc.DeviceRequests = [{ Driver: 'cdi', DeviceIDs: spec.gpus.ids.map((id) => `${e.cdiKind ?? 'nvidia.com/gpu'}=${id}`) }]
-      else throw new Error(`it needs GPUs ${spec.gpus.ids.join(', ')} of host ${this.o.hostId}, whose engine passes none ("gpus": "none"); set "gpus" to "nvidia" or "cdi", or mark the host's GPUs virtual`)
+      if (e.gpus === 'nvidia')
+        hc.DeviceRequests = [{ Driver: 'nvidia', DeviceIDs: spec.gpus.ids, Capabilities: [['gpu']] }]
+      else if (e.gpus === 'cdi')
+        hc.DeviceRequests = [
+          { Driver: 'cdi', DeviceIDs: spec.gpus.ids.map((id) => `${e.cdiKind ?? 'nvidia.com/gpu'}=${id}`) },
+        ]
+      else
+        throw new Error(
+          `it needs GPUs ${spec.gpus.ids.join(', ')} of host ${this.o.hostId}, whose engine passes none ("gpus": "none"); set "gpus" to "nvidia" or "cdi", or mark the host's GPUs virtual`,
+        )
     }
     return hc
   }
@@ -297,7 +373,12 @@ function publishedPorts(info: Docker.ContainerInspectInfo, declared: WorkloadSpe
     if (!binding) continue
     const protocol = declared?.find((p) => p.port === privatePort)?.protocol ?? 'tcp'
     if (declared && !declared.some((p) => p.port === privatePort)) continue
-    out.push({ privatePort, publicPort: Number(binding.HostPort), protocol, ip: binding.HostIp && binding.HostIp !== '0.0.0.0' ? binding.HostIp : '127.0.0.1' })
+    out.push({
+      privatePort,
+      publicPort: Number(binding.HostPort),
+      protocol,
+      ip: binding.HostIp && binding.HostIp !== '0.0.0.0' ? binding.HostIp : '127.0.0.1',
+    })
   }
   return out
 }

@@ -7,8 +7,18 @@ import { lineSplitter, type WorkerLog } from '../WorkerLog.js'
  * the engine's own timestamp so a restarted control plane resumes exactly where the log file ends. Resolves
  * when the engine ends the stream (the container stopped) or the connection breaks.
  */
-export async function followContainerLogs(container: Docker.Container, logs: WorkerLog, sinceMs: number): Promise<void> {
-  const stream = (await container.logs({ follow: true, stdout: true, stderr: true, timestamps: true, since: Math.floor(sinceMs / 1000) })) as NodeJS.ReadableStream
+export async function followContainerLogs(
+  container: Docker.Container,
+  logs: WorkerLog,
+  sinceMs: number,
+): Promise<void> {
+  const stream = (await container.logs({
+    follow: true,
+    stdout: true,
+    stderr: true,
+    timestamps: true,
+    since: Math.floor(sinceMs / 1000),
+  })) as NodeJS.ReadableStream
   const out = new PassThrough()
   const err = new PassThrough()
   const onLine = (raw: string) => {

@@ -7,8 +7,20 @@ export function engineClient(engine: Pick<EngineConfig, 'address' | 'tls'>): Doc
   const url = new URL(engine.address)
   if (url.protocol === 'unix:') return new Docker({ socketPath: url.pathname })
   if (url.protocol === 'ssh:') {
-    return new Docker({ protocol: 'ssh', host: url.hostname, port: url.port ? Number(url.port) : 22, username: url.username || undefined })
+    return new Docker({
+      protocol: 'ssh',
+      host: url.hostname,
+      port: url.port ? Number(url.port) : 22,
+      username: url.username || undefined,
+    })
   }
-  const tls = engine.tls ? { ca: readFileSync(engine.tls.ca), cert: readFileSync(engine.tls.cert), key: readFileSync(engine.tls.key) } : {}
-  return new Docker({ protocol: engine.tls ? 'https' : 'http', host: url.hostname, port: url.port ? Number(url.port) : engine.tls ? 2376 : 2375, ...tls })
+  const tls = engine.tls
+    ? { ca: readFileSync(engine.tls.ca), cert: readFileSync(engine.tls.cert), key: readFileSync(engine.tls.key) }
+    : {}
+  return new Docker({
+    protocol: engine.tls ? 'https' : 'http',
+    host: url.hostname,
+    port: url.port ? Number(url.port) : engine.tls ? 2376 : 2375,
+    ...tls,
+  })
 }

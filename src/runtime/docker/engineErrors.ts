@@ -1,6 +1,8 @@
 /** The HTTP status of a Docker Engine API error (dockerode sets `statusCode`), if any. */
 export function statusOf(err: unknown): number | undefined {
-  return typeof err === 'object' && err !== null && 'statusCode' in err ? Number((err as { statusCode: unknown }).statusCode) : undefined
+  return typeof err === 'object' && err !== null && 'statusCode' in err
+    ? Number((err as { statusCode: unknown }).statusCode)
+    : undefined
 }
 
 /** The engine's own message of an error (its JSON `message`), else the error's. */

@@ -8,15 +8,57 @@ import type Docker from 'dockerode'
  * Options this translation does not know are refused rather than dropped, so no setting (a limit, a hardening
  * flag) is lost on the way.
  */
-export async function podmanCreate(docker: Docker, name: string, o: Docker.ContainerCreateOptions, cdiDevices: string[]): Promise<Docker.Container> {
-  const known = new Set(['Image', 'Entrypoint', 'Cmd', 'Env', 'Labels', 'ExposedPorts', 'Volumes', 'HostConfig', 'User', 'WorkingDir', 'name'])
-  const hcKnown = new Set(['Init', 'NetworkMode', 'PortBindings', 'CgroupParent', 'Memory', 'NanoCpus', 'Binds', 'Mounts', 'DeviceRequests', 'CapDrop', 'CapAdd', 'SecurityOpt', 'ReadonlyRootfs', 'PidsLimit', 'Privileged', 'Tmpfs'])
+export async function podmanCreate(
+  docker: Docker,
+  name: string,
+  o: Docker.ContainerCreateOptions,
+  cdiDevices: string[],
+): Promise<Docker.Container> {
+  const known = new Set([
+    'Image',
+    'Entrypoint',
+    'Cmd',
+    'Env',
+    'Labels',
+    'ExposedPorts',
+    'Volumes',
+    'HostConfig',
+    'User',
+    'WorkingDir',
+    'name',
+  ])
+  const hcKnown = new Set([
+    'Init',
+    'NetworkMode',
+    'PortBindings',
+    'CgroupParent',
+    'Memory',
+    'NanoCpus',
+    'Binds',
+    'Mounts',
+    'DeviceRequests',
+    'CapDrop',
+    'CapAdd',
+    'SecurityOpt',
+    'ReadonlyRootfs',
+    'PidsLimit',
+    'Privileged',
+    'Tmpfs',
+  ])
   const hc = o.HostConfig ?? {}
-  const unknown = [...Object.keys(o).filter((k) => !known.has(k) && o[k as keyof typeof o] !== undefined), ...Object.keys(hc).filter((k) => !hcKnown.has(k) && hc[k as keyof typeof hc] !== undefined).map((k) => `HostConfig.${k}`)]
-  if (unknown.length > 0) throw new Error(`cannot create a GPU container through Podman's API: ${unknown.join(', ')} has no translation`)
+  const unknown = [
+    ...Object.keys(o).filter((k) => !known.has(k) && o[k as keyof typeof o] !== undefined),
+    ...Object.keys(hc)
+      .filter((k) => !hcKnown.has(k) && hc[k as keyof typeof hc] !== undefined)
+      .map((k) => `HostConfig.${k}`),
+  ]
+  if (unknown.length > 0)
+    throw new Error(`cannot create a GPU container through Podman's API: ${unknown.join(', ')} has no translation`)
   const entrypoint = typeof o.Entrypoint === 'string' ? [o.Entrypoint] : o.Entrypoint
   const command = typeof o.Cmd === 'string' ? [o.Cmd] : o.Cmd
-  const env = Object.fromEntries((o.Env ?? []).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]))
+  const env = Object.fromEntries(
+    (o.Env ?? []).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  )
   const spec: Record<string, unknown> = {
     name,
     image: o.Image,
@@ -37,7 +79,10 @@ export async function podmanCreate(docker: Docker, name: string, o: Docker.Conta
     no_new_privileges: hc.SecurityOpt?.some((s: string) => /^no-new-privileges(:true)?$/.test(s)) || undefined,
   }
   const otherSecurity = hc.SecurityOpt?.filter((s: string) => !/^no-new-privileges(:true)?$/.test(s)) ?? []
-  if (otherSecurity.length > 0) throw new Error(`cannot create a GPU container through Podman's API: HostConfig.SecurityOpt ${otherSecurity.join(', ')} has no translation`)
+  if (otherSecurity.length > 0)
+    throw new Error(
+      `cannot create a GPU container through Podman's API: HostConfig.SecurityOpt ${otherSecurity.join(', ')} has no translation`,
+    )
   const limits: Record<string, unknown> = {}
   if (hc.Memory) limits.memory = { limit: hc.Memory }
   if (hc.NanoCpus) limits.cpu = { quota: Math.round(hc.NanoCpus / 1e4), period: 100_000 }
@@ -53,18 +98,38 @@ export async function podmanCreate(docker: Docker, name: string, o: Docker.Conta
     const [source, destination, mode] = b.split(':')
     return { type: 'bind', source, destination, options: ['rbind', ...(mode === 'ro' ? ['ro'] : [])] }
   })
-  if (hc.Tmpfs) for (const [destination, opts] of Object.entries(hc.Tmpfs)) (spec.mounts as unknown[]).push({ type: 'tmpfs', source: 'tmpfs', destination, options: opts ? opts.split(',') : [] })
+  if (hc.Tmpfs)
+    for (const [destination, opts] of Object.entries(hc.Tmpfs))
+      (spec.mounts as unknown[]).push({
+        type: 'tmpfs',
+        source: 'tmpfs',
+        destination,
+        options: opts ? opts.split(',') : [],
+      })
   // Named volumes (persistent mounts), and the anonymous one of the container disk (an empty name).
   spec.volumes = [
     ...(hc.Mounts ?? []).map((m) => {
-      if (m.Type !== 'volume') throw new Error(`cannot create a GPU container through Podman's API: a ${m.Type} mount has no translation`)
+      if (m.Type !== 'volume')
+        throw new Error(`cannot create a GPU container through Podman's API: a ${m.Type} mount has no translation`)
       return { Name: m.Source, Dest: m.Target, Options: [] }
     }),
     ...Object.keys(o.Volumes ?? {}).map((dest) => ({ Name: '', Dest: dest, Options: [] })),
   ]
   const created = await new Promise<{ Id: string }>((resolve, reject) => {
     docker.modem.dial(
-      { path: '/v4.0.0/libpod/containers/create', method: 'POST', options: spec, statusCodes: { 201: true, 200: true, 400: 'bad parameter', 404: 'no such image', 409: 'conflict', 500: 'server error' } },
+      {
+        path: '/v4.0.0/libpod/containers/create',
+        method: 'POST',
+        options: spec,
+        statusCodes: {
+          201: true,
+          200: true,
+          400: 'bad parameter',
+          404: 'no such image',
+          409: 'conflict',
+          500: 'server error',
+        },
+      },
       (err: unknown, data: unknown) => (err ? reject(err) : resolve(data as { Id: string })),
     )
   })

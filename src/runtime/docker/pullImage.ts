@@ -9,7 +9,12 @@ import { ensureSampleImage, sampleOf } from './sampleImages.js'
  * Rejects with an ImagePullError saying why (`unauthorized`, `manifest unknown`, ...). A sample worker
  * (`hangar/echo`, see sampleImages.ts) is never pulled: it is built on the engine from what Hangar ships.
  */
-export async function pullImage(docker: Docker, image: string, auth: WorkloadSpec['pullAuth'], hooks: StartHooks): Promise<'present' | 'pulled' | 'built'> {
+export async function pullImage(
+  docker: Docker,
+  image: string,
+  auth: WorkloadSpec['pullAuth'],
+  hooks: StartHooks,
+): Promise<'present' | 'pulled' | 'built'> {
   const sample = sampleOf(image)
   if (sample) {
     let built = false
@@ -41,7 +46,12 @@ export async function pullImage(docker: Docker, image: string, auth: WorkloadSpe
     docker.modem.followProgress(
       stream,
       (err) => (err ? reject(err) : resolve()),
-      (event: { id?: string; error?: string; errorDetail?: { message?: string }; progressDetail?: { current?: number; total?: number } }) => {
+      (event: {
+        id?: string
+        error?: string
+        errorDetail?: { message?: string }
+        progressDetail?: { current?: number; total?: number }
+      }) => {
         if (event.error || event.errorDetail?.message) failure = event.errorDetail?.message ?? event.error ?? 'failed'
         const d = event.progressDetail
         if (event.id && d?.current !== undefined) {

@@ -1,6 +1,17 @@
 import { execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import {
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -53,7 +64,10 @@ function readSources(): { files: Array<{ from: string; to: string }>; digest: st
     }
   }
   const dist = join(PACKAGE_ROOT, 'dist')
-  if (!existsSync(join(dist, 'sampleWorkers', 'echo.js'))) throw new Error(`the sample workers are not built (${join(dist, 'sampleWorkers')} is missing): run \`npm run build\``)
+  if (!existsSync(join(dist, 'sampleWorkers', 'echo.js')))
+    throw new Error(
+      `the sample workers are not built (${join(dist, 'sampleWorkers')} is missing): run \`npm run build\``,
+    )
   walk(join(dist, 'worker'), 'hangar/worker')
   // In the image they keep the path /hangar/workers (the images' CMD and the templates name it).
   walk(join(dist, 'sampleWorkers'), 'hangar/workers')
@@ -61,7 +75,8 @@ function readSources(): { files: Array<{ from: string; to: string }>; digest: st
   // hangar/http's WebSocket server.
   const ws = dirname(createRequire(import.meta.url).resolve('ws/package.json'))
   files.push({ from: join(ws, 'package.json'), to: 'hangar/node_modules/ws/package.json' })
-  for (const entry of ['index.js', 'wrapper.mjs']) if (existsSync(join(ws, entry))) files.push({ from: join(ws, entry), to: `hangar/node_modules/ws/${entry}` })
+  for (const entry of ['index.js', 'wrapper.mjs'])
+    if (existsSync(join(ws, entry))) files.push({ from: join(ws, entry), to: `hangar/node_modules/ws/${entry}` })
   walk(join(ws, 'lib'), 'hangar/node_modules/ws/lib')
   const hash = createHash('sha256').update(`${VERSION} ${process.version} ${process.execPath}\n`)
   for (const f of files) hash.update(`${f.to}\n`).update(readFileSync(f.from))
@@ -90,13 +105,22 @@ const building = new WeakMap<Docker, Map<string, Promise<void>>>()
  * Engine API from what Hangar ships: this machine's node with its libraries, the worker SDK and the sample
  * programs. No registry is involved. An image of an older build (another digest) is built again.
  */
-export async function ensureSampleImage(docker: Docker, name: SampleName, onBuild?: (image: string) => void): Promise<string> {
+export async function ensureSampleImage(
+  docker: Docker,
+  name: SampleName,
+  onBuild?: (image: string) => void,
+): Promise<string> {
   const { files, digest } = sources()
-  await once(docker, sampleImageRef('base'), () => buildIfStale(docker, sampleImageRef('base'), digest, onBuild, (dir) => baseContext(dir, files, digest)))
+  await once(docker, sampleImageRef('base'), () =>
+    buildIfStale(docker, sampleImageRef('base'), digest, onBuild, (dir) => baseContext(dir, files, digest)),
+  )
   const ref = sampleImageRef(name)
   await once(docker, ref, () =>
     buildIfStale(docker, ref, digest, onBuild, (dir) =>
-      writeFileSync(join(dir, 'Dockerfile'), `FROM ${sampleImageRef('base')}\nLABEL ${DIGEST_LABEL}=${digest}\nCMD ["node", "/hangar/workers/${name}.js"]\n`),
+      writeFileSync(
+        join(dir, 'Dockerfile'),
+        `FROM ${sampleImageRef('base')}\nLABEL ${DIGEST_LABEL}=${digest}\nCMD ["node", "/hangar/workers/${name}.js"]\n`,
+      ),
     ),
   )
   return ref
@@ -119,7 +143,13 @@ async function once(docker: Docker, ref: string, fn: () => Promise<void>): Promi
   return p
 }
 
-async function buildIfStale(docker: Docker, ref: string, digest: string, onBuild: ((image: string) => void) | undefined, context: (dir: string) => void): Promise<void> {
+async function buildIfStale(
+  docker: Docker,
+  ref: string,
+  digest: string,
+  onBuild: ((image: string) => void) | undefined,
+  context: (dir: string) => void,
+): Promise<void> {
   try {
     const info = await docker.getImage(ref).inspect()
     if (info.Config?.Labels?.[DIGEST_LABEL] === digest) return
@@ -145,7 +175,11 @@ async function buildIfStale(docker: Docker, ref: string, digest: string, onBuild
     })
     if (failure) throw new Error(`cannot build ${ref}: ${failure}`)
   } catch (err) {
-    throw new Error((err as Error).message.startsWith('cannot build') ? (err as Error).message : `cannot build ${ref}: ${messageOf(err)}`)
+    throw new Error(
+      (err as Error).message.startsWith('cannot build')
+        ? (err as Error).message
+        : `cannot build ${ref}: ${messageOf(err)}`,
+    )
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
@@ -154,8 +188,12 @@ async function buildIfStale(docker: Docker, ref: string, digest: string, onBuild
 /** A root file system from scratch: node and its libraries, the SDK and the samples, the usual empty folders. */
 function baseContext(dir: string, files: Array<{ from: string; to: string }>, digest: string): void {
   const root = join(dir, 'rootfs')
-  for (const d of ['tmp', 'workspace', 'proc', 'sys', 'dev', 'etc', 'usr/bin']) mkdirSync(join(root, d), { recursive: true })
-  writeFileSync(join(root, 'etc', 'passwd'), 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n')
+  for (const d of ['tmp', 'workspace', 'proc', 'sys', 'dev', 'etc', 'usr/bin'])
+    mkdirSync(join(root, d), { recursive: true })
+  writeFileSync(
+    join(root, 'etc', 'passwd'),
+    'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n',
+  )
   writeFileSync(join(root, 'etc', 'group'), 'root:x:0:\nnogroup:x:65534:\n')
   copyFileSync(process.execPath, join(root, 'usr', 'bin', 'node'))
   for (const lib of nodeLibraries()) {

@@ -4,11 +4,33 @@ import { PassThrough } from 'node:stream'
 import { CoreV1Api, Log, VersionApi, type KubeConfig, type V1Pod } from '@kubernetes/client-node'
 import { freePort } from '../freePort.js'
 import { LABELS } from '../labels.js'
-import { ImagePullError, type ListedWorkload, type PublishedPort, type RuntimeDriver, type RuntimeRef, type StartHooks, type Workload, type WorkloadExit, type WorkloadSpec, type WorkloadStats } from '../RuntimeDriver.js'
+import {
+  ImagePullError,
+  type ListedWorkload,
+  type PublishedPort,
+  type RuntimeDriver,
+  type RuntimeRef,
+  type StartHooks,
+  type Workload,
+  type WorkloadExit,
+  type WorkloadSpec,
+  type WorkloadStats,
+} from '../RuntimeDriver.js'
 import { lineSplitter, WorkerLog } from '../WorkerLog.js'
 import { kubeConfigOf, kubeMessageOf, kubeStatusOf } from './kubeClient.js'
 import type { KubernetesConfig } from './KubernetesConfig.js'
-import { CONTAINER, dnsName, isLabel, LABELS_ANNOTATION, persistentClaim, POD_NAME_LABEL, podManifest, PORTS_ANNOTATION, shortHash, volumeClaim } from './podManifest.js'
+import {
+  CONTAINER,
+  dnsName,
+  isLabel,
+  LABELS_ANNOTATION,
+  persistentClaim,
+  POD_NAME_LABEL,
+  podManifest,
+  PORTS_ANNOTATION,
+  shortHash,
+  volumeClaim,
+} from './podManifest.js'
 import { MANAGED_BY, PodWatch } from './PodWatch.js'
 
 /** Options of the Kubernetes driver (one for the whole cluster, whatever fleet hosts stand for it). */
@@ -25,7 +47,13 @@ export interface KubernetesDriverOptions {
 /** Label of cluster members: the selector of their headless Service. */
 const CLUSTER_LABEL = 'hangar.io/cluster'
 /** Container waiting reasons that mean the image cannot be had. */
-const PULL_FAILURES = new Set(['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'ErrImageNeverPull', 'RegistryUnavailable'])
+const PULL_FAILURES = new Set([
+  'ErrImagePull',
+  'ImagePullBackOff',
+  'InvalidImageName',
+  'ErrImageNeverPull',
+  'RegistryUnavailable',
+])
 /** Container waiting reasons that mean it cannot be created or started at all. */
 const CREATE_FAILURES = new Set(['CreateContainerConfigError', 'CreateContainerError', 'RunContainerError'])
 
@@ -73,19 +101,33 @@ export class KubernetesDriver implements RuntimeDriver {
       throw err instanceof ImagePullError ? err : new Error(message)
     }
     const ports: Omit<PublishedPort, 'ip'>[] = []
-    for (const p of spec.ports) ports.push({ privatePort: p.port, publicPort: c.hostNetwork ? await freePort() : p.port, protocol: p.protocol })
+    for (const p of spec.ports)
+      ports.push({ privatePort: p.port, publicPort: c.hostNetwork ? await freePort() : p.port, protocol: p.protocol })
     const labels = { ...spec.labels, [LABELS.kind]: spec.kind, [LABELS.id]: spec.id, [LABELS.host]: spec.hostId }
     logs.append('system', `creating Pod ${this.ns}/${name} from ${spec.image} for host ${spec.hostId}`)
     let pullSecret: string | null = null
     try {
       if (spec.pullAuth) pullSecret = await this.ensurePullSecret(spec.pullAuth)
       for (const m of spec.mounts) {
-        if (m.kind === 'persistent') await this.ensureClaim(persistentClaim(m.name), 'ReadWriteOnce', m.sizeGb, { 'hangar.io/persistent': m.name })
-        else if (m.kind === 'volume' && c.networkVolumes === 'pvc') await this.ensureClaim(volumeClaim(m.source), c.networkVolumeAccessMode, c.networkVolumeSizeGb, { 'hangar.io/volume': m.source })
+        if (m.kind === 'persistent')
+          await this.ensureClaim(persistentClaim(m.name), 'ReadWriteOnce', m.sizeGb, { 'hangar.io/persistent': m.name })
+        else if (m.kind === 'volume' && c.networkVolumes === 'pvc')
+          await this.ensureClaim(volumeClaim(m.source), c.networkVolumeAccessMode, c.networkVolumeSizeGb, {
+            'hangar.io/volume': m.source,
+          })
       }
       if (c.traffic === 'nodePort' && ports.length > 0 && !c.hostNetwork) await this.createNodePortService(name, ports)
       const member = c.hostNetwork ? null : await this.clusterMember(spec)
-      const pod = podManifest({ spec: { ...spec, labels, env: { ...spec.env, ...member?.env } }, name, config: c, nodeSelector: this.o.hostSelectors?.get(spec.hostId) ?? null, ports, runtimeEnv: this.runtimeEnv(spec, ports), pullSecret, dns: member?.dns })
+      const pod = podManifest({
+        spec: { ...spec, labels, env: { ...spec.env, ...member?.env } },
+        name,
+        config: c,
+        nodeSelector: this.o.hostSelectors?.get(spec.hostId) ?? null,
+        ports,
+        runtimeEnv: this.runtimeEnv(spec, ports),
+        pullSecret,
+        dns: member?.dns,
+      })
       if (member) pod.metadata!.labels![CLUSTER_LABEL] = member.dns.subdomain
       await this.api.createNamespacedPod({ namespace: this.ns, body: pod })
     } catch (err) {
@@ -93,7 +135,10 @@ export class KubernetesDriver implements RuntimeDriver {
       fail(`cannot create the Pod: ${kubeMessageOf(err)}`)
     }
     const argv = [...spec.entrypoint, ...spec.cmd]
-    logs.append('system', `starting: ${argv.length > 0 ? argv.map((a) => JSON.stringify(a)).join(' ') : "the image's own command"}`)
+    logs.append(
+      'system',
+      `starting: ${argv.length > 0 ? argv.map((a) => JSON.stringify(a)).join(' ') : "the image's own command"}`,
+    )
     let pod: V1Pod
     try {
       pod = await this.started(name, hooks)
@@ -125,12 +170,16 @@ export class KubernetesDriver implements RuntimeDriver {
     // The kubelet's summary (through the API server's node proxy): no metrics-server needed. Pod totals may be
     // empty where the kubelet reads containers through the CRI: the container's own figures are summed then.
     const sample = async () => {
-      const answer: unknown = await this.api.connectGetNodeProxyWithPath({ name: pod.spec!.nodeName!, path: 'stats/summary' })
+      const answer: unknown = await this.api.connectGetNodeProxyWithPath({
+        name: pod.spec!.nodeName!,
+        path: 'stats/summary',
+      })
       // The client parses the JSON answer itself; older ones gave the text.
       const summary = (typeof answer === 'string' ? JSON.parse(answer) : answer) as StatsSummary
       const p = summary.pods?.find((x) => x.podRef.name === name && x.podRef.namespace === this.ns)
       if (!p) return null
-      const sum = (f: (c: StatsUsage) => number | undefined) => (p.containers ?? []).reduce((n, c) => n + (f(c) ?? 0), 0)
+      const sum = (f: (c: StatsUsage) => number | undefined) =>
+        (p.containers ?? []).reduce((n, c) => n + (f(c) ?? 0), 0)
       return {
         cpuNs: p.cpu?.usageCoreNanoSeconds || sum((c) => c.cpu?.usageCoreNanoSeconds),
         memoryBytes: p.memory?.workingSetBytes || sum((c) => c.memory?.workingSetBytes),
@@ -143,7 +192,10 @@ export class KubernetesDriver implements RuntimeDriver {
       await new Promise((r) => setTimeout(r, 500))
       const b = await sample()
       if (!b) return null
-      return { cpuPercent: Math.max(0, ((b.cpuNs - a.cpuNs) / ((b.at - a.at) * 1e6)) * 100), memoryBytes: b.memoryBytes }
+      return {
+        cpuPercent: Math.max(0, ((b.cpuNs - a.cpuNs) / ((b.at - a.at) * 1e6)) * 100),
+        memoryBytes: b.memoryBytes,
+      }
     } catch {
       return null
     }
@@ -164,13 +216,22 @@ export class KubernetesDriver implements RuntimeDriver {
 
   async list(labels: Record<string, string>): Promise<ListedWorkload[]> {
     const selector = { ...MANAGED_BY, ...Object.fromEntries(Object.entries(labels).filter(([k, v]) => isLabel(k, v))) }
-    const found = await this.api.listNamespacedPod({ namespace: this.ns, labelSelector: Object.entries(selector).map(([k, v]) => `${k}=${v}`).join(',') })
+    const found = await this.api.listNamespacedPod({
+      namespace: this.ns,
+      labelSelector: Object.entries(selector)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(','),
+    })
     const out: ListedWorkload[] = []
     for (const pod of found.items) {
       const all = labelsOf(pod)
       if (Object.entries(labels).some(([k, v]) => all[k] !== v)) continue
       const host = all[LABELS.host] ?? ''
-      out.push({ ref: `kubernetes:${encodeURIComponent(host)}:${pod.metadata!.name!}`, labels: all, running: isRunning(pod) && !pod.metadata?.deletionTimestamp })
+      out.push({
+        ref: `kubernetes:${encodeURIComponent(host)}:${pod.metadata!.name!}`,
+        labels: all,
+        running: isRunning(pod) && !pod.metadata?.deletionTimestamp,
+      })
     }
     return out
   }
@@ -183,7 +244,14 @@ export class KubernetesDriver implements RuntimeDriver {
     return new Promise<V1Pod>((resolve, reject) => {
       let timer: NodeJS.Timeout | null = null
       let waitingFor: string | null = null
-      const onAbort = () => done(() => reject(new Error(`start called off: stopped before Pod ${this.ns}/${name} ran${waitingFor ? ` (${waitingFor})` : ''}`)))
+      const onAbort = () =>
+        done(() =>
+          reject(
+            new Error(
+              `start called off: stopped before Pod ${this.ns}/${name} ran${waitingFor ? ` (${waitingFor})` : ''}`,
+            ),
+          ),
+        )
       const done = (f: () => void) => {
         off()
         hooks.signal?.removeEventListener('abort', onAbort)
@@ -194,16 +262,36 @@ export class KubernetesDriver implements RuntimeDriver {
       const off = this.watch.on(name, (pod) => {
         if (!pod) return done(() => reject(new Error(`Pod ${this.ns}/${name} was deleted before it started`)))
         const cs = pod.status?.containerStatuses?.find((s) => s.name === CONTAINER)
-        if (cs?.state?.running || cs?.state?.terminated || pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') return done(() => resolve(pod))
+        if (
+          cs?.state?.running ||
+          cs?.state?.terminated ||
+          pod.status?.phase === 'Succeeded' ||
+          pod.status?.phase === 'Failed'
+        )
+          return done(() => resolve(pod))
         const waiting = cs?.state?.waiting
-        if (waiting?.reason && PULL_FAILURES.has(waiting.reason)) return done(() => reject(new ImagePullError(`${waiting.reason}: ${waiting.message ?? pod.spec?.containers[0]?.image}`)))
-        if (waiting?.reason && CREATE_FAILURES.has(waiting.reason)) return done(() => reject(new Error(`cannot start the container: ${waiting.reason}: ${waiting.message ?? ''}`)))
-        const unschedulable = pod.status?.conditions?.find((x) => x.type === 'PodScheduled' && x.status === 'False' && x.reason === 'Unschedulable')
+        if (waiting?.reason && PULL_FAILURES.has(waiting.reason))
+          return done(() =>
+            reject(new ImagePullError(`${waiting.reason}: ${waiting.message ?? pod.spec?.containers[0]?.image}`)),
+          )
+        if (waiting?.reason && CREATE_FAILURES.has(waiting.reason))
+          return done(() =>
+            reject(new Error(`cannot start the container: ${waiting.reason}: ${waiting.message ?? ''}`)),
+          )
+        const unschedulable = pod.status?.conditions?.find(
+          (x) => x.type === 'PodScheduled' && x.status === 'False' && x.reason === 'Unschedulable',
+        )
         if (unschedulable) {
           const why = `NO_CAPACITY: ${unschedulable.message ?? 'no node fits'}`
           if (why !== waitingFor) hooks.onWaiting?.(why)
           waitingFor = why
-          timer ??= setTimeout(() => done(() => reject(new Error(`${why} (unschedulable for ${Math.round(this.o.config.scheduleTimeoutMs / 1000)} s)`))), this.o.config.scheduleTimeoutMs)
+          timer ??= setTimeout(
+            () =>
+              done(() =>
+                reject(new Error(`${why} (unschedulable for ${Math.round(this.o.config.scheduleTimeoutMs / 1000)} s)`)),
+              ),
+            this.o.config.scheduleTimeoutMs,
+          )
           return
         }
         if (waitingFor) {
@@ -223,7 +311,10 @@ export class KubernetesDriver implements RuntimeDriver {
   private attach(name: string, ref: RuntimeRef, first: V1Pod, logs: WorkerLog, sinceMs: number): Workload {
     const declared = JSON.parse(first.metadata?.annotations?.[PORTS_ANNOTATION] ?? '[]') as Omit<PublishedPort, 'ip'>[]
     const c = this.o.config
-    const ip = c.traffic === 'nodePort' && !c.hostNetwork ? (first.status?.hostIP ?? '127.0.0.1') : (first.status?.podIP ?? first.status?.hostIP ?? '127.0.0.1')
+    const ip =
+      c.traffic === 'nodePort' && !c.hostNetwork
+        ? (first.status?.hostIP ?? '127.0.0.1')
+        : (first.status?.podIP ?? first.status?.hostIP ?? '127.0.0.1')
     const ports: PublishedPort[] = declared.map((p) => ({ ...p, ip }))
     let logsDone: Promise<void> | null = null
     let abortLogs: (() => void) | null = null
@@ -233,7 +324,9 @@ export class KubernetesDriver implements RuntimeDriver {
         if (pod) last = pod
         const cs = last.status?.containerStatuses?.find((s) => s.name === CONTAINER)
         if (!logsDone && (cs?.state?.running || cs?.state?.terminated)) {
-          logsDone = this.followLogs(name, logs, sinceMs, (abort) => (abortLogs = abort)).catch((err: unknown) => logs.append('system', `log stream failed: ${kubeMessageOf(err)}`))
+          logsDone = this.followLogs(name, logs, sinceMs, (abort) => (abortLogs = abort)).catch((err: unknown) =>
+            logs.append('system', `log stream failed: ${kubeMessageOf(err)}`),
+          )
         }
         const t = cs?.state?.terminated
         if (t || !pod) {
@@ -241,7 +334,8 @@ export class KubernetesDriver implements RuntimeDriver {
           if (t) {
             const exit: WorkloadExit = { code: t.exitCode ?? null, signal: t.signal ? `SIG${t.signal}` : null }
             if (t.reason === 'OOMKilled') exit.reason = `out of memory (OOM killed, code ${t.exitCode})`
-            else if (t.reason && t.reason !== 'Completed' && t.reason !== 'Error') exit.reason = `${t.reason}${t.message ? `: ${t.message.trim()}` : ''} (code ${t.exitCode})`
+            else if (t.reason && t.reason !== 'Completed' && t.reason !== 'Error')
+              exit.reason = `${t.reason}${t.message ? `: ${t.message.trim()}` : ''} (code ${t.exitCode})`
             resolve(exit)
           } else {
             resolve({ code: null, signal: 'SIGKILL', reason: `Pod ${this.ns}/${name} was deleted` })
@@ -273,7 +367,12 @@ export class KubernetesDriver implements RuntimeDriver {
   }
 
   /** Follows the container's output (the log endpoint, follow, with timestamps) after `sinceMs` (epoch ms). */
-  private async followLogs(name: string, logs: WorkerLog, sinceMs: number, onAbort: (abort: () => void) => void): Promise<void> {
+  private async followLogs(
+    name: string,
+    logs: WorkerLog,
+    sinceMs: number,
+    onAbort: (abort: () => void) => void,
+  ): Promise<void> {
     const stream = new PassThrough()
     const split = lineSplitter((raw) => {
       // `<RFC 3339 nano> <line>`
@@ -327,7 +426,15 @@ export class KubernetesDriver implements RuntimeDriver {
   /** A `kubernetes.io/dockerconfigjson` Secret per registry and user, created or brought in step; returns its name. */
   private async ensurePullSecret(auth: NonNullable<WorkloadSpec['pullAuth']>): Promise<string> {
     const name = `hangar-registry-${dnsName(auth.server, 30)}-${shortHash(`${auth.server}\0${auth.username}`)}`
-    const config = { auths: { [auth.server]: { username: auth.username, password: auth.password, auth: Buffer.from(`${auth.username}:${auth.password}`).toString('base64') } } }
+    const config = {
+      auths: {
+        [auth.server]: {
+          username: auth.username,
+          password: auth.password,
+          auth: Buffer.from(`${auth.username}:${auth.password}`).toString('base64'),
+        },
+      },
+    }
     const body = {
       apiVersion: 'v1',
       kind: 'Secret',
@@ -345,7 +452,12 @@ export class KubernetesDriver implements RuntimeDriver {
   }
 
   /** Creates a claim unless it exists; one still being deleted (an earlier removePersistent) is waited for first. */
-  private async ensureClaim(name: string, mode: 'ReadWriteOnce' | 'ReadWriteMany', sizeGb: number, annotations: Record<string, string>): Promise<void> {
+  private async ensureClaim(
+    name: string,
+    mode: 'ReadWriteOnce' | 'ReadWriteMany',
+    sizeGb: number,
+    annotations: Record<string, string>,
+  ): Promise<void> {
     for (let i = 0; i < 120; i++) {
       let existing
       try {
@@ -363,7 +475,11 @@ export class KubernetesDriver implements RuntimeDriver {
               apiVersion: 'v1',
               kind: 'PersistentVolumeClaim',
               metadata: { name, labels: { ...MANAGED_BY }, annotations },
-              spec: { accessModes: [mode], storageClassName: this.o.config.storageClass, resources: { requests: { storage: `${Math.max(1, sizeGb)}Gi` } } },
+              spec: {
+                accessModes: [mode],
+                storageClassName: this.o.config.storageClass,
+                resources: { requests: { storage: `${Math.max(1, sizeGb)}Gi` } },
+              },
             },
           })
           return
@@ -403,10 +519,20 @@ export class KubernetesDriver implements RuntimeDriver {
         apiVersion: 'v1',
         kind: 'Service',
         metadata: { name, labels: { ...MANAGED_BY } },
-        spec: { type: 'NodePort', selector: { [POD_NAME_LABEL]: name }, ports: ports.map((p) => ({ name: `p${p.privatePort}`, port: p.privatePort, targetPort: p.privatePort, protocol: 'TCP' })) },
+        spec: {
+          type: 'NodePort',
+          selector: { [POD_NAME_LABEL]: name },
+          ports: ports.map((p) => ({
+            name: `p${p.privatePort}`,
+            port: p.privatePort,
+            targetPort: p.privatePort,
+            protocol: 'TCP',
+          })),
+        },
       },
     })
-    for (const p of ports) p.publicPort = svc.spec?.ports?.find((x) => x.port === p.privatePort)?.nodePort ?? p.publicPort
+    for (const p of ports)
+      p.publicPort = svc.spec?.ports?.find((x) => x.port === p.privatePort)?.nodePort ?? p.publicPort
   }
 
   /**
@@ -414,7 +540,9 @@ export class KubernetesDriver implements RuntimeDriver {
    * gives each member the DNS name `rank-<n>.<service>.<namespace>.svc.cluster.local`, and the addresses of the
    * env wiring (the loopback block a single machine uses) are replaced by those names.
    */
-  private async clusterMember(spec: WorkloadSpec): Promise<{ dns: { hostname: string; subdomain: string }; env: Record<string, string> } | null> {
+  private async clusterMember(
+    spec: WorkloadSpec,
+  ): Promise<{ dns: { hostname: string; subdomain: string }; env: Record<string, string> } | null> {
     const clusterId = spec.labels[LABELS.cluster]
     const rank = spec.labels[LABELS.clusterRank]
     if (!clusterId || rank === undefined) return null
@@ -422,7 +550,12 @@ export class KubernetesDriver implements RuntimeDriver {
     try {
       await this.api.createNamespacedService({
         namespace: this.ns,
-        body: { apiVersion: 'v1', kind: 'Service', metadata: { name: service, labels: { ...MANAGED_BY } }, spec: { clusterIP: 'None', publishNotReadyAddresses: true, selector: { [CLUSTER_LABEL]: service } } },
+        body: {
+          apiVersion: 'v1',
+          kind: 'Service',
+          metadata: { name: service, labels: { ...MANAGED_BY } },
+          spec: { clusterIP: 'None', publishNotReadyAddresses: true, selector: { [CLUSTER_LABEL]: service } },
+        },
       })
     } catch (err) {
       if (kubeStatusOf(err) !== 409) throw err
@@ -442,14 +575,17 @@ export class KubernetesDriver implements RuntimeDriver {
   private runtimeEnv(spec: WorkloadSpec, ports: Omit<PublishedPort, 'ip'>[]): Record<string, string> {
     const env: Record<string, string> = {}
     const disk = spec.mounts.find((m) => m.kind === 'disk')
-    if (disk && !spec.mounts.some((m) => m.kind !== 'disk' && m.target === disk.target)) env.HANGAR_DISK_PATH = disk.target
+    if (disk && !spec.mounts.some((m) => m.kind !== 'disk' && m.target === disk.target))
+      env.HANGAR_DISK_PATH = disk.target
     for (const m of spec.mounts) {
       if (m.kind === 'persistent') env.HANGAR_PERSISTENT_PATH = m.target
       else if (m.kind === 'volume') env.HANGAR_VOLUME_PATH = m.target
     }
     for (const p of spec.ports) {
       // With host networking the program listens on the chosen port; otherwise on its own.
-      const listen = String(this.o.config.hostNetwork ? (ports.find((c) => c.privatePort === p.port)?.publicPort ?? p.port) : p.port)
+      const listen = String(
+        this.o.config.hostNetwork ? (ports.find((c) => c.privatePort === p.port)?.publicPort ?? p.port) : p.port,
+      )
       env[`HANGAR_PORT_${p.port}`] = listen
       for (const n of p.env ?? []) env[n] = listen
     }
@@ -478,7 +614,10 @@ interface StatsSummary {
 /** The workload's labels: the annotation (every label, as given) over the Kubernetes labels. */
 function labelsOf(pod: V1Pod): Record<string, string> {
   const fromAnnotation = pod.metadata?.annotations?.[LABELS_ANNOTATION]
-  return { ...(pod.metadata?.labels ?? {}), ...(fromAnnotation ? (JSON.parse(fromAnnotation) as Record<string, string>) : {}) }
+  return {
+    ...(pod.metadata?.labels ?? {}),
+    ...(fromAnnotation ? (JSON.parse(fromAnnotation) as Record<string, string>) : {}),
+  }
 }
 
 /** Whether the Pod is scheduled or running (not ended). */

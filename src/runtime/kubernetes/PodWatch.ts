@@ -1,4 +1,11 @@
-import { type CoreV1Api, type KubeConfig, makeInformer, type Informer, type ObjectCache, type V1Pod } from '@kubernetes/client-node'
+import {
+  type CoreV1Api,
+  type KubeConfig,
+  makeInformer,
+  type Informer,
+  type ObjectCache,
+  type V1Pod,
+} from '@kubernetes/client-node'
 
 /** Label every Pod (and Secret, claim, Service) Hangar makes carries; the watch selects on it. */
 export const MANAGED_BY = { 'app.kubernetes.io/managed-by': 'hangar' } as const
@@ -20,8 +27,15 @@ export class PodWatch {
     api: CoreV1Api,
     private readonly namespace: string,
   ) {
-    const selector = Object.entries(MANAGED_BY).map(([k, v]) => `${k}=${v}`).join(',')
-    this.informer = makeInformer(kc, `/api/v1/namespaces/${namespace}/pods`, () => api.listNamespacedPod({ namespace, labelSelector: selector }), selector)
+    const selector = Object.entries(MANAGED_BY)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(',')
+    this.informer = makeInformer(
+      kc,
+      `/api/v1/namespaces/${namespace}/pods`,
+      () => api.listNamespacedPod({ namespace, labelSelector: selector }),
+      selector,
+    )
     const emit = (pod: V1Pod | null, name: string | undefined) => {
       if (!name) return
       for (const l of [...(this.listeners.get(name) ?? [])]) l(pod)

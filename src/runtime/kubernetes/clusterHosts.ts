@@ -25,7 +25,8 @@ export async function clusterHosts(api: CoreV1Api, c: KubernetesConfig, dataCent
   const [nodes, pods] = await Promise.all([api.listNode({}), api.listPodForAllNamespaces({})])
   const requested = new Map<string, { cpu: number; memory: number; gpus: number }>()
   for (const pod of pods.items) {
-    if (isHangars(pod) || !pod.spec?.nodeName || pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') continue
+    if (isHangars(pod) || !pod.spec?.nodeName || pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed')
+      continue
     const r = requested.get(pod.spec.nodeName) ?? { cpu: 0, memory: 0, gpus: 0 }
     for (const container of pod.spec.containers) {
       const req = { ...(container.resources?.limits ?? {}), ...(container.resources?.requests ?? {}) }
@@ -35,7 +36,10 @@ export async function clusterHosts(api: CoreV1Api, c: KubernetesConfig, dataCent
     }
     requested.set(pod.spec.nodeName, r)
   }
-  const groups = new Map<string, { value: string | null; cpu: number; memory: number; gpus: number; cuda: string | null }>()
+  const groups = new Map<
+    string,
+    { value: string | null; cpu: number; memory: number; gpus: number; cuda: string | null }
+  >()
   for (const node of nodes.items) {
     if (!isReady(node)) continue
     const value = node.metadata?.labels?.[c.gpuLabel] ?? null
@@ -61,7 +65,17 @@ export async function clusterHosts(api: CoreV1Api, c: KubernetesConfig, dataCent
       dataCenterId: c.dataCenterId ?? dataCenterId,
       vcpus: Math.floor(g.cpu * c.oversubscription),
       memoryGb: Math.floor((g.memory / 1024 ** 3) * c.oversubscription),
-      gpus: g.value === null ? [] : [{ typeId: c.gpuTypes[g.value] ?? g.value, cudaVersion: g.cuda, virtual: false, indices: Array.from({ length: g.gpus }, (_, i) => i) }],
+      gpus:
+        g.value === null
+          ? []
+          : [
+              {
+                typeId: c.gpuTypes[g.value] ?? g.value,
+                cudaVersion: g.cuda,
+                virtual: false,
+                indices: Array.from({ length: g.gpus }, (_, i) => i),
+              },
+            ],
     })
     if (g.value !== null) selectors.set(id, { [c.gpuLabel]: g.value })
   }
@@ -72,13 +86,22 @@ export async function clusterHosts(api: CoreV1Api, c: KubernetesConfig, dataCent
  * Brings `hosts` (as made by clusterHosts, held by the fleet) in step with the cluster now: capacity that
  * Nodes or other Pods took or gave back. Groups that appeared since are not added (a restart adds them).
  */
-export async function refreshClusterHosts(api: CoreV1Api, c: KubernetesConfig, dataCenterId: string, hosts: Host[]): Promise<void> {
+export async function refreshClusterHosts(
+  api: CoreV1Api,
+  c: KubernetesConfig,
+  dataCenterId: string,
+  hosts: Host[],
+): Promise<void> {
   const now = await clusterHosts(api, c, dataCenterId)
   for (const h of hosts) {
     const fresh = now.hosts.find((x) => x.id === h.id)
     h.vcpus = fresh?.vcpus ?? 0
     h.memoryGb = fresh?.memoryGb ?? 0
-    for (const g of h.gpus) g.indices = Array.from({ length: fresh?.gpus.find((x) => x.typeId === g.typeId)?.indices.length ?? 0 }, (_, i) => i)
+    for (const g of h.gpus)
+      g.indices = Array.from(
+        { length: fresh?.gpus.find((x) => x.typeId === g.typeId)?.indices.length ?? 0 },
+        (_, i) => i,
+      )
   }
 }
 
@@ -87,7 +110,9 @@ function isHangars(pod: V1Pod): boolean {
 }
 
 function isReady(node: V1Node): boolean {
-  return !node.spec?.unschedulable && (node.status?.conditions ?? []).some((x) => x.type === 'Ready' && x.status === 'True')
+  return (
+    !node.spec?.unschedulable && (node.status?.conditions ?? []).some((x) => x.type === 'Ready' && x.status === 'True')
+  )
 }
 
 /** CPUs of a quantity (`2`, `500m`). */
@@ -96,7 +121,16 @@ export function cpu(q: string | undefined): number {
   return q.endsWith('m') ? Number(q.slice(0, -1)) / 1000 : Number(q)
 }
 
-const UNITS: Record<string, number> = { Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3, Ti: 1024 ** 4, k: 1e3, M: 1e6, G: 1e9, T: 1e12 }
+const UNITS: Record<string, number> = {
+  Ki: 1024,
+  Mi: 1024 ** 2,
+  Gi: 1024 ** 3,
+  Ti: 1024 ** 4,
+  k: 1e3,
+  M: 1e6,
+  G: 1e9,
+  T: 1e12,
+}
 
 /** Bytes of a quantity (`24581684Ki`, `4Gi`, `1e9`). */
 export function bytes(q: string | undefined): number {

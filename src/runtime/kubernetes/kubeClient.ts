@@ -8,7 +8,10 @@ export function kubeConfigOf(c: Pick<KubernetesConfig, 'kubeconfig' | 'inCluster
   else if (c.kubeconfig) kc.loadFromFile(c.kubeconfig)
   else kc.loadFromDefault()
   if (c.context) kc.setCurrentContext(c.context)
-  if (!kc.getCurrentCluster()) throw new Error(`runtime.kubernetes: no cluster in ${c.inCluster ? 'the in-cluster configuration' : (c.kubeconfig ?? 'the default kubeconfig')}`)
+  if (!kc.getCurrentCluster())
+    throw new Error(
+      `runtime.kubernetes: no cluster in ${c.inCluster ? 'the in-cluster configuration' : (c.kubeconfig ?? 'the default kubeconfig')}`,
+    )
   return kc
 }
 

@@ -15,14 +15,20 @@ export interface KubernetesRuntime {
 }
 
 /** Connects to the cluster of `runtime.kubernetes` and reads its Nodes; rejects saying which cluster did not answer. */
-export async function openKubernetes(c: KubernetesConfig, dataDir: string, dataCenterId: string): Promise<KubernetesRuntime> {
+export async function openKubernetes(
+  c: KubernetesConfig,
+  dataDir: string,
+  dataCenterId: string,
+): Promise<KubernetesRuntime> {
   const kc = kubeConfigOf(c)
   const api = kc.makeApiClient(CoreV1Api)
   let found
   try {
     found = await clusterHosts(api, c, dataCenterId)
   } catch (err) {
-    throw new Error(`runtime.kubernetes: cannot read the Nodes of ${kc.getCurrentCluster()?.server}: ${kubeMessageOf(err)}`)
+    throw new Error(
+      `runtime.kubernetes: cannot read the Nodes of ${kc.getCurrentCluster()?.server}: ${kubeMessageOf(err)}`,
+    )
   }
   const driver = new KubernetesDriver({ config: c, dataDir, hostSelectors: found.selectors, kubeConfig: kc })
   const hosts = found.hosts

@@ -21,12 +21,19 @@ export function isLabel(key: string, value: string): boolean {
   const slash = key.lastIndexOf('/')
   const name = slash >= 0 ? key.slice(slash + 1) : key
   const prefix = slash >= 0 ? key.slice(0, slash) : ''
-  return LABEL_NAME.test(name) && (prefix === '' || /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(prefix)) && LABEL_VALUE.test(value)
+  return (
+    LABEL_NAME.test(name) &&
+    (prefix === '' || /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(prefix)) &&
+    LABEL_VALUE.test(value)
+  )
 }
 
 /** A DNS-1123 name from free text: lowercase, `-` for anything else, at most `max` characters. */
 export function dnsName(text: string, max = 63): string {
-  const s = text.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '')
+  const s = text
+    .toLowerCase()
+    .replace(/[^a-z0-9-]+/g, '-')
+    .replace(/^-+|-+$/g, '')
   return s.slice(0, max).replace(/-+$/, '') || 'x'
 }
 
@@ -143,7 +150,9 @@ export function podManifest(i: PodManifestInput): V1Pod {
           command: spec.entrypoint.length > 0 ? spec.entrypoint : undefined,
           args: spec.cmd.length > 0 ? spec.cmd : undefined,
           env: Object.entries(env).map(([name, value]) => ({ name, value })),
-          ports: config.hostNetwork ? i.ports.map((p) => ({ containerPort: p.publicPort, hostPort: p.publicPort, protocol: 'TCP' })) : i.ports.map((p) => ({ containerPort: p.privatePort, protocol: 'TCP' })),
+          ports: config.hostNetwork
+            ? i.ports.map((p) => ({ containerPort: p.publicPort, hostPort: p.publicPort, protocol: 'TCP' }))
+            : i.ports.map((p) => ({ containerPort: p.privatePort, protocol: 'TCP' })),
           resources: Object.keys(limits).length > 0 ? { limits, requests } : undefined,
           volumeMounts: mounts,
         },

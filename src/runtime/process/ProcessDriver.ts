@@ -1,20 +1,55 @@
 import { execFile, spawn } from 'node:child_process'
 import { promisify } from 'node:util'
 import type { Readable, Writable } from 'node:stream'
-import { chownSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import {
+  chownSync,
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
 import { join } from 'node:path'
 import { orphanTimeoutMs } from '../../worker/index.js'
 import { freePort } from '../freePort.js'
 import { resolveImage, type ImagesConfig } from '../images.js'
 import { LABELS } from '../labels.js'
-import type { ListedWorkload, PublishedPort, RuntimeDriver, RuntimeRef, StartHooks, Workload, WorkloadExit, WorkloadMount, WorkloadSpec, WorkloadStats } from '../RuntimeDriver.js'
+import type {
+  ListedWorkload,
+  PublishedPort,
+  RuntimeDriver,
+  RuntimeRef,
+  StartHooks,
+  Workload,
+  WorkloadExit,
+  WorkloadMount,
+  WorkloadSpec,
+  WorkloadStats,
+} from '../RuntimeDriver.js'
 import { WorkerLog } from '../WorkerLog.js'
 import { workload } from '../workload.js'
 import { OutputTail } from './OutputTail.js'
 import { groupMembers, groupUsage, processStartMarker, startTicks } from './procfs.js'
 import { type CgroupState, WorkloadCgroup } from './cgroups.js'
 import { connectSandbox, readSandboxPid, stopNetwork, wrappedNetwork } from './network.js'
-import { checkMountTarget, FD, LAUNCH_ENV, probeSandbox, programPaths, SANDBOX_UID, sandboxArgv, unreadableBySandbox, unsandboxedArgv, within, workloadEnvScript, type SandboxBind, type SandboxState } from './sandbox.js'
+import {
+  checkMountTarget,
+  FD,
+  LAUNCH_ENV,
+  probeSandbox,
+  programPaths,
+  SANDBOX_UID,
+  sandboxArgv,
+  unreadableBySandbox,
+  unsandboxedArgv,
+  within,
+  workloadEnvScript,
+  type SandboxBind,
+  type SandboxState,
+} from './sandbox.js'
 import { signalWorkload, supervisedArgv } from './supervisor.js'
 
 const runFile = promisify(execFile)
@@ -91,7 +126,9 @@ export class ProcessDriver implements RuntimeDriver {
     const mapping = resolveImage(spec.image, this.o.images)
     const command = own.length > 0 ? own : mapping?.command
     if (!command) {
-      throw new Error(`image ${JSON.stringify(spec.image)} has no local command: set the endpoint's entrypoint/cmd, or map the image in the "images" configuration`)
+      throw new Error(
+        `image ${JSON.stringify(spec.image)} has no local command: set the endpoint's entrypoint/cmd, or map the image in the "images" configuration`,
+      )
     }
     const sandbox = this.sandbox.kind === 'bwrap' ? this.sandbox : null
     if (!sandbox) await this.mayRunUnsandboxed(spec, this.sandbox.kind === 'none' ? this.sandbox.reason : '')
@@ -99,7 +136,8 @@ export class ProcessDriver implements RuntimeDriver {
     // The members of an instant cluster share one network (their primary's, rank 0), as a cluster's machines
     // share a private network: they reach each other at their cluster addresses and nothing else does.
     const cluster = isolated ? spec.labels[LABELS.cluster] : undefined
-    const joins = cluster !== undefined && spec.labels[LABELS.clusterRank] !== '0' ? await this.clusterNetwork(cluster) : null
+    const joins =
+      cluster !== undefined && spec.labels[LABELS.clusterRank] !== '0' ? await this.clusterNetwork(cluster) : null
     // As root bwrap makes the network namespace and pasta connects it; as a user pasta makes it around bwrap.
     const rootNetwork = isolated && !joins && process.getuid?.() === 0
     const programs = sandbox ? programPaths(mapping, this.o.dataDir) : []
@@ -111,7 +149,13 @@ export class ProcessDriver implements RuntimeDriver {
     const ports = await this.allocatePorts(spec)
     const mounts = this.placeMounts(spec, disk, sandbox !== null)
     const home = mounts.find((m) => m.path === disk)!.target
-    const env: Record<string, string> = { ...this.o.hostEnv, HOME: home, ...(own.length > 0 ? {} : (mapping?.env ?? {})), ...spec.env, ...runtimeEnv(spec, ports, mounts, disk, isolated) }
+    const env: Record<string, string> = {
+      ...this.o.hostEnv,
+      HOME: home,
+      ...(own.length > 0 ? {} : (mapping?.env ?? {})),
+      ...spec.env,
+      ...runtimeEnv(spec, ports, mounts, disk, isolated),
+    }
     // Its own /tmp: the host's TMPDIR is not there.
     if (sandbox) env.TMPDIR = '/tmp'
     // Refuses a variable no process can carry before anything is started.
@@ -119,7 +163,13 @@ export class ProcessDriver implements RuntimeDriver {
     const logs = new WorkerLog(this.logPath(spec.kind, spec.id))
     logs.append('system', `starting: ${command.map((a) => JSON.stringify(a)).join(' ')}`)
     const limits = this.o.limits
-    const cgroup = limits ? WorkloadCgroup.create(limits.cgroups, `${spec.kind}-${spec.id}`, { memoryBytes: Math.round(spec.resources.memoryGb * 2 ** 30), cpus: spec.resources.vcpus, pids: limits.pids }) : null
+    const cgroup = limits
+      ? WorkloadCgroup.create(limits.cgroups, `${spec.kind}-${spec.id}`, {
+          memoryBytes: Math.round(spec.resources.memoryGb * 2 ** 30),
+          cpus: spec.resources.vcpus,
+          pids: limits.pids,
+        })
+      : null
     if (cgroup) logs.append('system', `limits: ${describeLimits(spec, limits!.pids)}`)
     const outputFile = join(dir, 'output.log')
     const out = openSync(outputFile, 'w')
@@ -131,26 +181,64 @@ export class ProcessDriver implements RuntimeDriver {
     rmSync(envFile, { force: true })
     let argv = unsandboxedArgv(command)
     if (sandbox) {
-      const binds: SandboxBind[] = [...programs.map((path) => ({ path, writable: false })), ...mounts.map((m) => ({ path: m.path, target: m.target, writable: true }))]
+      const binds: SandboxBind[] = [
+        ...programs.map((path) => ({ path, writable: false })),
+        ...mounts.map((m) => ({ path: m.path, target: m.target, writable: true })),
+      ]
       // As root the program runs as SANDBOX_UID: its writable places are its own.
       if (process.getuid?.() === 0) for (const m of mounts) chownSync(m.path, SANDBOX_UID, SANDBOX_UID)
-      const launcher = this.o.unsafeLaunchWithWorkloadEnv ? { ...sandbox, bwrap: 'bwrap', setpriv: sandbox.setpriv && 'setpriv' } : sandbox
-      const wrap = joins ?? (isolated && !rootNetwork && sandbox.network.mode !== 'host' ? wrappedNetwork(sandbox.network, { hostPorts: controlPlanePorts(spec), published: ports }) : undefined)
-      if (joins && ports.length > 0) logs.append('system', `warning: a cluster member other than rank 0 shares rank 0's network: its ports ${spec.ports.map((p) => p.port).join(', ')} are not published`)
+      const launcher = this.o.unsafeLaunchWithWorkloadEnv
+        ? { ...sandbox, bwrap: 'bwrap', setpriv: sandbox.setpriv && 'setpriv' }
+        : sandbox
+      const wrap =
+        joins ??
+        (isolated && !rootNetwork && sandbox.network.mode !== 'host'
+          ? wrappedNetwork(sandbox.network, { hostPorts: controlPlanePorts(spec), published: ports })
+          : undefined)
+      if (joins && ports.length > 0)
+        logs.append(
+          'system',
+          `warning: a cluster member other than rank 0 shares rank 0's network: its ports ${spec.ports.map((p) => p.port).join(', ')} are not published`,
+        )
       argv = sandboxArgv(launcher, binds, home, command, { gpus: spec.gpus.virtual ? [] : spec.gpus.ids, wrap })
-      logs.append('system', `sandboxed (bubblewrap): sees ${mounts.map((m) => m.target).join(', ')} and, read-only, the program's files and the system; network: ${sandbox.network.mode === 'host' ? "the host's" : `its own (${sandbox.network.mode})`}`)
-      for (const path of unreadableBySandbox(binds)) logs.append('system', `warning: ${path} is not readable by others: the sandboxed program (uid ${SANDBOX_UID}) cannot read it`)
+      logs.append(
+        'system',
+        `sandboxed (bubblewrap): sees ${mounts.map((m) => m.target).join(', ')} and, read-only, the program's files and the system; network: ${sandbox.network.mode === 'host' ? "the host's" : `its own (${sandbox.network.mode})`}`,
+      )
+      for (const path of unreadableBySandbox(binds))
+        logs.append(
+          'system',
+          `warning: ${path} is not readable by others: the sandboxed program (uid ${SANDBOX_UID}) cannot read it`,
+        )
     }
     // From the worker's env, so bounded: a whole number of seconds the supervisor's shell can compare, at most a day.
-    const pingMs = Math.min(MAX_ORPHAN_LIMIT_S * 1000, Math.max(100, Number(env.RUNPOD_PING_INTERVAL ?? 10_000) || 10_000))
-    const orphanLimitS = spec.kind === 'worker' ? Math.min(MAX_ORPHAN_LIMIT_S, Math.ceil(orphanTimeoutMs(env, true, pingMs) / 1000) || 30) : 0
+    const pingMs = Math.min(
+      MAX_ORPHAN_LIMIT_S * 1000,
+      Math.max(100, Number(env.RUNPOD_PING_INTERVAL ?? 10_000) || 10_000),
+    )
+    const orphanLimitS =
+      spec.kind === 'worker'
+        ? Math.min(MAX_ORPHAN_LIMIT_S, Math.ceil(orphanTimeoutMs(env, true, pingMs) / 1000) || 30)
+        : 0
     const networkPidFile = rootNetwork ? join(dir, NETWORK_PID_FILE) : undefined
-    const supervised = supervisedArgv({ controlPlanes: join(this.o.dataDir, CONTROL_PLANES), controlPlanePid: process.pid, controlPlaneStart: startTicks(process.pid) ?? '', orphanLimitS, networkPidFile, command: argv })
+    const supervised = supervisedArgv({
+      controlPlanes: join(this.o.dataDir, CONTROL_PLANES),
+      controlPlanePid: process.pid,
+      controlPlaneStart: startTicks(process.pid) ?? '',
+      orphanLimitS,
+      networkPidFile,
+      command: argv,
+    })
     hooks.onPhase?.('STARTING')
     // Outside the sandbox: /bin/sh by its path, with Hangar's fixed environment, in the workload's own directory.
     const handshake = sandbox ? 'pipe' : 'ignore'
     const launchEnv = this.o.unsafeLaunchWithWorkloadEnv ? { ...LAUNCH_ENV, ...env } : { ...LAUNCH_ENV }
-    const child = spawn('/bin/sh', supervised, { cwd: sandbox ? dir : disk, env: launchEnv, detached: true, stdio: ['ignore', out, out, handshake, handshake, envFd] })
+    const child = spawn('/bin/sh', supervised, {
+      cwd: sandbox ? dir : disk,
+      env: launchEnv,
+      detached: true,
+      stdio: ['ignore', out, out, handshake, handshake, envFd],
+    })
     closeSync(out)
     closeSync(envFd)
     try {
@@ -174,7 +262,13 @@ export class ProcessDriver implements RuntimeDriver {
       try {
         // A process may fork between the listing and the move: listed again until no new one shows up.
         const moved = new Set<number>()
-        for (let fresh = groupMembers(pid).map((p) => p.pid); cgroup && fresh.length > 0; fresh = groupMembers(pid).map((p) => p.pid).filter((p) => !moved.has(p))) {
+        for (
+          let fresh = groupMembers(pid).map((p) => p.pid);
+          cgroup && fresh.length > 0;
+          fresh = groupMembers(pid)
+            .map((p) => p.pid)
+            .filter((p) => !moved.has(p))
+        ) {
           cgroup.enter(fresh)
           for (const p of fresh) moved.add(p)
         }
@@ -196,8 +290,18 @@ export class ProcessDriver implements RuntimeDriver {
         const inside = await readSandboxPid(child.stdio[FD.info] as Readable)
         enterCgroup()
         if (cluster !== undefined && !joins) this.recordClusterNetwork(cluster, inside)
-        for (const url of isolated ? nonLocalControlPlane(spec) : []) logs.append('system', `warning: the control plane's URL ${url} is not on this host's loopback: the sandbox reaches it only as any outside address`)
-        if (rootNetwork && sandbox.network.mode !== 'host') await connectSandbox(sandbox.network, inside, { hostPorts: controlPlanePorts(spec), published: ports }, networkPidFile!)
+        for (const url of isolated ? nonLocalControlPlane(spec) : [])
+          logs.append(
+            'system',
+            `warning: the control plane's URL ${url} is not on this host's loopback: the sandbox reaches it only as any outside address`,
+          )
+        if (rootNetwork && sandbox.network.mode !== 'host')
+          await connectSandbox(
+            sandbox.network,
+            inside,
+            { hostPorts: controlPlanePorts(spec), published: ports },
+            networkPidFile!,
+          )
         ;(child.stdio[FD.go] as Writable).end('go\n')
       } catch (err) {
         signalWorkload(pid, 'SIGKILL')
@@ -208,15 +312,23 @@ export class ProcessDriver implements RuntimeDriver {
       }
     }
     // Read now: a process that already ended has no marker, and the ref must still be well-formed.
-    const ref = formatRef({ hostId: spec.hostId, pid, marker: processStartMarker(pid) ?? 'gone:0', kind: spec.kind, id: spec.id })
+    const ref = formatRef({
+      hostId: spec.hostId,
+      pid,
+      marker: processStartMarker(pid) ?? 'gone:0',
+      kind: spec.kind,
+      id: spec.id,
+    })
     writeFileSync(join(dir, 'workload.json'), JSON.stringify({ ref, labels: spec.labels } satisfies WorkloadFile))
     const tail = new OutputTail(outputFile, 0, (line) => logs.append('container', line))
     let overDisk: string | null = null
-    const diskWatch = limits ? watchDisks(mounts, limits.diskCheckIntervalMs, (what) => {
-      overDisk = what
-      logs.append('system', `${what}: stopping the workload`)
-      signalWorkload(pid, 'SIGKILL')
-    }) : null
+    const diskWatch = limits
+      ? watchDisks(mounts, limits.diskCheckIntervalMs, (what) => {
+          overDisk = what
+          logs.append('system', `${what}: stopping the workload`)
+          signalWorkload(pid, 'SIGKILL')
+        })
+      : null
     const exited = new Promise<WorkloadExit>((resolve) => {
       child.once('exit', (code, signal) => {
         // A supervisor killed outright (a stop past its grace period) could not end the network itself.
@@ -225,7 +337,11 @@ export class ProcessDriver implements RuntimeDriver {
         tail.close()
         const oom = cgroup?.oomKilled() ?? false
         cgroup?.remove()
-        const reason = overDisk ?? (oom ? `out of memory: the workload's limit of ${formatGb(spec.resources.memoryGb)} was reached (the kernel killed it)` : undefined)
+        const reason =
+          overDisk ??
+          (oom
+            ? `out of memory: the workload's limit of ${formatGb(spec.resources.memoryGb)} was reached (the kernel killed it)`
+            : undefined)
         logs.append('system', `exited (${signal ? `signal ${signal}` : `code ${code}`})${reason ? `: ${reason}` : ''}`)
         logs.end()
         resolve(reason ? { code, signal, reason } : { code, signal })
@@ -252,7 +368,11 @@ export class ProcessDriver implements RuntimeDriver {
         tail.close()
         logs.append('system', 'exited (adopted process: exit status unknown)')
         logs.end()
-        resolve({ code: null, signal: null, reason: 'the process ended (its exit status is unknown after a control-plane restart)' })
+        resolve({
+          code: null,
+          signal: null,
+          reason: 'the process ended (its exit status is unknown after a control-plane restart)',
+        })
       }, this.o.adoptedPollMs ?? 100)
     })
     return workload(ref, readPorts(dir), exited, logs, (signal) => signalWorkload(r.pid, signal))
@@ -266,7 +386,10 @@ export class ProcessDriver implements RuntimeDriver {
     await new Promise((resolve) => setTimeout(resolve, 200))
     const after = groupUsage(r.pid)
     const seconds = (performance.now() - t0) / 1000
-    return { cpuPercent: Math.max(0, ((after.cpuSeconds - before.cpuSeconds) / seconds) * 100), memoryBytes: after.rssBytes }
+    return {
+      cpuPercent: Math.max(0, ((after.cpuSeconds - before.cpuSeconds) / seconds) * 100),
+      memoryBytes: after.rssBytes,
+    }
   }
 
   async remove(ref: RuntimeRef): Promise<void> {
@@ -275,13 +398,15 @@ export class ProcessDriver implements RuntimeDriver {
     if (processStartMarker(r.pid) === r.marker) {
       signalWorkload(r.pid, 'SIGKILL')
       const until = Date.now() + 5_000
-      while (processStartMarker(r.pid) === r.marker && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 10))
+      while (processStartMarker(r.pid) === r.marker && Date.now() < until)
+        await new Promise((resolve) => setTimeout(resolve, 10))
     }
     const dir = this.dirOf(r.kind, r.id)
     stopNetwork(join(dir, NETWORK_PID_FILE))
     if (this.o.limits) WorkloadCgroup.existing(this.o.limits.cgroups, `${r.kind}-${r.id}`)?.remove()
     // The log stays (the logs API serves ended workers from it); disk, raw output and identity go.
-    for (const f of ['disk', 'output.log', 'workload.json', 'ports.json']) rmSync(join(dir, f), { recursive: true, force: true })
+    for (const f of ['disk', 'output.log', 'workload.json', 'ports.json'])
+      rmSync(join(dir, f), { recursive: true, force: true })
   }
 
   async removePersistent(hostId: string, name: string): Promise<void> {
@@ -338,26 +463,41 @@ export class ProcessDriver implements RuntimeDriver {
     type Recorded = { pid: number; marker: string; outer: number; outerMarker: string }
     const read = (): Recorded | null => {
       try {
-        const r = JSON.parse(readFileSync(join(this.o.dataDir, CLUSTER_NETWORKS, encodeURIComponent(cluster)), 'utf8')) as Recorded
+        const r = JSON.parse(
+          readFileSync(join(this.o.dataDir, CLUSTER_NETWORKS, encodeURIComponent(cluster)), 'utf8'),
+        ) as Recorded
         return processStartMarker(r.pid) === r.marker && processStartMarker(r.outer) === r.outerMarker ? r : null
       } catch {
         return null
       }
     }
     let recorded = read()
-    for (const until = Date.now() + waitMs; !recorded && Date.now() < until; recorded = read()) await new Promise((resolve) => setTimeout(resolve, 50))
-    if (!recorded) throw new Error(`the cluster's primary (rank 0) has not run on this host for ${waitMs / 1000} s: its members share its network`)
+    for (const until = Date.now() + waitMs; !recorded && Date.now() < until; recorded = read())
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    if (!recorded)
+      throw new Error(
+        `the cluster's primary (rank 0) has not run on this host for ${waitMs / 1000} s: its members share its network`,
+      )
     // As root the network namespace is bwrap's own (its init's); as a user it is pasta's, whose user namespace
     // the outer bwrap is in and whose owner may enter it.
     if (process.getuid?.() === 0) return ['/usr/bin/nsenter', `--net=/proc/${recorded.pid}/ns/net`, '--']
-    return ['/usr/bin/nsenter', '--preserve-credentials', `--user=/proc/${recorded.outer}/ns/user`, `--net=/proc/${recorded.outer}/ns/net`, '--']
+    return [
+      '/usr/bin/nsenter',
+      '--preserve-credentials',
+      `--user=/proc/${recorded.outer}/ns/user`,
+      `--net=/proc/${recorded.outer}/ns/net`,
+      '--',
+    ]
   }
 
   private recordClusterNetwork(cluster: string, init: number): void {
     const outer = Number(readFileSync(`/proc/${init}/stat`, 'utf8').split(') ')[1]?.split(' ')[1])
     const dir = join(this.o.dataDir, CLUSTER_NETWORKS)
     mkdirSync(dir, { recursive: true })
-    writeFileSync(join(dir, encodeURIComponent(cluster)), JSON.stringify({ pid: init, marker: processStartMarker(init), outer, outerMarker: processStartMarker(outer) }))
+    writeFileSync(
+      join(dir, encodeURIComponent(cluster)),
+      JSON.stringify({ pid: init, marker: processStartMarker(init), outer, outerMarker: processStartMarker(outer) }),
+    )
   }
 
   /**
@@ -367,7 +507,8 @@ export class ProcessDriver implements RuntimeDriver {
    */
   private async allocatePorts(spec: WorkloadSpec): Promise<PublishedPort[]> {
     const ports: PublishedPort[] = []
-    for (const p of spec.ports) ports.push({ privatePort: p.port, publicPort: await freePort(), protocol: p.protocol, ip: '127.0.0.1' })
+    for (const p of spec.ports)
+      ports.push({ privatePort: p.port, publicPort: await freePort(), protocol: p.protocol, ip: '127.0.0.1' })
     writeFileSync(join(this.dirOf(spec.kind, spec.id), 'ports.json'), JSON.stringify(ports))
     return ports
   }
@@ -385,9 +526,22 @@ export class ProcessDriver implements RuntimeDriver {
       else if (m.kind === 'persistent') path = this.persistentDir(spec.hostId, m.name)
       else path = m.source
       mkdirSync(path, { recursive: true })
-      placed.push({ kind: m.kind, path, target: sandboxed ? m.target : path, declared: m.target, sizeGb: m.kind === 'volume' ? 0 : m.sizeGb })
+      placed.push({
+        kind: m.kind,
+        path,
+        target: sandboxed ? m.target : path,
+        declared: m.target,
+        sizeGb: m.kind === 'volume' ? 0 : m.sizeGb,
+      })
     }
-    if (!placed.some((m) => m.kind === 'disk')) placed.unshift({ kind: 'disk', path: disk, target: sandboxed ? '/workspace' : disk, declared: '/workspace', sizeGb: 0 })
+    if (!placed.some((m) => m.kind === 'disk'))
+      placed.unshift({
+        kind: 'disk',
+        path: disk,
+        target: sandboxed ? '/workspace' : disk,
+        declared: '/workspace',
+        sizeGb: 0,
+      })
     return placed
   }
 
@@ -405,7 +559,6 @@ export class ProcessDriver implements RuntimeDriver {
         'install bubblewrap (bwrap) with user namespaces allowed, or set runtime.process.trustTenants to true if every account is trusted',
     )
   }
-
 }
 
 /** A workload's directory on the host and where its program sees it. */
@@ -419,7 +572,13 @@ interface PlacedMount {
 }
 
 /** Variables that tell the process what a container would get by mapping: ports, mounts, GPUs. */
-function runtimeEnv(spec: WorkloadSpec, ports: PublishedPort[], mounts: PlacedMount[], disk: string, isolated: boolean): Record<string, string> {
+function runtimeEnv(
+  spec: WorkloadSpec,
+  ports: PublishedPort[],
+  mounts: PlacedMount[],
+  disk: string,
+  isolated: boolean,
+): Record<string, string> {
   const env: Record<string, string> = { HANGAR_DISK_PATH: mounts.find((m) => m.path === disk)!.target }
   for (const p of spec.ports) {
     const listen = String(isolated ? p.port : ports.find((x) => x.privatePort === p.port)!.publicPort)
@@ -446,9 +605,17 @@ function checkMounts(mounts: WorkloadMount[], programs: string[]): void {
     if (problem) throw new Error(problem)
     // bwrap (root) would make the program's mount points inside it, following what the tenant left there.
     const covered = programs.find((p) => within(p, m.target) || within(m.target, p))
-    if (covered) throw new Error(`mount path ${m.target} would hold or lie in ${covered}, which the sandbox shows read-only: choose another path`)
-    const outer = mounts.find((o) => o !== m && o.kind !== 'disk' && o.target !== m.target && within(m.target, o.target))
-    if (outer) throw new Error(`mount path ${m.target} lies inside ${outer.target}, another mount whose files persist: choose paths that do not nest`)
+    if (covered)
+      throw new Error(
+        `mount path ${m.target} would hold or lie in ${covered}, which the sandbox shows read-only: choose another path`,
+      )
+    const outer = mounts.find(
+      (o) => o !== m && o.kind !== 'disk' && o.target !== m.target && within(m.target, o.target),
+    )
+    if (outer)
+      throw new Error(
+        `mount path ${m.target} lies inside ${outer.target}, another mount whose files persist: choose paths that do not nest`,
+      )
   }
 }
 
@@ -481,7 +648,11 @@ function formatGb(gb: number): string {
 }
 
 function describeLimits(spec: WorkloadSpec, pids: number): string {
-  const parts = [spec.resources.memoryGb > 0 ? `memory ${formatGb(spec.resources.memoryGb)}` : 'memory unlimited', spec.resources.vcpus > 0 ? `${spec.resources.vcpus} CPUs` : 'CPU unlimited', pids > 0 ? `${pids} processes` : 'processes unlimited']
+  const parts = [
+    spec.resources.memoryGb > 0 ? `memory ${formatGb(spec.resources.memoryGb)}` : 'memory unlimited',
+    spec.resources.vcpus > 0 ? `${spec.resources.vcpus} CPUs` : 'CPU unlimited',
+    pids > 0 ? `${pids} processes` : 'processes unlimited',
+  ]
   for (const m of spec.mounts) if (m.kind !== 'volume' && m.sizeGb > 0) parts.push(`${m.target} ${formatGb(m.sizeGb)}`)
   return parts.join(', ')
 }
@@ -492,7 +663,9 @@ function describeLimits(spec: WorkloadSpec, pids: number): string {
  * its size. Network volumes are shared and sized by their own service: not measured here.
  */
 function watchDisks(placed: PlacedMount[], intervalMs: number, over: (what: string) => void): NodeJS.Timeout | null {
-  const limited = placed.filter((m) => m.sizeGb > 0).map((m) => ({ path: m.path, target: m.declared, bytes: m.sizeGb * 2 ** 30 }))
+  const limited = placed
+    .filter((m) => m.sizeGb > 0)
+    .map((m) => ({ path: m.path, target: m.declared, bytes: m.sizeGb * 2 ** 30 }))
   if (limited.length === 0) return null
   let busy = false
   const timer = setInterval(() => {
@@ -503,7 +676,9 @@ function watchDisks(placed: PlacedMount[], intervalMs: number, over: (what: stri
         const full = sizes.find((s) => s.used > s.bytes)
         if (!full) return
         clearInterval(timer)
-        over(`disk limit: ${full.target} holds ${(full.used / 2 ** 20).toFixed(1)} MiB, over its ${(full.bytes / 2 ** 20).toFixed(1)} MiB`)
+        over(
+          `disk limit: ${full.target} holds ${(full.used / 2 ** 20).toFixed(1)} MiB, over its ${(full.bytes / 2 ** 20).toFixed(1)} MiB`,
+        )
       })
       .finally(() => {
         busy = false
@@ -515,7 +690,10 @@ function watchDisks(placed: PlacedMount[], intervalMs: number, over: (what: stri
 
 async function diskUsage(path: string): Promise<number> {
   try {
-    const { stdout } = await runFile('/usr/bin/du', ['-s', '-x', '-B1', '--', path], { env: { ...LAUNCH_ENV }, timeout: 60_000 })
+    const { stdout } = await runFile('/usr/bin/du', ['-s', '-x', '-B1', '--', path], {
+      env: { ...LAUNCH_ENV },
+      timeout: 60_000,
+    })
     return Number(stdout.split('\t')[0]) || 0
   } catch (err) {
     // du exits 1 when a file vanished while it counted (the program deleting): its total still counts.
@@ -570,5 +748,11 @@ function formatRef(r: ProcessRef): RuntimeRef {
 function parseRef(ref: RuntimeRef): ProcessRef | null {
   const m = /^process:([^:]+):(\d+):([^:]+:[^:]+):(worker|pod):([^:]+)$/.exec(ref)
   if (!m) return null
-  return { hostId: decodeURIComponent(m[1]), pid: Number(m[2]), marker: m[3], kind: m[4] as ProcessRef['kind'], id: decodeURIComponent(m[5]) }
+  return {
+    hostId: decodeURIComponent(m[1]),
+    pid: Number(m[2]),
+    marker: m[3],
+    kind: m[4] as ProcessRef['kind'],
+    id: decodeURIComponent(m[5]),
+  }
 }

@@ -14,7 +14,10 @@ export interface WorkloadLimits {
  * controllers are enabled for Hangar's children) or v1 (a directory per controller: memory, cpu, pids), each
  * below the cgroup Hangar itself runs in, or the reason limits are not enforced (not root, no controllers).
  */
-export type CgroupState = { kind: 'v2'; dir: string } | { kind: 'v1'; dirs: { memory: string; cpu: string; pids: string } } | { kind: 'none'; reason: string }
+export type CgroupState =
+  | { kind: 'v2'; dir: string }
+  | { kind: 'v1'; dirs: { memory: string; cpu: string; pids: string } }
+  | { kind: 'none'; reason: string }
 
 const V1_CONTROLLERS = ['memory', 'cpu', 'pids'] as const
 /** Below this process's own cgroup. */
@@ -48,7 +51,9 @@ function mounts(): Map<string, { point: string; root: string }> {
     const f = left.split(' ')
     const [type, , options] = right.split(' ')
     if (type === 'cgroup2') found.set('', { point: f[4], root: f[3] })
-    else if (type === 'cgroup') for (const o of options.split(',')) if ((V1_CONTROLLERS as readonly string[]).includes(o)) found.set(o, { point: f[4], root: f[3] })
+    else if (type === 'cgroup')
+      for (const o of options.split(','))
+        if ((V1_CONTROLLERS as readonly string[]).includes(o)) found.set(o, { point: f[4], root: f[3] })
   }
   return found
 }
@@ -81,14 +86,18 @@ function probeV2(): CgroupState {
   // parent must be delegated (systemd's Delegate=yes), and Hangar's own cgroup enable them for its subtree.
   const available = readFileSync(join(own, 'cgroup.controllers'), 'utf8').trim().split(/\s+/)
   const missing = ['memory', 'cpu', 'pids'].filter((c) => !available.includes(c))
-  if (missing.length > 0) return { kind: 'none', reason: `cgroup v2: the ${missing.join(', ')} controller(s) are not delegated to ${own}` }
+  if (missing.length > 0)
+    return { kind: 'none', reason: `cgroup v2: the ${missing.join(', ')} controller(s) are not delegated to ${own}` }
   const dir = join(own, PARENT)
   mkdirSync(dir, { recursive: true })
   try {
     writeFileSync(join(own, 'cgroup.subtree_control'), '+memory +cpu +pids')
     writeFileSync(join(dir, 'cgroup.subtree_control'), '+memory +cpu +pids')
   } catch (err) {
-    return { kind: 'none', reason: `cgroup v2: cannot enable memory, cpu and pids below ${own} (${(err as Error).message}); run Hangar in a cgroup of its own with them delegated (systemd: Delegate=yes)` }
+    return {
+      kind: 'none',
+      reason: `cgroup v2: cannot enable memory, cpu and pids below ${own} (${(err as Error).message}); run Hangar in a cgroup of its own with them delegated (systemd: Delegate=yes)`,
+    }
   }
   return { kind: 'v2', dir }
 }
@@ -117,7 +126,11 @@ export class WorkloadCgroup {
       if (limits.pids > 0) writeFileSync(join(dir, 'pids.max'), String(limits.pids))
       return new WorkloadCgroup([dir], state)
     }
-    const dirs = { memory: join(state.dirs.memory, leaf), cpu: join(state.dirs.cpu, leaf), pids: join(state.dirs.pids, leaf) }
+    const dirs = {
+      memory: join(state.dirs.memory, leaf),
+      cpu: join(state.dirs.cpu, leaf),
+      pids: join(state.dirs.pids, leaf),
+    }
     for (const d of Object.values(dirs)) mkdirSync(d, { recursive: true })
     if (limits.memoryBytes > 0) {
       writeFileSync(join(dirs.memory, 'memory.limit_in_bytes'), String(limits.memoryBytes))
@@ -161,7 +174,10 @@ export class WorkloadCgroup {
   /** Whether the kernel killed a process of it for memory. */
   oomKilled(): boolean {
     try {
-      const text = this.state.kind === 'v2' ? readFileSync(join(this.dirs[0], 'memory.events'), 'utf8') : readFileSync(join(this.dirs[0], 'memory.oom_control'), 'utf8')
+      const text =
+        this.state.kind === 'v2'
+          ? readFileSync(join(this.dirs[0], 'memory.events'), 'utf8')
+          : readFileSync(join(this.dirs[0], 'memory.oom_control'), 'utf8')
       return Number(/oom_kill (\d+)/.exec(text)?.[1] ?? 0) > 0
     } catch {
       return false

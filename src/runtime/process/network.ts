@@ -32,7 +32,10 @@ export function readSandboxPid(info: Readable, timeoutMs = 10_000): Promise<numb
       if (err) reject(err)
       else resolve(pid!)
     }
-    const timer = setTimeout(() => done(new Error(`the sandbox did not report its process within ${timeoutMs} ms`)), timeoutMs)
+    const timer = setTimeout(
+      () => done(new Error(`the sandbox did not report its process within ${timeoutMs} ms`)),
+      timeoutMs,
+    )
     info.on('data', (chunk: Buffer) => {
       if (settled) return
       text += chunk.toString('utf8')
@@ -46,22 +49,31 @@ export function readSandboxPid(info: Readable, timeoutMs = 10_000): Promise<numb
       else done(new Error(`the sandbox reported no process: ${text.slice(0, 200)}`))
     })
     info.once('error', (err) => done(err))
-    info.once('end', () => done(new Error(`the sandbox ended before it reported its process${text ? `: ${text.slice(0, 200)}` : ''}`)))
+    info.once('end', () =>
+      done(new Error(`the sandbox ended before it reported its process${text ? `: ${text.slice(0, 200)}` : ''}`)),
+    )
   })
 }
 
 /** pasta's options for a sandbox's links (its default for each forwarding option is `auto`: none unless named). */
 function pastaOptions(network: Extract<SandboxNetwork, { pasta: string }>, links: SandboxLinks): string[] {
-  const forwards = (flag: string, specs: string[]) => (specs.length > 0 ? specs.flatMap((s) => [flag, s]) : [flag, 'none'])
+  const forwards = (flag: string, specs: string[]) =>
+    specs.length > 0 ? specs.flatMap((s) => [flag, s]) : [flag, 'none']
   const args = ['--quiet', '--no-map-gw', '--no-dhcp', '--no-dhcpv6', '-u', 'none', '-U', 'none']
   if (network.mode === 'internet') args.push('--config-net')
   args.push(...forwards('-T', links.hostPorts.map(String)))
-  args.push(...forwards('-t', links.published.map((p) => `${p.ip}/${p.publicPort}:${p.privatePort}`)))
+  args.push(
+    ...forwards(
+      '-t',
+      links.published.map((p) => `${p.ip}/${p.publicPort}:${p.privatePort}`),
+    ),
+  )
   return args
 }
 
 /** Set in the namespace before anything of the tenant runs: ports below 1024 allowed, the host's addresses blackholed. */
-const NET_SETUP = 'echo 0 > /proc/sys/net/ipv4/ip_unprivileged_port_start || exit 1; for a in $1; do case $a in *:*) ip -6 route add blackhole "$a" ;; *) ip route add blackhole "$a" ;; esac || exit 1; done'
+const NET_SETUP =
+  'echo 0 > /proc/sys/net/ipv4/ip_unprivileged_port_start || exit 1; for a in $1; do case $a in *:*) ip -6 route add blackhole "$a" ;; *) ip route add blackhole "$a" ;; esac || exit 1; done'
 
 /**
  * As an ordinary user, pasta makes the namespaces and runs the sandbox inside them (`pasta ... -- sh -c
@@ -71,7 +83,16 @@ const NET_SETUP = 'echo 0 > /proc/sys/net/ipv4/ip_unprivileged_port_start || exi
  */
 export function wrappedNetwork(network: Extract<SandboxNetwork, { pasta: string }>, links: SandboxLinks): string[] {
   const blackholes = network.mode === 'internet' ? hostAddresses() : []
-  return [network.pasta, ...pastaOptions(network, links), '--', '/bin/sh', '-c', `${NET_SETUP}; shift; exec "$@"`, 'hangar-net', blackholes.join(' ')]
+  return [
+    network.pasta,
+    ...pastaOptions(network, links),
+    '--',
+    '/bin/sh',
+    '-c',
+    `${NET_SETUP}; shift; exec "$@"`,
+    'hangar-net',
+    blackholes.join(' '),
+  ]
 }
 
 /**
@@ -83,7 +104,12 @@ export function wrappedNetwork(network: Extract<SandboxNetwork, { pasta: string 
  * reach. pasta does not notice the namespace going: it writes its pid to `pidFile` and is ended with the
  * workload (stopNetwork, and the supervisor). Programs may then listen on ports below 1024 inside.
  */
-export async function connectSandbox(network: Extract<SandboxNetwork, { pasta: string }>, init: number, links: SandboxLinks, pidFile: string): Promise<void> {
+export async function connectSandbox(
+  network: Extract<SandboxNetwork, { pasta: string }>,
+  init: number,
+  links: SandboxLinks,
+  pidFile: string,
+): Promise<void> {
   const ns = `/proc/${init}/ns`
   // pasta must stay uid 0 to enter a namespace of the initial user namespace (it keeps CAP_SYS_ADMIN and
   // CAP_NET_BIND_SERVICE only, under seccomp, with no_new_privs and an empty filesystem).
@@ -95,13 +121,22 @@ export async function connectSandbox(network: Extract<SandboxNetwork, { pasta: s
       try {
         return await run(network.pasta, args, { env: { ...LAUNCH_ENV }, timeout: 10_000 })
       } catch (err) {
-        if (tries >= 400 || !/Couldn't open (network|user) namespace/.test(String((err as { stderr?: string }).stderr))) throw err
+        if (tries >= 400 || !/Couldn't open (network|user) namespace/.test(String((err as { stderr?: string }).stderr)))
+          throw err
         await new Promise((resolve) => setTimeout(resolve, 5))
       }
     }
   }, `pasta (${network.pasta})`)
   const blackholes = network.mode === 'internet' ? hostAddresses() : []
-  await attempt(() => run('/usr/bin/nsenter', [`--net=${ns}/net`, '--', '/bin/sh', '-c', NET_SETUP, 'hangar-net', blackholes.join(' ')], { env: { ...LAUNCH_ENV }, timeout: 10_000 }), 'the namespace set-up (nsenter)')
+  await attempt(
+    () =>
+      run(
+        '/usr/bin/nsenter',
+        [`--net=${ns}/net`, '--', '/bin/sh', '-c', NET_SETUP, 'hangar-net', blackholes.join(' ')],
+        { env: { ...LAUNCH_ENV }, timeout: 10_000 },
+      ),
+    'the namespace set-up (nsenter)',
+  )
 }
 
 /**
@@ -125,7 +160,10 @@ async function attempt(f: () => Promise<unknown>, what: string): Promise<void> {
     await f()
   } catch (err) {
     const e = err as { stderr?: string; message: string }
-    const said = (e.stderr ?? '').split('\n').filter((l) => l && !/syslog|Changing to nobody/.test(l)).join('; ')
+    const said = (e.stderr ?? '')
+      .split('\n')
+      .filter((l) => l && !/syslog|Changing to nobody/.test(l))
+      .join('; ')
     throw new Error(`cannot connect the sandbox's network: ${what} failed: ${said || e.message}`)
   }
 }

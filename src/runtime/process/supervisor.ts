@@ -46,8 +46,25 @@ exit $status
 `
 
 /** The argv (for /bin/sh) of `command` under the supervisor. */
-export function supervisedArgv(o: { controlPlanes: string; controlPlanePid: number; controlPlaneStart: string; orphanLimitS: number; networkPidFile?: string; command: string[] }): string[] {
-  return ['-c', SCRIPT, SUPERVISOR_NAME, o.controlPlanes, String(o.controlPlanePid), o.controlPlaneStart, String(o.orphanLimitS), o.networkPidFile ?? '', ...o.command]
+export function supervisedArgv(o: {
+  controlPlanes: string
+  controlPlanePid: number
+  controlPlaneStart: string
+  orphanLimitS: number
+  networkPidFile?: string
+  command: string[]
+}): string[] {
+  return [
+    '-c',
+    SCRIPT,
+    SUPERVISOR_NAME,
+    o.controlPlanes,
+    String(o.controlPlanePid),
+    o.controlPlaneStart,
+    String(o.orphanLimitS),
+    o.networkPidFile ?? '',
+    ...o.command,
+  ]
 }
 
 /**

@@ -56,8 +56,14 @@ export class AccountService {
   }
 
   async createAccount(body: CreateAccount): Promise<Account> {
-    if (await this.deps.store.accounts.getByName(body.name)) throw new DomainError('conflict', `an account named ${JSON.stringify(body.name)} already exists`)
-    const account: AccountRecord = { id: newId('acc_'), name: body.name, rateLimitExempt: body.rateLimitExempt ?? false, createdAt: this.now() }
+    if (await this.deps.store.accounts.getByName(body.name))
+      throw new DomainError('conflict', `an account named ${JSON.stringify(body.name)} already exists`)
+    const account: AccountRecord = {
+      id: newId('acc_'),
+      name: body.name,
+      rateLimitExempt: body.rateLimitExempt ?? false,
+      createdAt: this.now(),
+    }
     await this.deps.store.accounts.insert(account)
     return account
   }
@@ -77,22 +83,46 @@ export class AccountService {
     const account = await this.account(body.account)
     const endpointIds = body.endpointIds ?? []
     if (body.permission === 'RESTRICTED' && endpointIds.length === 0) {
-      throw new DomainError('bad_request', 'endpointIds: a RESTRICTED key needs at least one endpoint id', ['endpointIds: required with permission RESTRICTED'])
+      throw new DomainError('bad_request', 'endpointIds: a RESTRICTED key needs at least one endpoint id', [
+        'endpointIds: required with permission RESTRICTED',
+      ])
     }
     if (body.permission !== 'RESTRICTED' && endpointIds.length > 0) {
-      throw new DomainError('bad_request', `endpointIds: only RESTRICTED keys are limited to endpoints, not ${body.permission}`, ['endpointIds: only valid with permission RESTRICTED'])
+      throw new DomainError(
+        'bad_request',
+        `endpointIds: only RESTRICTED keys are limited to endpoints, not ${body.permission}`,
+        ['endpointIds: only valid with permission RESTRICTED'],
+      )
     }
     // A key limited to endpoints it can never reach would be a key that can do nothing: refuse it now.
     const foreign: string[] = []
     for (const [i, id] of endpointIds.entries()) {
       const ep = await this.deps.store.endpoints.get(id)
-      if (!ep || ep.accountId !== account.id) foreign.push(`endpointIds[${i}]: ${JSON.stringify(id)} is not an endpoint of account ${JSON.stringify(account.name)}; see /v2/serverless`)
+      if (!ep || ep.accountId !== account.id)
+        foreign.push(
+          `endpointIds[${i}]: ${JSON.stringify(id)} is not an endpoint of account ${JSON.stringify(account.name)}; see /v2/serverless`,
+        )
     }
-    if (foreign.length) throw new DomainError('bad_request', foreign.length === 1 ? foreign[0] : `${foreign.length} endpoint ids are not endpoints of account ${JSON.stringify(account.name)}, listed in errors`, foreign)
+    if (foreign.length)
+      throw new DomainError(
+        'bad_request',
+        foreign.length === 1
+          ? foreign[0]
+          : `${foreign.length} endpoint ids are not endpoints of account ${JSON.stringify(account.name)}, listed in errors`,
+        foreign,
+      )
     if (body.expiresAt && Date.parse(body.expiresAt) <= this.deps.clock.now()) {
-      throw new DomainError('bad_request', `expiresAt: ${body.expiresAt} is in the past`, ['expiresAt: must be in the future'])
+      throw new DomainError('bad_request', `expiresAt: ${body.expiresAt} is in the past`, [
+        'expiresAt: must be in the future',
+      ])
     }
-    return this.insertKey(account, { permission: body.permission, endpointIds, name: body.name ?? null, expiresAt: body.expiresAt ?? null, admin: false })
+    return this.insertKey(account, {
+      permission: body.permission,
+      endpointIds,
+      name: body.name ?? null,
+      expiresAt: body.expiresAt ?? null,
+      admin: false,
+    })
   }
 
   async listKeys(accountRef?: string): Promise<ApiKey[]> {
@@ -175,7 +205,13 @@ export class AccountService {
 
   private async insertKey(
     account: AccountRecord,
-    opts: { permission: ApiKeyRecord['permission']; admin: boolean; name?: string | null; endpointIds?: string[]; expiresAt?: string | null },
+    opts: {
+      permission: ApiKeyRecord['permission']
+      admin: boolean
+      name?: string | null
+      endpointIds?: string[]
+      expiresAt?: string | null
+    },
     preset?: string,
   ): Promise<CreatedApiKey> {
     const key = preset ?? KEY_PREFIX + randomBytes(24).toString('base64url')

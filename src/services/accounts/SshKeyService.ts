@@ -23,7 +23,12 @@ export class SshKeyService {
     const unique = [...new Set(keys)]
     await this.deps.store.transaction(async (tx) => {
       const current = await tx.sshKeys.get(accountId)
-      await tx.sshKeys.put({ id: accountId, accountId, createdAt: current?.createdAt ?? iso(this.deps.clock.now()), keys: unique })
+      await tx.sshKeys.put({
+        id: accountId,
+        accountId,
+        createdAt: current?.createdAt ?? iso(this.deps.clock.now()),
+        keys: unique,
+      })
     })
     return unique
   }

@@ -24,7 +24,11 @@ export class BillingService {
     const accountId = await this.accountOf(principal, q.account)
     const now = this.deps.clock.now()
     const rq = resolveQuery(route, q, now)
-    const { contributions, resources } = await this.contributions({ accountId, products: ROUTES[route].products, ...rq.filters }, rq, now)
+    const { contributions, resources } = await this.contributions(
+      { accountId, products: ROUTES[route].products, ...rq.filters },
+      rq,
+      now,
+    )
     const built = buildRecords(route, rq.grouping, rq.bucketSize, rq.start, rq.end, contributions)
     const unique = ROUTES[route].uniqueCount
     return {
@@ -55,16 +59,29 @@ export class BillingService {
       totals.totalAmount += amount
     }
     const filter: UsageFilter = { products: ROUTES.aggregate.products }
-    for (const row of await this.deps.store.usage.sumRollup(filter, rq.start, rq.end, { size: 'day', by: ['accountId'] })) {
-      for (const c of USAGE_COMPONENTS) add(row.accountId!, ROUTES.aggregate.fields[`${row.product}.${c}`], row.amounts[c])
+    for (const row of await this.deps.store.usage.sumRollup(filter, rq.start, rq.end, {
+      size: 'day',
+      by: ['accountId'],
+    })) {
+      for (const c of USAGE_COMPONENTS)
+        add(row.accountId!, ROUTES.aggregate.fields[`${row.product}.${c}`], row.amounts[c])
     }
     for (const i of await this.openIntervals(filter)) {
-      for (const p of intervalPieces(i, rq.start, rq.end, 'day', now)) add(i.accountId, ROUTES.aggregate.fields[`${i.product}.${i.component}`], p.amount)
+      for (const p of intervalPieces(i, rq.start, rq.end, 'day', now))
+        add(i.accountId, ROUTES.aggregate.fields[`${i.product}.${i.component}`], p.amount)
     }
-    const accounts = (await this.deps.store.accounts.list()).map((a) => ({ accountId: a.id, accountName: a.name, ...usd(byAccount.get(a.id) ?? Object.fromEntries(fields.map((f) => [f, 0]))) }))
+    const accounts = (await this.deps.store.accounts.list()).map((a) => ({
+      accountId: a.id,
+      accountName: a.name,
+      ...usd(byAccount.get(a.id) ?? Object.fromEntries(fields.map((f) => [f, 0]))),
+    }))
     return {
       accounts: accounts as AccountBillingSummary['accounts'],
-      metadata: { query: { startTime: rq.echo.startTime!, endTime: rq.echo.endTime!, bucketSize: 'day' }, accountCount: accounts.length, totals: usd(totals) as AccountBillingSummary['metadata']['totals'] },
+      metadata: {
+        query: { startTime: rq.echo.startTime!, endTime: rq.echo.endTime!, bucketSize: 'day' },
+        accountCount: accounts.length,
+        totals: usd(totals) as AccountBillingSummary['metadata']['totals'],
+      },
     }
   }
 
@@ -73,12 +90,17 @@ export class BillingService {
    * roll-ups) how many resources had use. Histories by worker are cut from the intervals; the rest sums the
    * roll-ups in the store, grouped as the records will be, plus what runs now.
    */
-  private async contributions(filter: UsageFilter, rq: ResolvedQuery, now: number): Promise<{ contributions: Contribution[]; resources: number | null }> {
+  private async contributions(
+    filter: UsageFilter,
+    rq: ResolvedQuery,
+    now: number,
+  ): Promise<{ contributions: Contribution[]; resources: number | null }> {
     const { store } = this.deps
     const size = rq.bucketSize
     const cut = (intervals: UsageInterval[], out: Contribution[]) => {
       for (const i of intervals) {
-        for (const p of intervalPieces(i, rq.start, rq.end, size, now)) if (p.amount !== 0) out.push({ ...i, bucket: p.bucket, amounts: { [i.component]: p.amount } })
+        for (const p of intervalPieces(i, rq.start, rq.end, size, now))
+          if (p.amount !== 0) out.push({ ...i, bucket: p.bucket, amounts: { [i.component]: p.amount } })
       }
     }
     if (filter.partId !== undefined || (rq.route === 'serverless' && rq.grouping === 'podId')) {
@@ -88,14 +110,18 @@ export class BillingService {
     }
     const { partId: _, ...rollup } = filter
     // Roll-up sums are contributions as they are (a year of 100 pods by day is 36,600 of them).
-    const contributions: Contribution[] = await store.usage.sumRollup(rollup, rq.start, rq.end, { size, by: rollupGrouping(rq) })
+    const contributions: Contribution[] = await store.usage.sumRollup(rollup, rq.start, rq.end, {
+      size,
+      by: rollupGrouping(rq),
+    })
     const open = await this.openIntervals(filter)
     cut(open, contributions)
     if (ROUTES[rq.route].uniqueCount === null) return { contributions, resources: null }
     // Hour histories have always counted only resources whose use in the range cost something (they were cut
     // from the intervals, and a piece that costs nothing is no contribution); longer ones every resource with use.
     const resources = new Set(await store.usage.resourcesWithUse(rollup, rq.start, rq.end, { costly: size === 'hour' }))
-    for (const i of open) if (intervalPieces(i, rq.start, rq.end, size, now).some((p) => p.amount !== 0)) resources.add(i.resourceId)
+    for (const i of open)
+      if (intervalPieces(i, rq.start, rq.end, size, now).some((p) => p.amount !== 0)) resources.add(i.resourceId)
     return { contributions, resources: resources.size }
   }
 
@@ -112,7 +138,11 @@ export class BillingService {
 
   private async accountOf(principal: Principal, account: string | undefined): Promise<string> {
     if (account === undefined) return principal.accountId
-    if (!principal.admin) throw new DomainError('forbidden', 'account: only admin keys may read the billing of an account by name; leave it out to read your own')
+    if (!principal.admin)
+      throw new DomainError(
+        'forbidden',
+        'account: only admin keys may read the billing of an account by name; leave it out to read your own',
+      )
     const { accounts } = this.deps.store
     const found = (await accounts.get(account)) ?? (await accounts.getByName(account))
     if (!found) throw notFound('account', account)

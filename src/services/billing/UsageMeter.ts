@@ -18,7 +18,12 @@ export interface WorkerMeter {
 
 /** What NetworkVolumeService tells billing; resolved once the ledger has the change. */
 export interface VolumeMeter {
-  volumeChanged(v: { id: string; accountId: string; size: number; type: 'STANDARD' | 'HIGH_PERFORMANCE' }): Promise<void>
+  volumeChanged(v: {
+    id: string
+    accountId: string
+    size: number
+    type: 'STANDARD' | 'HIGH_PERFORMANCE'
+  }): Promise<void>
   volumeDeleted(volumeId: string): Promise<void>
 }
 
@@ -65,23 +70,33 @@ export class UsageMeter implements WorkerMeter, VolumeMeter {
     for (const [key, intervals] of open) {
       const subjects = wanted.get(key)
       if (!subjects) {
-        await store.usage.close(intervals.map((i) => i.id), lastAlive)
+        await store.usage.close(
+          intervals.map((i) => i.id),
+          lastAlive,
+        )
         closed += intervals.length
       } else if (!sameUsage(intervals, subjects)) {
-        await store.usage.close(intervals.map((i) => i.id), now)
+        await store.usage.close(
+          intervals.map((i) => i.id),
+          now,
+        )
       } else {
         this.open.set(key, intervals)
         resumed += intervals.length
       }
     }
-    for (const [key, subjects] of wanted) if (!this.open.has(key)) this.open.set(key, await Promise.all(subjects.map((s) => store.usage.open(s, now))))
+    for (const [key, subjects] of wanted)
+      if (!this.open.has(key)) this.open.set(key, await Promise.all(subjects.map((s) => store.usage.open(s, now))))
     await store.usage.noteAlive(now)
     log.info({ closed, resumed, lastAlive: new Date(lastAlive).toISOString() }, 'usage ledger recovered')
   }
 
   /** Notes every `checkpointMs` that the control plane is alive. */
   start(): void {
-    this.timer = setInterval(() => this.enqueue(() => this.o.store.usage.noteAlive(this.o.clock.now())), this.o.checkpointMs)
+    this.timer = setInterval(
+      () => this.enqueue(() => this.o.store.usage.noteAlive(this.o.clock.now())),
+      this.o.checkpointMs,
+    )
     this.timer.unref()
   }
 
@@ -143,14 +158,24 @@ export class UsageMeter implements WorkerMeter, VolumeMeter {
   podTransition(t: PodTransition): void {
     const at = Date.parse(t.at)
     const { compute, disk } = podUsage(this.o.prices, t.pod)
-    const key = (slot: 'compute' | 'disk') => meterKey(t.pod.cluster ? { product: 'cluster', resourceId: t.pod.cluster.id, partId: `${t.pod.id}:${slot}` } : { product: 'pod', resourceId: t.pod.id, partId: slot })
+    const key = (slot: 'compute' | 'disk') =>
+      meterKey(
+        t.pod.cluster
+          ? { product: 'cluster', resourceId: t.pod.cluster.id, partId: `${t.pod.id}:${slot}` }
+          : { product: 'pod', resourceId: t.pod.id, partId: slot },
+      )
     if (compute.length) void this.begin(compute, at)
     else void this.end(key('compute'), at)
     if (disk.length) void this.change(disk, at)
     else void this.end(key('disk'), at)
   }
 
-  async volumeChanged(v: { id: string; accountId: string; size: number; type: 'STANDARD' | 'HIGH_PERFORMANCE' }): Promise<void> {
+  async volumeChanged(v: {
+    id: string
+    accountId: string
+    size: number
+    type: 'STANDARD' | 'HIGH_PERFORMANCE'
+  }): Promise<void> {
     await this.change(volumeUsage(this.o.prices, v))
   }
 
@@ -169,11 +194,16 @@ export class UsageMeter implements WorkerMeter, VolumeMeter {
     const intervals = this.open.get(key)
     if (!intervals) return
     this.open.delete(key)
-    await this.o.store.usage.close(intervals.map((i) => i.id), at)
+    await this.o.store.usage.close(
+      intervals.map((i) => i.id),
+      at,
+    )
   }
 
   private enqueue(op: () => Promise<void>): Promise<void> {
-    const run = this.queue.then(op).catch((err: Error) => this.o.log.error({ err: err.message }, 'usage ledger write failed'))
+    const run = this.queue
+      .then(op)
+      .catch((err: Error) => this.o.log.error({ err: err.message }, 'usage ledger write failed'))
     this.queue = run
     return run
   }
@@ -181,7 +211,8 @@ export class UsageMeter implements WorkerMeter, VolumeMeter {
 
 /** True when open intervals bill exactly these subjects (same components, quantities and prices). */
 function sameUsage(intervals: UsageInterval[], subjects: UsageSubject[]): boolean {
-  const sig = (s: UsageSubject) => `${s.component}|${s.quantity}|${s.priceMicros}|${s.periodMs}|${s.gpuTypeId ?? ''}|${s.accountId}`
+  const sig = (s: UsageSubject) =>
+    `${s.component}|${s.quantity}|${s.priceMicros}|${s.periodMs}|${s.gpuTypeId ?? ''}|${s.accountId}`
   const a = intervals.map(sig).sort()
   const b = subjects.map(sig).sort()
   return a.length === b.length && a.every((x, i) => x === b[i])

@@ -4,9 +4,19 @@ import type { UsageComponent, UsageProduct, UsageSubject } from '../../domain/bi
 import type { PodRecord } from '../../domain/pods/pod.js'
 
 /** What a worker bills for while it serves: its GPUs or vCPUs, its container disk, and the fee (when priced). */
-export function workerUsage(prices: PriceBook, w: { id: string; endpointId: string; accountId: string; allocation: Allocation }, diskGb: number): UsageSubject[] {
+export function workerUsage(
+  prices: PriceBook,
+  w: { id: string; endpointId: string; accountId: string; allocation: Allocation },
+  diskGb: number,
+): UsageSubject[] {
   const a = w.allocation
-  const base = { accountId: w.accountId, product: 'serverless' as const, resourceId: w.endpointId, partId: w.id, gpuTypeId: a.gpuTypeId }
+  const base = {
+    accountId: w.accountId,
+    product: 'serverless' as const,
+    resourceId: w.endpointId,
+    partId: w.id,
+    gpuTypeId: a.gpuTypeId,
+  }
   const out: UsageSubject[] = [
     a.gpuTypeId
       ? subject(base, 'gpu', a.gpuIndices.length, prices.serverlessGpu(a.gpuTypeId, a.gpuIndices.length))
@@ -19,12 +29,28 @@ export function workerUsage(prices: PriceBook, w: { id: string; endpointId: stri
 }
 
 /** A network volume bills its size, at the price of its type, for as long as it exists. */
-export function volumeUsage(prices: PriceBook, v: { id: string; accountId: string; size: number; type: 'STANDARD' | 'HIGH_PERFORMANCE' }): UsageSubject[] {
+export function volumeUsage(
+  prices: PriceBook,
+  v: { id: string; accountId: string; size: number; type: 'STANDARD' | 'HIGH_PERFORMANCE' },
+): UsageSubject[] {
   const base = { accountId: v.accountId, product: 'volume' as const, resourceId: v.id, partId: null, gpuTypeId: null }
-  return [subject(base, v.type === 'STANDARD' ? 'standard' : 'highPerformance', v.size, prices.networkVolume(v.type, v.size))]
+  return [
+    subject(base, v.type === 'STANDARD' ? 'standard' : 'highPerformance', v.size, prices.networkVolume(v.type, v.size)),
+  ]
 }
 
-function subject(base: { accountId: string; product: UsageProduct; resourceId: string; partId: string | null; gpuTypeId: string | null }, component: UsageComponent, quantity: number, rate: Rate): UsageSubject {
+function subject(
+  base: {
+    accountId: string
+    product: UsageProduct
+    resourceId: string
+    partId: string | null
+    gpuTypeId: string | null
+  },
+  component: UsageComponent,
+  quantity: number,
+  rate: Rate,
+): UsageSubject {
   return { ...base, component, quantity, priceMicros: rate.micros, periodMs: rate.periodMs }
 }
 
@@ -43,8 +69,17 @@ export function podUsage(prices: PriceBook, pod: PodRecord): { compute: UsageSub
   })
   const compute: UsageSubject[] = []
   if (pod.status === 'RUNNING') {
-    if (pod.gpu) compute.push(subject(base('compute'), 'gpu', pod.gpu.count, member ? prices.podGpu(pod.gpu.id, pod.gpu.count) : prices.podGpu(pod.gpu.id, pod.gpu.count, pod.cloud)))
-    else if (pod.cpu) compute.push(subject(base('compute'), 'cpu', pod.cpu.vcpuCount, prices.podCpu(pod.cpu.id, pod.cpu.vcpuCount)))
+    if (pod.gpu)
+      compute.push(
+        subject(
+          base('compute'),
+          'gpu',
+          pod.gpu.count,
+          member ? prices.podGpu(pod.gpu.id, pod.gpu.count) : prices.podGpu(pod.gpu.id, pod.gpu.count, pod.cloud),
+        ),
+      )
+    else if (pod.cpu)
+      compute.push(subject(base('compute'), 'cpu', pod.cpu.vcpuCount, prices.podCpu(pod.cpu.id, pod.cpu.vcpuCount)))
     if (member) {
       const net = prices.clusterNetworking(1)
       if (net.micros > 0) compute.push(subject(base('compute'), 'networking', 1, net))
@@ -53,7 +88,8 @@ export function podUsage(prices: PriceBook, pod: PodRecord): { compute: UsageSub
   const disk: UsageSubject[] = []
   const persistent = pod.mounts.persistent?.size ?? 0
   if (member) {
-    if (pod.disk + persistent > 0) disk.push(subject(base('disk'), 'disk', pod.disk + persistent, prices.clusterDisk(pod.disk + persistent)))
+    if (pod.disk + persistent > 0)
+      disk.push(subject(base('disk'), 'disk', pod.disk + persistent, prices.clusterDisk(pod.disk + persistent)))
   } else {
     if (pod.disk > 0) disk.push(subject(base('disk'), 'disk', pod.disk, prices.containerDisk(pod.disk)))
     if (persistent > 0) disk.push(subject(base('disk'), 'disk', persistent, prices.persistentDisk(persistent)))

@@ -47,7 +47,12 @@ export interface EndpointMetricsRecorderOptions {
 }
 
 const PRUNE_EVERY_MS = 10 * 60_000
-const FINAL: Partial<Record<JobStatus, 'completed' | 'failed' | 'cancelled' | 'timedOut'>> = { COMPLETED: 'completed', FAILED: 'failed', CANCELLED: 'cancelled', TIMED_OUT: 'timedOut' }
+const FINAL: Partial<Record<JobStatus, 'completed' | 'failed' | 'cancelled' | 'timedOut'>> = {
+  COMPLETED: 'completed',
+  FAILED: 'failed',
+  CANCELLED: 'cancelled',
+  TIMED_OUT: 'timedOut',
+}
 
 interface Tally {
   endpointId: string
@@ -110,7 +115,8 @@ export class EndpointMetricsRecorder implements Metrics {
 
   /** A request to a LOAD_BALANCER endpoint was answered (by a worker or by the proxy itself). */
   proxied(endpointId: string, statusCode: number, ms: number): void {
-    const cls = statusCode >= 500 ? 'status5xx' : statusCode >= 400 ? 'status4xx' : statusCode >= 300 ? 'status3xx' : 'status2xx'
+    const cls =
+      statusCode >= 500 ? 'status5xx' : statusCode >= 400 ? 'status4xx' : statusCode >= 300 ? 'status3xx' : 'status2xx'
     this.each(endpointId, (d) => {
       addCount(d, 'requests')
       addCount(d, cls)
@@ -127,10 +133,13 @@ export class EndpointMetricsRecorder implements Metrics {
   private async flushOnce(): Promise<void> {
     const now = this.o.clock.now()
     try {
-      const active = new Set([...this.tallies.values()].filter((t) => t.bucket + RESOLUTIONS[t.resolution] > now).map((t) => t.endpointId))
+      const active = new Set(
+        [...this.tallies.values()].filter((t) => t.bucket + RESOLUTIONS[t.resolution] > now).map((t) => t.endpointId),
+      )
       for (const g of await this.o.gauges()) {
         // Endpoints with nothing going on leave no rows; once an endpoint shows up in a bucket its zeros count too.
-        if (!active.has(g.endpointId) && g.workersRunning + g.workersIdle + g.workersThrottled + g.queueDepth === 0) continue
+        if (!active.has(g.endpointId) && g.workersRunning + g.workersIdle + g.workersThrottled + g.queueDepth === 0)
+          continue
         this.each(g.endpointId, (d) => {
           sample(d, 'workersRunning', g.workersRunning)
           sample(d, 'workersIdle', g.workersIdle)
@@ -151,8 +160,10 @@ export class EndpointMetricsRecorder implements Metrics {
       this.o.log.warn({ err, buckets: dirty.length }, 'endpoint metrics: flush failed, will retry')
       return
     }
-    for (const [key, t] of this.tallies) if (!t.dirty && t.bucket + RESOLUTIONS[t.resolution] <= now) this.tallies.delete(key)
-    for (const [endpointId, c] of this.current) if (!this.tallies.has(`${endpointId} hour ${c.hour.bucket}`)) this.current.delete(endpointId)
+    for (const [key, t] of this.tallies)
+      if (!t.dirty && t.bucket + RESOLUTIONS[t.resolution] <= now) this.tallies.delete(key)
+    for (const [endpointId, c] of this.current)
+      if (!this.tallies.has(`${endpointId} hour ${c.hour.bucket}`)) this.current.delete(endpointId)
     if (now - this.lastPrune >= PRUNE_EVERY_MS) {
       this.lastPrune = now
       const keep = { minute: 30 * 3_600_000, hour: 35 * 86_400_000, ...this.o.retentionMs }
@@ -175,10 +186,19 @@ export class EndpointMetricsRecorder implements Metrics {
     for (let t = start; t < end; t += w.intervalMs) times.push(t)
     const at = times.map((t) => merged.get(t) ?? {})
     const count = (name: Parameters<typeof addCount>[1]) => at.map((d) => d.c?.[name] ?? 0)
-    const pct = (name: HistogramName) => ({ p50: at.map((d) => quantile(d.h?.[name], 0.5)), p95: at.map((d) => quantile(d.h?.[name], 0.95)), p99: at.map((d) => quantile(d.h?.[name], 0.99)) })
+    const pct = (name: HistogramName) => ({
+      p50: at.map((d) => quantile(d.h?.[name], 0.5)),
+      p95: at.map((d) => quantile(d.h?.[name], 0.95)),
+      p99: at.map((d) => quantile(d.h?.[name], 0.99)),
+    })
     const gauge = (name: GaugeName) => at.map((d) => round2(average(d.g?.[name]) ?? 0))
     const sum = (xs: number[]) => xs.reduce((a, x) => a + x, 0)
-    const jobs = { completed: count('completed'), failed: count('failed'), cancelled: count('cancelled'), timedOut: count('timedOut') }
+    const jobs = {
+      completed: count('completed'),
+      failed: count('failed'),
+      cancelled: count('cancelled'),
+      timedOut: count('timedOut'),
+    }
     const coldStarts = count('coldStarts')
     const requests = count('requests')
     return {
@@ -192,8 +212,22 @@ export class EndpointMetricsRecorder implements Metrics {
       coldStarts: { count: coldStarts, durationMs: pct('coldStartMs') },
       workers: { running: gauge('workersRunning'), idle: gauge('workersIdle'), throttled: gauge('workersThrottled') },
       queueDepth: gauge('queueDepth'),
-      requests: { total: requests, status2xx: count('status2xx'), status3xx: count('status3xx'), status4xx: count('status4xx'), status5xx: count('status5xx'), latencyMs: pct('latencyMs') },
-      totals: { completed: sum(jobs.completed), failed: sum(jobs.failed), cancelled: sum(jobs.cancelled), timedOut: sum(jobs.timedOut), coldStarts: sum(coldStarts), requests: sum(requests) },
+      requests: {
+        total: requests,
+        status2xx: count('status2xx'),
+        status3xx: count('status3xx'),
+        status4xx: count('status4xx'),
+        status5xx: count('status5xx'),
+        latencyMs: pct('latencyMs'),
+      },
+      totals: {
+        completed: sum(jobs.completed),
+        failed: sum(jobs.failed),
+        cancelled: sum(jobs.cancelled),
+        timedOut: sum(jobs.timedOut),
+        coldStarts: sum(coldStarts),
+        requests: sum(requests),
+      },
     }
   }
 
@@ -203,16 +237,27 @@ export class EndpointMetricsRecorder implements Metrics {
     const start = Math.floor((now - 3_600_000) / 60_000) * 60_000 + 60_000
     const merged = await this.merged(endpointIds, 'minute', start, now + 60_000, 3_600_000 * 2)
     let n = 0
-    for (const d of merged.values()) n += (d.c?.completed ?? 0) + (d.c?.failed ?? 0) + (d.c?.cancelled ?? 0) + (d.c?.timedOut ?? 0)
+    for (const d of merged.values())
+      n += (d.c?.completed ?? 0) + (d.c?.failed ?? 0) + (d.c?.cancelled ?? 0) + (d.c?.timedOut ?? 0)
     return n
   }
 
   /** Stored rows of every replica, with this replica's rows replaced by what it holds in memory, merged per interval. */
-  private async merged(endpointIds: readonly string[], resolution: Resolution, from: number, to: number, intervalMs: number): Promise<Map<number, BucketData>> {
+  private async merged(
+    endpointIds: readonly string[],
+    resolution: Resolution,
+    from: number,
+    to: number,
+    intervalMs: number,
+  ): Promise<Map<number, BucketData>> {
     const ids = new Set(endpointIds)
-    const mine = [...this.tallies.values()].filter((t) => ids.has(t.endpointId) && t.resolution === resolution && t.bucket >= from && t.bucket < to)
+    const mine = [...this.tallies.values()].filter(
+      (t) => ids.has(t.endpointId) && t.resolution === resolution && t.bucket >= from && t.bucket < to,
+    )
     const inMemory = new Set(mine.map((t) => `${t.endpointId} ${t.bucket}`))
-    const stored = (await this.o.store.metrics.read(endpointIds, resolution, from, to)).filter((r) => r.replica !== this.replica || !inMemory.has(`${r.endpointId} ${r.bucket}`))
+    const stored = (await this.o.store.metrics.read(endpointIds, resolution, from, to)).filter(
+      (r) => r.replica !== this.replica || !inMemory.has(`${r.endpointId} ${r.bucket}`),
+    )
     const out = new Map<number, BucketData>()
     for (const r of [...stored, ...mine.map((t) => this.row(t))]) {
       const slot = Math.floor(r.bucket / intervalMs) * intervalMs
@@ -232,7 +277,14 @@ export class EndpointMetricsRecorder implements Metrics {
     const now = this.o.clock.now()
     const minute = now - (now % RESOLUTIONS.minute)
     let c = this.current.get(endpointId)
-    if (!c || c.minute.bucket !== minute) this.current.set(endpointId, (c = { minute: this.tally(endpointId, 'minute', minute), hour: this.tally(endpointId, 'hour', now - (now % RESOLUTIONS.hour)) }))
+    if (!c || c.minute.bucket !== minute)
+      this.current.set(
+        endpointId,
+        (c = {
+          minute: this.tally(endpointId, 'minute', minute),
+          hour: this.tally(endpointId, 'hour', now - (now % RESOLUTIONS.hour)),
+        }),
+      )
     c.minute.dirty = true
     c.hour.dirty = true
     fn(c.minute.data)

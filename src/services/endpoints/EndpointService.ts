@@ -1,9 +1,27 @@
 import type { ChangeFeed } from '../../replicas/ChangeFeed.js'
 import type { CatalogService } from '../../catalog/CatalogService.js'
-import type { CreatedEndpoint, CreateEndpoint, Endpoint, ReleaseList, RotatedWebhookSecret, UpdateEndpoint } from '../../contract/endpoint.js'
+import type {
+  CreatedEndpoint,
+  CreateEndpoint,
+  Endpoint,
+  ReleaseList,
+  RotatedWebhookSecret,
+  UpdateEndpoint,
+} from '../../contract/endpoint.js'
 import { iso, type Clock } from '../../domain/clock.js'
-import { toEndpoint, type EndpointRecord, type EndpointSpec, type ReleaseRecord } from '../../domain/endpoints/endpoint.js'
-import { createSpec, updateSpec, type AccountView, type CatalogView, type TemplateView } from '../../domain/endpoints/endpointRules.js'
+import {
+  toEndpoint,
+  type EndpointRecord,
+  type EndpointSpec,
+  type ReleaseRecord,
+} from '../../domain/endpoints/endpoint.js'
+import {
+  createSpec,
+  updateSpec,
+  type AccountView,
+  type CatalogView,
+  type TemplateView,
+} from '../../domain/endpoints/endpointRules.js'
 import { releaseDiff } from '../../domain/endpoints/endpointRulesRelease.js'
 import { DomainError, notFound } from '../../domain/errors.js'
 import { newId } from '../../domain/ids.js'
@@ -94,14 +112,24 @@ export class EndpointService {
   async update(p: Principal, id: string, body: UpdateEndpoint): Promise<Endpoint> {
     const before = await this.owned(p.accountId, id)
     const template = body.templateId === undefined ? null : await this.template(p.accountId, body.templateId)
-    const account = await this.accountView(p.accountId, body.networkVolumes ?? before.networkVolumes, [body.registry, template?.registry, before.registry])
+    const account = await this.accountView(p.accountId, body.networkVolumes ?? before.networkVolumes, [
+      body.registry,
+      template?.registry,
+      before.registry,
+    ])
     // The re-read inside the transaction sees any change made since the checks above.
     this.forget(id)
     return this.deps.store.transaction(async (tx) => {
       const current = await this.owned(p.accountId, id, tx)
       const spec = updateSpec(current, body, { catalog: this.catalogView(), account, template })
       const diff = releaseDiff(specOf(current), spec)
-      const next: EndpointRecord = { ...spec, id: current.id, accountId: current.accountId, createdAt: current.createdAt, version: current.version + (diff.length ? 1 : 0) }
+      const next: EndpointRecord = {
+        ...spec,
+        id: current.id,
+        accountId: current.accountId,
+        createdAt: current.createdAt,
+        version: current.version + (diff.length ? 1 : 0),
+      }
       await tx.endpoints.update(next)
       if (diff.length) await tx.releases.insert(this.release(next, diff, iso(this.deps.clock.now())))
       return this.view(next)
@@ -139,7 +167,10 @@ export class EndpointService {
         workersTotal: versions.length,
         percentOnLatest: versions.length ? Math.round((onLatest / versions.length) * 1000) / 10 : 0,
       },
-      releases: releases.map(({ accountId: _a, endpointId: _e, ...r }) => ({ ...r, workerCount: versions.filter((v) => v === r.version).length })),
+      releases: releases.map(({ accountId: _a, endpointId: _e, ...r }) => ({
+        ...r,
+        workerCount: versions.filter((v) => v === r.version).length,
+      })),
     }
   }
 
@@ -157,16 +188,25 @@ export class EndpointService {
     // entry is dropped), those of another replica within LB_CACHE_MS.
     const now = performance.now()
     const hit = this.lbCache.get(id)
-    const ep = hit && hit.until > now && hit.record.accountId === p.accountId ? hit.record : await this.owned(p.accountId, id)
+    const ep =
+      hit && hit.until > now && hit.record.accountId === p.accountId ? hit.record : await this.owned(p.accountId, id)
     if (hit?.record !== ep) {
       if (this.lbCache.size > 10_000) this.lbCache.clear()
       this.lbCache.set(id, { record: ep, until: now + LB_CACHE_MS })
     }
-    if (ep.type !== 'LOAD_BALANCER') throw new DomainError('bad_request', `endpoint ${JSON.stringify(id)} is a QUEUE endpoint: send jobs to /v2/${id}/run or /v2/${id}/runsync, not requests to a base URL`)
+    if (ep.type !== 'LOAD_BALANCER')
+      throw new DomainError(
+        'bad_request',
+        `endpoint ${JSON.stringify(id)} is a QUEUE endpoint: send jobs to /v2/${id}/run or /v2/${id}/runsync, not requests to a base URL`,
+      )
     return ep
   }
 
-  private async owned(accountId: string, id: string, tx: Pick<Collections, 'endpoints'> = this.deps.store): Promise<EndpointRecord> {
+  private async owned(
+    accountId: string,
+    id: string,
+    tx: Pick<Collections, 'endpoints'> = this.deps.store,
+  ): Promise<EndpointRecord> {
     const e = await tx.endpoints.get(id)
     if (!e || e.accountId !== accountId) throw notFound('endpoint', id)
     return e
@@ -213,7 +253,11 @@ export class EndpointService {
   }
 
   /** Which of the named volumes and registries are the caller's; the rules turn the rest into 400s. */
-  private async accountView(accountId: string, volumeIds: readonly string[], registryIds: ReadonlyArray<string | null | undefined>): Promise<AccountView> {
+  private async accountView(
+    accountId: string,
+    volumeIds: readonly string[],
+    registryIds: ReadonlyArray<string | null | undefined>,
+  ): Promise<AccountView> {
     const volumes = new Map<string, { dataCenter: string }>()
     for (const id of new Set(volumeIds)) {
       try {
@@ -223,13 +267,19 @@ export class EndpointService {
       }
     }
     const registries = new Set<string>()
-    for (const id of new Set(registryIds)) if (id && (await this.deps.registries.exists(accountId, id))) registries.add(id)
+    for (const id of new Set(registryIds))
+      if (id && (await this.deps.registries.exists(accountId, id))) registries.add(id)
     return { volumes, registries }
   }
 
   private catalogView(): CatalogView {
     const { catalog } = this.deps
-    return { pools: catalog.pools(), gpuMaxCount: (id) => catalog.gpuType(id)?.maxCount ?? 8, cpuFlavor: (id) => catalog.cpuFlavor(id), hasDataCenter: (id) => catalog.dataCenter(id) !== undefined }
+    return {
+      pools: catalog.pools(),
+      gpuMaxCount: (id) => catalog.gpuType(id)?.maxCount ?? 8,
+      cpuFlavor: (id) => catalog.cpuFlavor(id),
+      hasDataCenter: (id) => catalog.dataCenter(id) !== undefined,
+    }
   }
 }
 

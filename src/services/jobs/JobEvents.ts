@@ -59,7 +59,8 @@ export class JobEvents {
   /** Ids of the jobs some request is waiting on now (runsync, status-sync, stream). */
   watchedJobs(): string[] {
     const ids: string[] = []
-    for (const name of this.emitter.eventNames()) if (typeof name === 'string' && name.startsWith('job:')) ids.push(name.slice(4))
+    for (const name of this.emitter.eventNames())
+      if (typeof name === 'string' && name.startsWith('job:')) ids.push(name.slice(4))
     return ids
   }
 
@@ -150,7 +151,12 @@ export class JobEvents {
    * and the wait is not missed. Close it when done.
    */
   subscribe(...keys: string[]): Subscription {
-    const sub = new Subscription(this.emitter, keys, () => this.subs.delete(sub), () => this.closedFlag)
+    const sub = new Subscription(
+      this.emitter,
+      keys,
+      () => this.subs.delete(sub),
+      () => this.closedFlag,
+    )
     this.subs.add(sub)
     return sub
   }

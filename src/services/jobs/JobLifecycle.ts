@@ -24,7 +24,9 @@ export interface WebhookQueue {
  * appended by WorkerJobService: they are output, not state.)
  */
 export class JobLifecycle {
-  constructor(private readonly deps: { store: Store; clock: Clock; events: JobEvents; webhooks: WebhookQueue; metrics?: Metrics }) {}
+  constructor(
+    private readonly deps: { store: Store; clock: Clock; events: JobEvents; webhooks: WebhookQueue; metrics?: Metrics },
+  ) {}
 
   /** A new job enters the queue (/run, /runsync). */
   async enqueue(job: JobRecord): Promise<void> {
@@ -76,7 +78,9 @@ export class JobLifecycle {
    */
   async setTtl(job: JobRecord, ttlMs: number): Promise<JobRecord> {
     const deadline = job.createdAt + ttlMs
-    const patch: JobPatch = isFinal(job.status) ? { ttlMs, expiresAt: deadline, retainUntil: deadline } : { ttlMs, expiresAt: deadline }
+    const patch: JobPatch = isFinal(job.status)
+      ? { ttlMs, expiresAt: deadline, retainUntil: deadline }
+      : { ttlMs, expiresAt: deadline }
     return (await this.deps.store.jobs.transition(job.id, ANY_STATUS, patch)) ?? job
   }
 
@@ -100,10 +104,16 @@ export class JobLifecycle {
     if (outbox && job.webhook) webhooks.notify()
     if (isFinal(to)) {
       const run = job.startedAt !== null && job.completedAt !== null ? job.completedAt - job.startedAt : null
-      this.deps.metrics?.jobFinished(job.endpointId, to, run, job.startedAt !== null ? job.startedAt - job.createdAt : null)
+      this.deps.metrics?.jobFinished(
+        job.endpointId,
+        to,
+        run,
+        job.startedAt !== null ? job.startedAt - job.createdAt : null,
+      )
     }
     // The worker it ran on: given by the caller, or still recorded for moves out of IN_PROGRESS.
-    const ranOn = workerId ?? (job.startedAt !== null || event === 'requeue' || event === 'timeout' ? job.workerId : null)
+    const ranOn =
+      workerId ?? (job.startedAt !== null || event === 'requeue' || event === 'timeout' ? job.workerId : null)
     if (ranOn && event !== 'retry') {
       events.jobLeftWorker(ranOn, id)
       if (event === 'cancel' || event === 'timeout') events.requestStop(ranOn, id)
@@ -137,4 +147,11 @@ export class JobLifecycle {
   }
 }
 
-const ANY_STATUS = ['IN_QUEUE', 'IN_PROGRESS', 'COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT'] as const satisfies readonly JobStatus[]
+const ANY_STATUS = [
+  'IN_QUEUE',
+  'IN_PROGRESS',
+  'COMPLETED',
+  'FAILED',
+  'CANCELLED',
+  'TIMED_OUT',
+] as const satisfies readonly JobStatus[]

@@ -1,4 +1,13 @@
-import type { Health, JobRef, JobRequest, JobStatusView, PurgeResult, RequestList, StreamView, WebhookDeliveryView } from '../../contract/job.js'
+import type {
+  Health,
+  JobRef,
+  JobRequest,
+  JobStatusView,
+  PurgeResult,
+  RequestList,
+  StreamView,
+  WebhookDeliveryView,
+} from '../../contract/job.js'
 import { iso, type Clock } from '../../domain/clock.js'
 import type { EndpointRecord } from '../../domain/endpoints/endpoint.js'
 import { DomainError, notFound } from '../../domain/errors.js'
@@ -27,7 +36,12 @@ function deliveryView(d: WebhookDelivery): WebhookDeliveryView {
     id: d.id,
     url: d.url,
     state: d.state,
-    attempts: d.attempts.map((a) => ({ at: iso(a.at), statusCode: a.statusCode, error: a.error, durationMs: a.durationMs })),
+    attempts: d.attempts.map((a) => ({
+      at: iso(a.at),
+      statusCode: a.statusCode,
+      error: a.error,
+      durationMs: a.durationMs,
+    })),
     nextAttemptAt: d.nextAttemptAt === null ? null : iso(d.nextAttemptAt),
   }
 }
@@ -85,11 +99,20 @@ export class JobService {
    * `body` (a /runsync input can be 20 MB, and its call waits for the result), so the input is kept once, in
    * the store, until a worker takes it.
    */
-  submit(p: Principal, endpointId: string, body: JobRequest, sync: boolean, waitMs?: number, idempotencyKey?: string): Promise<JobRef | JobStatusView> {
+  submit(
+    p: Principal,
+    endpointId: string,
+    body: JobRequest,
+    sync: boolean,
+    waitMs?: number,
+    idempotencyKey?: string,
+  ): Promise<JobRef | JobStatusView> {
     const queued = this.enqueue(p, endpointId, body, sync, waitMs, idempotencyKey)
     return queued.then((r) => {
       if (!('stored' in r)) return r
-      return sync ? this.waitFinal(r.stored, waitMs ?? DEFAULT_SYNC_WAIT_MS, r.sub) : { id: r.stored, status: 'IN_QUEUE' as const }
+      return sync
+        ? this.waitFinal(r.stored, waitMs ?? DEFAULT_SYNC_WAIT_MS, r.sub)
+        : { id: r.stored, status: 'IN_QUEUE' as const }
     })
   }
 
@@ -97,11 +120,22 @@ export class JobService {
    * Stores a submitted job: its id (with, for a /runsync, the subscription to its changes opened before its
    * insert), or the answer of the earlier job an idempotent repeat names.
    */
-  private async enqueue(p: Principal, endpointId: string, body: JobRequest, sync: boolean, waitMs?: number, idempotencyKey?: string): Promise<Stored | JobRef | JobStatusView> {
+  private async enqueue(
+    p: Principal,
+    endpointId: string,
+    body: JobRequest,
+    sync: boolean,
+    waitMs?: number,
+    idempotencyKey?: string,
+  ): Promise<Stored | JobRef | JobStatusView> {
     const ep = await this.endpoint(p, endpointId)
     // The schema checks that it is a URI (one error for "notaurl"); only http(s) can be POSTed to.
     if (body.webhook !== undefined && !/^https?:\/\//i.test(body.webhook)) {
-      throw new DomainError('bad_request', `webhook: must be an http or https URL, got ${JSON.stringify(body.webhook)}`, [`webhook: must be an http or https URL, got ${JSON.stringify(body.webhook)}`])
+      throw new DomainError(
+        'bad_request',
+        `webhook: must be an http or https URL, got ${JSON.stringify(body.webhook)}`,
+        [`webhook: must be an http or https URL, got ${JSON.stringify(body.webhook)}`],
+      )
     }
     const now = this.deps.clock.now()
     const ttlMs = body.policy?.ttl ?? DEFAULT_TTL_MS
@@ -159,7 +193,11 @@ export class JobService {
     if (busy !== undefined) throw busy === fingerprint ? keyInFlight(key) : keyReused(key, undefined)
     this.accepting.set(flight, fingerprint)
     try {
-      const r = await this.deps.lifecycle.enqueueIdempotent(job, { key, fingerprint, expiresAt: job.createdAt + (this.deps.idempotencyWindowMs ?? DEFAULT_TTL_MS) })
+      const r = await this.deps.lifecycle.enqueueIdempotent(job, {
+        key,
+        fingerprint,
+        expiresAt: job.createdAt + (this.deps.idempotencyWindowMs ?? DEFAULT_TTL_MS),
+      })
       if (r.inserted) return undefined
       if (r.fingerprint !== fingerprint) throw keyReused(key, r.jobId)
       return r.jobId
@@ -169,10 +207,19 @@ export class JobService {
   }
 
   /** The answer to a repeated submission: the original job as it is now (for /runsync, once final or after the wait). */
-  private async replay(ep: EndpointRecord, jobId: string, key: string, sync: boolean, waitMs?: number): Promise<JobRef | JobStatusView> {
+  private async replay(
+    ep: EndpointRecord,
+    jobId: string,
+    key: string,
+    sync: boolean,
+    waitMs?: number,
+  ): Promise<JobRef | JobStatusView> {
     const job = await this.deps.store.jobs.get(jobId)
     if (!job || job.endpointId !== ep.id || this.expired(job)) {
-      throw new DomainError('not_found', `job ${JSON.stringify(jobId)}, submitted earlier with Idempotency-Key ${JSON.stringify(key)}, is no longer kept (its TTL or result retention elapsed); it is not run again: send a new key to submit it anew`)
+      throw new DomainError(
+        'not_found',
+        `job ${JSON.stringify(jobId)}, submitted earlier with Idempotency-Key ${JSON.stringify(key)}, is no longer kept (its TTL or result retention elapsed); it is not run again: send a new key to submit it anew`,
+      )
     }
     if (!sync) return { id: job.id, status: job.status }
     return this.waitFinal(job.id, waitMs ?? DEFAULT_SYNC_WAIT_MS)
@@ -188,12 +235,18 @@ export class JobService {
     }
     const view = this.view(job)
     // Only a job with a webhook has deliveries to look up: other status reads cost no extra query.
-    if (job.webhook !== null) view.webhookDeliveries = (await this.deps.store.webhooks.listForJob(job.id)).map(deliveryView)
+    if (job.webhook !== null)
+      view.webhookDeliveries = (await this.deps.store.webhooks.listForJob(job.id)).map(deliveryView)
     return view
   }
 
   /** GET /status-sync/{id}: like /status, but waits up to `waitMs` for a final state. */
-  async statusSync(p: Principal, endpointId: string, jobId: string, waitMs = DEFAULT_SYNC_WAIT_MS): Promise<JobStatusView> {
+  async statusSync(
+    p: Principal,
+    endpointId: string,
+    jobId: string,
+    waitMs = DEFAULT_SYNC_WAIT_MS,
+  ): Promise<JobStatusView> {
     await this.job(await this.endpoint(p, endpointId), jobId)
     return this.waitFinal(jobId, waitMs)
   }
@@ -216,7 +269,8 @@ export class JobService {
         if (error !== null) view.error = error
         if (chunks.length > 0) return view
         if (isFinal(job.status)) {
-          if (job.status === 'COMPLETED' && job.output !== undefined && (await store.jobs.claimFinalOutput(jobId))) view.stream = [{ output: job.output }]
+          if (job.status === 'COMPLETED' && job.output !== undefined && (await store.jobs.claimFinalOutput(jobId)))
+            view.stream = [{ output: job.output }]
           return view
         }
         const left = deadline - Date.now()
@@ -242,7 +296,10 @@ export class JobService {
   async retry(p: Principal, endpointId: string, jobId: string): Promise<JobRef> {
     const job = await this.job(await this.endpoint(p, endpointId), jobId)
     if (job.status !== 'FAILED' && job.status !== 'TIMED_OUT') {
-      throw new DomainError('bad_request', `job ${JSON.stringify(jobId)} is ${job.status}; only FAILED or TIMED_OUT jobs can be retried`)
+      throw new DomainError(
+        'bad_request',
+        `job ${JSON.stringify(jobId)} is ${job.status}; only FAILED or TIMED_OUT jobs can be retried`,
+      )
     }
     const now = this.deps.clock.now()
     // A retry is a resubmission: its TTL and delay count from now.
@@ -260,7 +317,11 @@ export class JobService {
       requeueAtEnd: true,
       clearStream: true,
     })
-    if (!retried) throw new DomainError('bad_request', `job ${JSON.stringify(jobId)} changed state meanwhile; only FAILED or TIMED_OUT jobs can be retried`)
+    if (!retried)
+      throw new DomainError(
+        'bad_request',
+        `job ${JSON.stringify(jobId)} changed state meanwhile; only FAILED or TIMED_OUT jobs can be retried`,
+      )
     return { id: job.id, status: 'IN_QUEUE' }
   }
 
@@ -275,7 +336,13 @@ export class JobService {
     const ep = await this.endpoint(p, endpointId)
     const c = await this.deps.store.jobs.counts(ep.id)
     return {
-      jobs: { completed: c.completed, failed: c.failed, inProgress: c.inProgress, inQueue: c.inQueue, retried: c.retried },
+      jobs: {
+        completed: c.completed,
+        failed: c.failed,
+        inProgress: c.inProgress,
+        inQueue: c.inQueue,
+        retried: c.retried,
+      },
       workers: this.deps.workerHealth(ep.id),
     }
   }
@@ -345,7 +412,11 @@ export class JobService {
   private async endpoint(p: Principal, id: string): Promise<EndpointRecord> {
     const ep = await this.deps.store.endpoints.get(id)
     if (!ep || ep.accountId !== p.accountId) throw notFound('endpoint', id)
-    if (ep.type !== 'QUEUE') throw new DomainError('bad_request', `endpoint ${JSON.stringify(id)} is a ${ep.type} endpoint: it has no job queue; send requests to its base URL`)
+    if (ep.type !== 'QUEUE')
+      throw new DomainError(
+        'bad_request',
+        `endpoint ${JSON.stringify(id)} is a ${ep.type} endpoint: it has no job queue; send requests to its base URL`,
+      )
     return ep
   }
 

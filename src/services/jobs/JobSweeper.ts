@@ -30,7 +30,10 @@ export class JobSweeper {
   constructor(private readonly o: JobSweeperOptions) {}
 
   start(): void {
-    this.timer = setInterval(() => void this.sweep().catch((err) => this.o.log.error({ err }, 'sweep failed')), this.o.intervalMs)
+    this.timer = setInterval(
+      () => void this.sweep().catch((err) => this.o.log.error({ err }, 'sweep failed')),
+      this.o.intervalMs,
+    )
     this.timer.unref()
   }
 
@@ -50,12 +53,22 @@ export class JobSweeper {
     const now = clock.now()
     for (const job of await store.jobs.listTimedOut(now, BATCH)) {
       const ms = job.executionTimeoutMs
-      const moved = await lifecycle.apply(job.id, 'timeout', { error: `execution timeout: the job ran longer than ${ms} ms` })
+      const moved = await lifecycle.apply(job.id, 'timeout', {
+        error: `execution timeout: the job ran longer than ${ms} ms`,
+      })
       if (moved) log.info({ jobId: job.id, endpointId: job.endpointId, workerId: job.workerId }, 'job timed out')
     }
     for (const job of await store.jobs.listExpired(now, BATCH)) {
       if (await lifecycle.remove(job)) {
-        log.info({ jobId: job.id, endpointId: job.endpointId, status: job.status, why: job.expiresAt <= now ? 'ttl' : 'retention' }, 'job expired')
+        log.info(
+          {
+            jobId: job.id,
+            endpointId: job.endpointId,
+            status: job.status,
+            why: job.expiresAt <= now ? 'ttl' : 'retention',
+          },
+          'job expired',
+        )
       }
     }
     if (now >= this.nextKeySweep) {

@@ -2,7 +2,13 @@ import { jsonValue } from '../../domain/RawJson.js'
 import type { JobStatusView } from '../../contract/job.js'
 import { DomainError } from '../../domain/errors.js'
 import { isFinal } from '../../domain/jobs/jobState.js'
-import { openAiAnswer, openAiJobInput, SseEncoder, wantsStream, type OpenAiAnswer } from '../../domain/jobs/openaiJob.js'
+import {
+  openAiAnswer,
+  openAiJobInput,
+  SseEncoder,
+  wantsStream,
+  type OpenAiAnswer,
+} from '../../domain/jobs/openaiJob.js'
 import type { Principal } from '../accounts/AccountService.js'
 import type { JobService } from './JobService.js'
 
@@ -44,7 +50,8 @@ export class OpenAiService {
     r.signal.addEventListener('abort', cancel, { once: true })
     try {
       let view = ref
-      while (!isFinal(view.status) && !r.signal.aborted && !this.jobs.closing) view = await this.jobs.statusSync(r.principal, r.endpointId, ref.id, WAIT_SLICE_MS)
+      while (!isFinal(view.status) && !r.signal.aborted && !this.jobs.closing)
+        view = await this.jobs.statusSync(r.principal, r.endpointId, ref.id, WAIT_SLICE_MS)
       return { kind: 'json', answer: this.answer(view) }
     } finally {
       r.signal.removeEventListener('abort', cancel)
@@ -56,13 +63,24 @@ export class OpenAiService {
       case 'COMPLETED':
         return openAiAnswer(jsonValue(view.output))
       case 'FAILED':
-        throw new DomainError('internal', `the worker failed the request (job ${view.id}): ${view.error ?? 'no error message'}`)
+        throw new DomainError(
+          'internal',
+          `the worker failed the request (job ${view.id}): ${view.error ?? 'no error message'}`,
+        )
       case 'TIMED_OUT':
-        throw new DomainError('gateway_timeout', `the request (job ${view.id}) ran past the endpoint's execution timeout`)
+        throw new DomainError(
+          'gateway_timeout',
+          `the request (job ${view.id}) ran past the endpoint's execution timeout`,
+        )
       case 'CANCELLED':
         throw new DomainError('unavailable', `the request (job ${view.id}) was cancelled`)
       default:
-        throw new DomainError('unavailable', `the control plane is stopping; the request (job ${view.id}) was not answered`, undefined, { 'retry-after': '1' })
+        throw new DomainError(
+          'unavailable',
+          `the control plane is stopping; the request (job ${view.id}) was not answered`,
+          undefined,
+          { 'retry-after': '1' },
+        )
     }
   }
 
@@ -79,7 +97,17 @@ export class OpenAiService {
         }
         if (isFinal(view.status)) {
           finished = true
-          const end = sse.finish(view.status === 'COMPLETED' ? undefined : { error: { message: view.error ?? `the request ended ${view.status}`, type: view.status === 'TIMED_OUT' ? 'timeout' : 'server_error', code: null } })
+          const end = sse.finish(
+            view.status === 'COMPLETED'
+              ? undefined
+              : {
+                  error: {
+                    message: view.error ?? `the request ended ${view.status}`,
+                    type: view.status === 'TIMED_OUT' ? 'timeout' : 'server_error',
+                    code: null,
+                  },
+                },
+          )
           if (end) yield end
           return
         }

@@ -50,7 +50,17 @@ export class WebhookDispatcher implements WebhookQueue {
 
   delivery(job: JobRecord): WebhookDelivery {
     const now = this.o.clock.now()
-    return { id: newId('wh_'), jobId: job.id, endpointId: job.endpointId, url: job.webhook ?? '', payload: jobStatusView(job), state: 'PENDING', attempts: [], nextAttemptAt: now, createdAt: now }
+    return {
+      id: newId('wh_'),
+      jobId: job.id,
+      endpointId: job.endpointId,
+      url: job.webhook ?? '',
+      payload: jobStatusView(job),
+      state: 'PENDING',
+      attempts: [],
+      nextAttemptAt: now,
+      createdAt: now,
+    }
   }
 
   notify(): void {
@@ -128,8 +138,14 @@ export class WebhookDispatcher implements WebhookQueue {
       const timestamp = Math.floor(Date.now() / 1000)
       // webhook-id names the delivery, the same on every attempt and after a restart: delivery is at least
       // once (an attempt whose answer was lost is made again), so receivers drop ids they have seen.
-      const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': 'hangar-webhook/1', 'webhook-id': d.id, 'webhook-timestamp': String(timestamp) }
-      const keys = d.endpointId !== undefined && this.o.signingKeys ? await this.o.signingKeys(d.endpointId, clock.now()) : []
+      const headers: Record<string, string> = {
+        'content-type': 'application/json',
+        'user-agent': 'hangar-webhook/1',
+        'webhook-id': d.id,
+        'webhook-timestamp': String(timestamp),
+      }
+      const keys =
+        d.endpointId !== undefined && this.o.signingKeys ? await this.o.signingKeys(d.endpointId, clock.now()) : []
       if (keys.length > 0) headers['webhook-signature'] = signWebhook(keys, d.id, timestamp, body)
       const res = await request(d.url, {
         method: 'POST',
@@ -147,9 +163,20 @@ export class WebhookDispatcher implements WebhookQueue {
     }
     const attempts = d.attempts.length + 1
     const now = clock.now()
-    const next = error === null ? { state: 'DELIVERED' as const, nextAttemptAt: null } : attempts >= WEBHOOK_ATTEMPTS ? { state: 'FAILED' as const, nextAttemptAt: null } : { state: 'PENDING' as const, nextAttemptAt: now + retryDelayMs }
+    const next =
+      error === null
+        ? { state: 'DELIVERED' as const, nextAttemptAt: null }
+        : attempts >= WEBHOOK_ATTEMPTS
+          ? { state: 'FAILED' as const, nextAttemptAt: null }
+          : { state: 'PENDING' as const, nextAttemptAt: now + retryDelayMs }
     await store.webhooks.recordAttempt(d.id, { at: now, statusCode, error, durationMs: Date.now() - started }, next)
-    this.o.metrics?.webhookAttempt(next.state === 'DELIVERED' ? 'delivered' : next.state === 'FAILED' ? 'failed' : 'retry')
-    if (error) log.warn({ jobId: d.jobId, url: d.url, attempt: attempts, error }, next.state === 'FAILED' ? 'webhook delivery failed' : 'webhook attempt failed')
+    this.o.metrics?.webhookAttempt(
+      next.state === 'DELIVERED' ? 'delivered' : next.state === 'FAILED' ? 'failed' : 'retry',
+    )
+    if (error)
+      log.warn(
+        { jobId: d.jobId, url: d.url, attempt: attempts, error },
+        next.state === 'FAILED' ? 'webhook delivery failed' : 'webhook attempt failed',
+      )
   }
 }

@@ -32,7 +32,14 @@ export class WebhookSecrets {
   /** Creates the secret of a new endpoint inside the transaction `tx`; returns it in clear. */
   async create(tx: Collections, endpoint: { id: string; accountId: string; createdAt: string }): Promise<string> {
     const secret = newWebhookSecret()
-    await tx.webhookSecrets.insert({ id: endpoint.id, accountId: endpoint.accountId, createdAt: endpoint.createdAt, secret: this.seal(endpoint.id, secret), previous: null, previousUntil: null })
+    await tx.webhookSecrets.insert({
+      id: endpoint.id,
+      accountId: endpoint.accountId,
+      createdAt: endpoint.createdAt,
+      secret: this.seal(endpoint.id, secret),
+      previous: null,
+      previousUntil: null,
+    })
     return secret
   }
 
@@ -49,7 +56,15 @@ export class WebhookSecrets {
       if (!endpoint || endpoint.accountId !== accountId) throw notFound('endpoint', endpointId)
       const held = await tx.webhookSecrets.get(endpointId)
       const sealed = this.seal(endpointId, secret)
-      if (!held) await tx.webhookSecrets.insert({ id: endpointId, accountId, createdAt: iso(now), secret: sealed, previous: null, previousUntil: null })
+      if (!held)
+        await tx.webhookSecrets.insert({
+          id: endpointId,
+          accountId,
+          createdAt: iso(now),
+          secret: sealed,
+          previous: null,
+          previousUntil: null,
+        })
       else await tx.webhookSecrets.update({ ...held, secret: sealed, previous: held.secret, previousUntil: until })
     })
     return { webhookSecret: secret, previousSecretExpiresAt: iso(until) }
@@ -60,7 +75,8 @@ export class WebhookSecrets {
     const held = await this.deps.store.webhookSecrets.get(endpointId)
     if (!held) return []
     const keys = [webhookKey(this.open(held, held.secret))]
-    if (held.previous !== null && held.previousUntil !== null && now < held.previousUntil) keys.push(webhookKey(this.open(held, held.previous)))
+    if (held.previous !== null && held.previousUntil !== null && now < held.previousUntil)
+      keys.push(webhookKey(this.open(held, held.previous)))
     return keys
   }
 

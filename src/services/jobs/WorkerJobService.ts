@@ -1,4 +1,10 @@
-import type { WorkerDoneBatchItem, WorkerDoneBatchReply, WorkerDoneBody, WorkerJob, WorkerPostReply } from '../../contract/worker.js'
+import type {
+  WorkerDoneBatchItem,
+  WorkerDoneBatchReply,
+  WorkerDoneBody,
+  WorkerJob,
+  WorkerPostReply,
+} from '../../contract/worker.js'
 import type { Clock } from '../../domain/clock.js'
 import { DomainError } from '../../domain/errors.js'
 import { splitChunk } from '../../domain/jobs/streamChunks.js'
@@ -62,7 +68,10 @@ export class WorkerJobService {
         }
         const jobs = await this.deps.lifecycle.take(endpointId, workerId, max)
         if (jobs.length > 0) {
-          workers.jobsTaken(workerId, jobs.map((j) => j.id))
+          workers.jobsTaken(
+            workerId,
+            jobs.map((j) => j.id),
+          )
           return jobs.map((j) => toWorkerJob(j, this.deps.secrets))
         }
         const left = deadline - Date.now()
@@ -117,13 +126,24 @@ export class WorkerJobService {
   // output (the aggregate, or []) is the result.
   private async settle(workerId: string, jobId: string, body: WorkerDoneBody): Promise<WorkerPostReply> {
     const { lifecycle, workers } = this.deps
-    if (body.status === 'IN_PROGRESS') return this.result(jobId, await lifecycle.progress(jobId, workerId, body.output ?? null))
+    if (body.status === 'IN_PROGRESS')
+      return this.result(jobId, await lifecycle.progress(jobId, workerId, body.output ?? null))
     let job: JobRecord | undefined
     if (body.error !== undefined && body.error !== null && body.error !== '') {
       const error = typeof body.error === 'string' ? body.error : JSON.stringify(body.error)
-      job = await lifecycle.apply(jobId, 'fail', { error, ...(body.output !== undefined ? { output: body.output } : {}) }, workerId)
+      job = await lifecycle.apply(
+        jobId,
+        'fail',
+        { error, ...(body.output !== undefined ? { output: body.output } : {}) },
+        workerId,
+      )
     } else {
-      job = await lifecycle.apply(jobId, 'complete', { output: body.output === undefined ? null : body.output, progress: undefined }, workerId)
+      job = await lifecycle.apply(
+        jobId,
+        'complete',
+        { output: body.output === undefined ? null : body.output, progress: undefined },
+        workerId,
+      )
     }
     if (body.stopPod === true) workers.recycle(workerId)
     return this.result(jobId, job)
@@ -144,9 +164,11 @@ export class WorkerJobService {
   async streamChunk(workerId: string, jobId: string, body: unknown): Promise<WorkerPostReply> {
     const { store, events, workers } = this.deps
     workers.contact(workerId)
-    if (typeof body !== 'object' || body === null || !('output' in body)) throw new DomainError('bad_request', 'a stream post is {"output": <chunk>}')
+    if (typeof body !== 'object' || body === null || !('output' in body))
+      throw new DomainError('bad_request', 'a stream post is {"output": <chunk>}')
     const job = await store.jobs.get(jobId)
-    if (job?.status !== 'IN_PROGRESS' || job.workerId !== workerId) return { accepted: false, ...(job ? { status: job.status } : {}) }
+    if (job?.status !== 'IN_PROGRESS' || job.workerId !== workerId)
+      return { accepted: false, ...(job ? { status: job.status } : {}) }
     await store.jobs.appendChunks(jobId, splitChunk((body as { output: unknown }).output))
     events.jobChanged(jobId)
     return { accepted: true, status: job.status }
@@ -184,7 +206,10 @@ export class WorkerJobService {
       const why = `its worker ${workerId} never acknowledged it (took it ${Math.round((now - job.startedAt) / 1000)} s ago; its pings do not list it): the job-take answer was lost, or the worker dropped it`
       await loseJob(lifecycle, job, workerId, why, true, true)
       this.deps.dropped?.note(job.endpointId, workerId)
-      this.deps.log?.info({ jobId: job.id, workerId, endpointId: job.endpointId, retries: job.retries + 1 }, 'job requeued: its worker never acknowledged it')
+      this.deps.log?.info(
+        { jobId: job.id, workerId, endpointId: job.endpointId, retries: job.retries + 1 },
+        'job requeued: its worker never acknowledged it',
+      )
     }
   }
 

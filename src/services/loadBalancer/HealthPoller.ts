@@ -6,7 +6,10 @@ import type { HttpWorker, WorkerService } from '../workers/WorkerService.js'
 
 export interface HealthPollerOptions {
   workers: Pick<WorkerService, 'httpWorkers' | 'contact' | 'lose'>
-  config: Pick<LoadBalancerConfig, 'healthIntervalMs' | 'startingHealthIntervalMs' | 'healthTimeoutMs' | 'unhealthyAfter'>
+  config: Pick<
+    LoadBalancerConfig,
+    'healthIntervalMs' | 'startingHealthIntervalMs' | 'healthTimeoutMs' | 'unhealthyAfter'
+  >
   log: Log
   monotonic?: () => number
 }
@@ -72,12 +75,15 @@ export class HealthPoller {
       seen.add(w.id)
       if (w.phase === 'stopping' || w.phase === 'unhealthy') continue
       let t = this.state.get(w.id)
-      if (!t) this.state.set(w.id, (t = { health: 'INITIALIZING', failures: 0, answered: false, nextAt: now, busy: false }))
+      if (!t)
+        this.state.set(w.id, (t = { health: 'INITIALIZING', failures: 0, answered: false, nextAt: now, busy: false }))
       if (t.busy || t.nextAt > now) continue
       t.busy = true
       void this.check(w, t).finally(() => {
         t.busy = false
-        t.nextAt = this.mono() + (w.phase === 'starting' ? this.o.config.startingHealthIntervalMs : this.o.config.healthIntervalMs)
+        t.nextAt =
+          this.mono() +
+          (w.phase === 'starting' ? this.o.config.startingHealthIntervalMs : this.o.config.healthIntervalMs)
       })
     }
     for (const id of [...this.state.keys()]) if (!seen.has(id)) this.state.delete(id)
@@ -111,7 +117,10 @@ export class HealthPoller {
       t.health = 'UNHEALTHY'
       if (++t.failures >= this.o.config.unhealthyAfter) {
         const why = status === null ? `no answer (${error})` : `HTTP ${status}`
-        this.o.workers.lose(w.id, `worker ${w.id} failed ${t.failures} health checks in a row on port ${w.address.healthPort} ${path}: ${why}`)
+        this.o.workers.lose(
+          w.id,
+          `worker ${w.id} failed ${t.failures} health checks in a row on port ${w.address.healthPort} ${path}: ${why}`,
+        )
       }
     }
     for (const listener of this.checkedListeners) listener(w.endpointId, t.health)

@@ -5,11 +5,26 @@ import type { HttpWorker } from '../workers/WorkerService.js'
 
 /** Workers as the WorkerService would list them, with in-flight counts kept the way it keeps them. */
 function fleet(ids: string[]) {
-  const workers = new Map<string, HttpWorker>(ids.map((id) => [id, { id, endpointId: 'e', phase: 'ready', retiring: false, inFlight: 0, address: { host: '127.0.0.1', port: 1, healthPort: 1, healthPath: '/ping' } }]))
+  const workers = new Map<string, HttpWorker>(
+    ids.map((id) => [
+      id,
+      {
+        id,
+        endpointId: 'e',
+        phase: 'ready',
+        retiring: false,
+        inFlight: 0,
+        address: { host: '127.0.0.1', port: 1, healthPort: 1, healthPath: '/ping' },
+      },
+    ]),
+  )
   return {
     workers,
     port: {
-      httpWorkers: (endpointId?: string) => [...workers.values()].filter((w) => endpointId === undefined || w.endpointId === endpointId).map((w) => ({ ...w })),
+      httpWorkers: (endpointId?: string) =>
+        [...workers.values()]
+          .filter((w) => endpointId === undefined || w.endpointId === endpointId)
+          .map((w) => ({ ...w })),
       requestStarted: (id: string) => void (workers.get(id)!.inFlight += 1),
       requestEnded: (id: string) => void (workers.get(id)!.inFlight -= 1),
     },
@@ -39,7 +54,11 @@ describe('LoadBalancer', () => {
   it('sends each request to the least busy healthy worker, never to one that is not READY or is draining', async () => {
     const f = fleet(['a', 'b', 'c'])
     f.workers.get('c')!.retiring = true
-    const lb = new LoadBalancer({ workers: f.port, health: (id) => (id === 'b' ? 'INITIALIZING' : 'READY'), coldStartTimeoutMs: 5_000 })
+    const lb = new LoadBalancer({
+      workers: f.port,
+      health: (id) => (id === 'b' ? 'INITIALIZING' : 'READY'),
+      coldStartTimeoutMs: 5_000,
+    })
     const leases = [await lb.acquire('e', 4), await lb.acquire('e', 4)]
     expect(leases.map((l) => l.workerId)).toEqual(['a', 'a'])
   })

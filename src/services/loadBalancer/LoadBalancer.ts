@@ -75,7 +75,14 @@ export class LoadBalancer {
       const timer = setTimeout(() => {
         remove()
         const retry = Math.max(1, Math.ceil(timeoutMs / 4000))
-        reject(new DomainError('unavailable', `no worker of endpoint ${endpointId} became ready to take the request within ${timeoutMs} ms (cold start or all workers busy); retry shortly`, undefined, { 'retry-after': String(retry) }))
+        reject(
+          new DomainError(
+            'unavailable',
+            `no worker of endpoint ${endpointId} became ready to take the request within ${timeoutMs} ms (cold start or all workers busy); retry shortly`,
+            undefined,
+            { 'retry-after': String(retry) },
+          ),
+        )
       }, timeoutMs)
       const onAbort = () => {
         remove()
@@ -130,7 +137,11 @@ export class LoadBalancer {
   /** Waiting and in-flight requests of an endpoint (the scaler's demand). */
   demand(endpointId: string): LbDemand {
     const q = this.queues.get(endpointId)
-    return { waiting: q?.length ?? 0, inFlight: this.inFlight.get(endpointId) ?? 0, oldestWaitMs: q?.length ? this.mono() - q[0].since : 0 }
+    return {
+      waiting: q?.length ?? 0,
+      inFlight: this.inFlight.get(endpointId) ?? 0,
+      oldestWaitMs: q?.length ? this.mono() - q[0].since : 0,
+    }
   }
 
   /** Endpoints with requests waiting or in flight. */
@@ -140,13 +151,17 @@ export class LoadBalancer {
 
   /** Fails every waiting request (shutdown). */
   close(): void {
-    for (const q of this.queues.values()) for (const w of q.splice(0)) w.fail(new DomainError('unavailable', 'the control plane is stopping', undefined, { 'retry-after': '1' }))
+    for (const q of this.queues.values())
+      for (const w of q.splice(0))
+        w.fail(new DomainError('unavailable', 'the control plane is stopping', undefined, { 'retry-after': '1' }))
     this.queues.clear()
   }
 
   private tryLease(endpointId: string, capacity: number): Lease | null {
     const { workers, health } = this.deps
-    const ready = workers.httpWorkers(endpointId).filter((w) => w.phase === 'ready' && !w.retiring && health(w.id) === 'READY')
+    const ready = workers
+      .httpWorkers(endpointId)
+      .filter((w) => w.phase === 'ready' && !w.retiring && health(w.id) === 'READY')
     const id = pickWorker(ready, capacity)
     if (id === null) return null
     const worker = ready.find((w) => w.id === id)!

@@ -22,5 +22,10 @@ export function lbAddress(published: readonly PublishedPort[], env: Record<strin
   const main = published.find((p) => p.privatePort === port)
   const health = published.find((p) => p.privatePort === healthPort)
   if (!main || !health) return null
-  return { host: main.ip === '0.0.0.0' || main.ip === '' ? '127.0.0.1' : main.ip, port: main.publicPort, healthPort: health.publicPort, healthPath: healthCheckPath(env) }
+  return {
+    host: main.ip === '0.0.0.0' || main.ip === '' ? '127.0.0.1' : main.ip,
+    port: main.publicPort,
+    healthPort: health.publicPort,
+    healthPath: healthCheckPath(env),
+  }
 }

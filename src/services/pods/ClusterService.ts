@@ -55,7 +55,9 @@ export class ClusterService {
     })
     const { podCount, gpuTypeId, gpuCountPerPod } = spec.compute
     const volumeDc = volumeIds.length ? volumes.get(volumeIds[0])!.dataCenter : null
-    const candidates = (spec.dataCenterIds.length ? spec.dataCenterIds : catalog.dataCenters.map((d) => d.id)).filter((d) => !volumeDc || d === volumeDc)
+    const candidates = (spec.dataCenterIds.length ? spec.dataCenterIds : catalog.dataCenters.map((d) => d.id)).filter(
+      (d) => !volumeDc || d === volumeDc,
+    )
     const ids = Array.from({ length: podCount }, () => newId('pod_'))
     const placed = this.placeAll(ids, candidates, spec.member.gpu!)
     if ('fits' in placed) {
@@ -79,12 +81,32 @@ export class ClusterService {
       const a = placed.allocations[rank]
       const ip = memberAddress(cluster.cidr, rank)
       const role = clusterRole(spec.type, rank)
-      const member = { ...structuredClone(spec.member), name: `${spec.name}-${rank}`, env: { ...spec.member.env, ...clusterEnv({ rank, nodeAddr: ip, primaryAddr, primaryPort: cluster.primaryPort, podCount, gpusPerPod: gpuCountPerPod }) } }
+      const member = {
+        ...structuredClone(spec.member),
+        name: `${spec.name}-${rank}`,
+        env: {
+          ...spec.member.env,
+          ...clusterEnv({
+            rank,
+            nodeAddr: ip,
+            primaryAddr,
+            primaryPort: cluster.primaryPort,
+            podCount,
+            gpusPerPod: gpuCountPerPod,
+          }),
+        },
+      }
       return newPodRecord(member, {
         id,
         accountId: p.accountId,
         createdAt: cluster.createdAt,
-        placement: { hostId: a.hostId, dataCenterId: a.dataCenterId, gpuIndices: [...a.gpuIndices], cudaVersion: a.cudaVersion, virtual: a.virtual },
+        placement: {
+          hostId: a.hostId,
+          dataCenterId: a.dataCenterId,
+          gpuIndices: [...a.gpuIndices],
+          cudaVersion: a.cudaVersion,
+          virtual: a.virtual,
+        },
         cluster: { id: cluster.id, rank, ...(role ? { role } : {}), ip },
       })
     })
@@ -130,13 +152,20 @@ export class ClusterService {
   }
 
   /** Every member on one data center's hosts, or none: the first candidate that holds them all wins. */
-  private placeAll(ids: string[], candidates: string[], gpu: NonNullable<PodRecord['gpu']>): { dc: string; allocations: Allocation[] } | { fits: Array<{ dc: string; n: number }> } {
+  private placeAll(
+    ids: string[],
+    candidates: string[],
+    gpu: NonNullable<PodRecord['gpu']>,
+  ): { dc: string; allocations: Allocation[] } | { fits: Array<{ dc: string; n: number }> } {
     const { fleet } = this.deps.catalog
     const fits: Array<{ dc: string; n: number }> = []
     for (const dc of candidates) {
       const allocations: Allocation[] = []
       for (const id of ids) {
-        const a = fleet.reserve(id, { dataCenterIds: [dc], gpu: { typeIds: [gpu.id], count: gpu.count, allowedCudaVersions: [], minCudaVersion: null } })
+        const a = fleet.reserve(id, {
+          dataCenterIds: [dc],
+          gpu: { typeIds: [gpu.id], count: gpu.count, allowedCudaVersions: [], minCudaVersion: null },
+        })
         if ('reason' in a) break
         allocations.push(a)
       }
@@ -149,7 +178,11 @@ export class ClusterService {
 
   /** A /24 of loopback no live cluster uses. */
   private async freeBlock(): Promise<string> {
-    const used = new Set((await this.deps.store.pods.list({ includeClusterPods: true })).map((m) => m.cluster?.ip?.split('.').slice(0, 3).join('.')).filter(Boolean))
+    const used = new Set(
+      (await this.deps.store.pods.list({ includeClusterPods: true }))
+        .map((m) => m.cluster?.ip?.split('.').slice(0, 3).join('.'))
+        .filter(Boolean),
+    )
     for (;;) {
       const block = `127.${randomInt(64, 192)}.${randomInt(0, 256)}`
       if (!used.has(block)) return `${block}.0/24`
@@ -157,7 +190,9 @@ export class ClusterService {
   }
 
   private async memberRecords(clusterId: string): Promise<PodRecord[]> {
-    return (await this.deps.store.pods.list({ clusterId })).sort((a, b) => (a.cluster!.rank ?? 0) - (b.cluster!.rank ?? 0))
+    return (await this.deps.store.pods.list({ clusterId })).sort(
+      (a, b) => (a.cluster!.rank ?? 0) - (b.cluster!.rank ?? 0),
+    )
   }
 
   private async owned(accountId: string, id: string): Promise<ClusterRecord> {
@@ -171,7 +206,10 @@ export class ClusterService {
     const byStatus: Record<string, number> = {}
     for (const m of members) byStatus[m.status] = (byStatus[m.status] ?? 0) + 1
     const primary = members.find((m) => m.cluster?.rank === 0)
-    const ssh = primary?.status === 'RUNNING' && primary.ports.includes('22/tcp') ? primary.portMappings.find((x) => x.privatePort === 22 && x.protocol === 'tcp') : undefined
+    const ssh =
+      primary?.status === 'RUNNING' && primary.ports.includes('22/tcp')
+        ? primary.portMappings.find((x) => x.privatePort === 22 && x.protocol === 'tcp')
+        : undefined
     return {
       id: c.id,
       name: c.name,
@@ -181,7 +219,15 @@ export class ClusterService {
       pods: { total: members.length, byStatus },
       dataCenterId: c.dataCenterId,
       network: { cidr: c.cidr },
-      ...(primary ? { primary: { podId: primary.id, status: primary.status, ...(ssh ? { sshEndpoint: `${ssh.ip}:${ssh.publicPort}` } : {}) } } : {}),
+      ...(primary
+        ? {
+            primary: {
+              podId: primary.id,
+              status: primary.status,
+              ...(ssh ? { sshEndpoint: `${ssh.ip}:${ssh.publicPort}` } : {}),
+            },
+          }
+        : {}),
     }
   }
 }

@@ -31,20 +31,46 @@ export class PodLinks {
   /** A token for `port` of pod `podId`, opening it as `p`. */
   issue(p: Principal, podId: string, port: number): { token: string; expiresAt: number } {
     const exp = this.deps.clock.now() + LINK_TTL_MS
-    const claims: LinkClaims = { accountId: p.accountId, keyId: p.keyId, permission: p.permission, admin: p.admin, rateLimitExempt: p.rateLimitExempt, exp }
-    return { token: Buffer.from(this.deps.secrets.seal(JSON.stringify(claims), context(podId, port))).toString('base64url'), expiresAt: exp }
+    const claims: LinkClaims = {
+      accountId: p.accountId,
+      keyId: p.keyId,
+      permission: p.permission,
+      admin: p.admin,
+      rateLimitExempt: p.rateLimitExempt,
+      exp,
+    }
+    return {
+      token: Buffer.from(this.deps.secrets.seal(JSON.stringify(claims), context(podId, port))).toString('base64url'),
+      expiresAt: exp,
+    }
   }
 
   /** The principal a token stands for; 401 when it is not a link to this pod and port, or expired. */
   verify(token: string, podId: string, port: number): Principal {
     let claims: LinkClaims
     try {
-      claims = JSON.parse(this.deps.secrets.open(Buffer.from(token, 'base64url').toString('utf8'), context(podId, port)))
+      claims = JSON.parse(
+        this.deps.secrets.open(Buffer.from(token, 'base64url').toString('utf8'), context(podId, port)),
+      )
     } catch {
-      throw new DomainError('unauthorized', `this link is not valid for port ${port} of pod ${podId}: open the pod's port again from the console`)
+      throw new DomainError(
+        'unauthorized',
+        `this link is not valid for port ${port} of pod ${podId}: open the pod's port again from the console`,
+      )
     }
-    if (claims.exp <= this.deps.clock.now()) throw new DomainError('unauthorized', `this link to port ${port} of pod ${podId} expired at ${new Date(claims.exp).toISOString()}: open it again from the console`)
-    return { accountId: claims.accountId, keyId: claims.keyId, permission: claims.permission, admin: claims.admin, endpointIds: [], rateLimitExempt: claims.rateLimitExempt === true }
+    if (claims.exp <= this.deps.clock.now())
+      throw new DomainError(
+        'unauthorized',
+        `this link to port ${port} of pod ${podId} expired at ${new Date(claims.exp).toISOString()}: open it again from the console`,
+      )
+    return {
+      accountId: claims.accountId,
+      keyId: claims.keyId,
+      permission: claims.permission,
+      admin: claims.admin,
+      endpointIds: [],
+      rateLimitExempt: claims.rateLimitExempt === true,
+    }
   }
 
   /** Whether the pod's SSH address answers with an SSH identification line (RFC 4253 §4.2) within a moment. */

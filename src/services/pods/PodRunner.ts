@@ -119,7 +119,8 @@ export class PodRunner {
 
   /** Deletes the persistent mount of a pod being terminated (a no-op for a pod without one). */
   async destroyMount(pod: PodRecord): Promise<void> {
-    if (pod.mounts.persistent && pod.placement) await this.deps.runtime.removePersistent(pod.placement.hostId, persistentName(pod.id))
+    if (pod.mounts.persistent && pod.placement)
+      await this.deps.runtime.removePersistent(pod.placement.hostId, persistentName(pod.id))
   }
 
   /**
@@ -141,7 +142,11 @@ export class PodRunner {
 
   /** What this runner still holds for a pod (`program`, `log`, `sample`); none once the pod is terminated. */
   heldFor(podId: string): string[] {
-    return [this.running.has(podId) && 'program', this.logs.has(podId) && 'log', this.stats.has(podId) && 'sample'].filter((x) => x !== false)
+    return [
+      this.running.has(podId) && 'program',
+      this.logs.has(podId) && 'log',
+      this.stats.has(podId) && 'sample',
+    ].filter((x) => x !== false)
   }
 
   /** The latest resource use of the pod's program (sampled every few seconds), null before the first sample. */
@@ -161,7 +166,10 @@ export class PodRunner {
   /** Pod programs the runtime runs that no pod claims (`known` = refs of pods that should run); removes them. */
   async removeOrphans(known: ReadonlySet<string>): Promise<string[]> {
     const removed: string[] = []
-    for (const w of await this.deps.runtime.list({ [LABELS.installation]: this.deps.installationId, [LABELS.kind]: 'pod' })) {
+    for (const w of await this.deps.runtime.list({
+      [LABELS.installation]: this.deps.installationId,
+      [LABELS.kind]: 'pod',
+    })) {
       if (known.has(w.ref)) continue
       await this.deps.runtime.remove(w.ref)
       removed.push(w.ref)

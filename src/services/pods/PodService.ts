@@ -9,7 +9,13 @@ import { newId } from '../../domain/ids.js'
 import { actionRefusal, newPodRecord, type PodRecord } from '../../domain/pods/pod.js'
 import { nextPodStatus, podSourcesOf, type PodEvent } from '../../domain/pods/podState.js'
 import { podPlacementRequest } from '../../domain/pods/podPlacement.js'
-import { changesWhatRuns, createPodSpec, updatePodSpec, type PodCatalogView, type PodTemplateView } from '../../domain/pods/podRules.js'
+import {
+  changesWhatRuns,
+  createPodSpec,
+  updatePodSpec,
+  type PodCatalogView,
+  type PodTemplateView,
+} from '../../domain/pods/podRules.js'
 import { toPod, type PodPrices } from '../../domain/pods/podView.js'
 import type { WorkerLog } from '../../runtime/WorkerLog.js'
 import type { Store } from '../../store/Store.js'
@@ -71,7 +77,10 @@ export class PodService {
   }
 
   async create(p: Principal, body: CreatePod): Promise<Pod> {
-    const template = body.templateId === undefined ? null : ((await this.deps.templates.resolveForAccount(p.accountId, body.templateId)) as PodTemplateView)
+    const template =
+      body.templateId === undefined
+        ? null
+        : ((await this.deps.templates.resolveForAccount(p.accountId, body.templateId)) as PodTemplateView)
     const volumeIds = (body.mounts?.network ?? []).map((m) => m.volumeId)
     const spec = createPodSpec(body, {
       catalog: this.catalogView(),
@@ -129,13 +138,24 @@ export class PodService {
    * apply it at their next start.
    */
   async update(p: Principal, id: string, body: UpdatePod): Promise<Pod> {
-    const template = body.templateId === undefined ? null : ((await this.deps.templates.resolveForAccount(p.accountId, body.templateId)) as PodTemplateView)
+    const template =
+      body.templateId === undefined
+        ? null
+        : ((await this.deps.templates.resolveForAccount(p.accountId, body.templateId)) as PodTemplateView)
     return this.serial(id, async () => {
       const current = await this.owned(p.accountId, id)
       this.assertStandalone(current, 'updated')
-      const spec = updatePodSpec(current, body, { catalog: this.catalogView(), registries: await this.registries(p.accountId, [body.registry, template?.registry]), template })
+      const spec = updatePodSpec(current, body, {
+        catalog: this.catalogView(),
+        registries: await this.registries(p.accountId, [body.registry, template?.registry]),
+        template,
+      })
       const restart = current.status === 'RUNNING' && changesWhatRuns(current, spec)
-      if (restart && spec.locked) throw new DomainError('conflict', `pod ${id} is locked and RUNNING: applying this change would restart it; PATCH {"locked": false} first`)
+      if (restart && spec.locked)
+        throw new DomainError(
+          'conflict',
+          `pod ${id} is locked and RUNNING: applying this change would restart it; PATCH {"locked": false} first`,
+        )
       const next: PodRecord = { ...current, ...spec }
       await this.deps.store.pods.update(next)
       if (restart) {
@@ -205,7 +225,8 @@ export class PodService {
     const pod = await this.owned(p.accountId, id)
     if (!pod.ports.includes(`${port}/http`)) throw notFound(`HTTP port ${port} of pod`, id)
     const m = pod.portMappings.find((x) => x.privatePort === port && x.protocol === 'http')
-    if (pod.status !== 'RUNNING' || !m) throw new DomainError('conflict', `pod ${id} is ${pod.status}, not RUNNING: port ${port} is not served now`)
+    if (pod.status !== 'RUNNING' || !m)
+      throw new DomainError('conflict', `pod ${id} is ${pod.status}, not RUNNING: port ${port} is not served now`)
     return { ip: m.ip, port: m.publicPort }
   }
 
@@ -230,7 +251,11 @@ export class PodService {
       const allocation = pod.placement ? allocationOf(pod) : null
       if (!allocation || !catalog.fleet.restore(allocation)) {
         await this.runner.stop(pod.id, pod.runtimeRef, 0)
-        await this.move(pod, 'fail', { runtimeRef: null, portMappings: [], lastError: 'its capacity was no longer available after a control-plane restart' })
+        await this.move(pod, 'fail', {
+          runtimeRef: null,
+          portMappings: [],
+          lastError: 'its capacity was no longer available after a control-plane restart',
+        })
         continue
       }
       if (pod.status === 'ERROR') continue
@@ -280,7 +305,12 @@ export class PodService {
     await this.move(pod, 'launch', {})
     try {
       const workload = await this.runner.start(pod, allocation, await this.volumePath(pod))
-      await this.move(pod, 'run', { runtimeRef: workload.ref, portMappings: workload.ports.map((p) => ({ ...p })), startedAt: iso(this.deps.clock.now()), lastError: null })
+      await this.move(pod, 'run', {
+        runtimeRef: workload.ref,
+        portMappings: workload.ports.map((p) => ({ ...p })),
+        startedAt: iso(this.deps.clock.now()),
+        lastError: null,
+      })
     } catch (err) {
       await this.move(pod, 'fail', { runtimeRef: null, portMappings: [], lastError: (err as Error).message })
     }
@@ -335,9 +365,16 @@ export class PodService {
     const volumeDataCenter = volumeId ? (await this.deps.networkVolumes.get(pod.accountId, volumeId)).dataCenter : null
     const globalNetworkDataCenters = catalog.dataCenters.filter((d) => d.globalNetwork).map((d) => d.id)
     const req = podPlacementRequest(pod, { globalNetworkDataCenters, volumeDataCenter })
-    const result = 'reason' in req ? req : pod.cloud === 'COMMUNITY' ? { reason: 'this fleet has no COMMUNITY cloud hosts (every host is SECURE)' } : catalog.fleet.reserve(pod.id, req)
+    const result =
+      'reason' in req
+        ? req
+        : pod.cloud === 'COMMUNITY'
+          ? { reason: 'this fleet has no COMMUNITY cloud hosts (every host is SECURE)' }
+          : catalog.fleet.reserve(pod.id, req)
     if ('reason' in result) {
-      const what = pod.gpu ? `${pod.gpu.count} x ${pod.gpu.id}` : `${pod.cpu!.id} with ${pod.cpu!.vcpuCount} vCPUs and ${pod.cpu!.memory} GB`
+      const what = pod.gpu
+        ? `${pod.gpu.count} x ${pod.gpu.id}`
+        : `${pod.cpu!.id} with ${pod.cpu!.vcpuCount} vCPUs and ${pod.cpu!.memory} GB`
       const dcs = 'reason' in req ? undefined : req.dataCenterIds
       const free = pod.gpu
         ? `${catalog.fleet.gpuStock(pod.gpu.id, { dataCenterIds: dcs }).free} of ${catalog.fleet.gpuStock(pod.gpu.id, { dataCenterIds: dcs }).total} ${pod.gpu.id} GPUs are free`
@@ -345,14 +382,24 @@ export class PodService {
       const line = `${pod.gpu ? 'gpu' : 'cpu'}: no capacity for ${what}: ${result.reason}; ${free}`
       throw new DomainError('bad_request', line, [line])
     }
-    pod.placement = { hostId: result.hostId, dataCenterId: result.dataCenterId, gpuIndices: [...result.gpuIndices], cudaVersion: result.cudaVersion, virtual: result.virtual }
+    pod.placement = {
+      hostId: result.hostId,
+      dataCenterId: result.dataCenterId,
+      gpuIndices: [...result.gpuIndices],
+      cudaVersion: result.cudaVersion,
+      virtual: result.virtual,
+    }
     return result
   }
 
   /** The status `event` moves the pod to; a move the table (domain/pods/podState.ts) does not allow is refused. */
   private target(pod: PodRecord, event: PodEvent): PodStatus {
     const to = nextPodStatus(pod.status, event)
-    if (!to) throw new DomainError('conflict', `pod ${pod.id} is ${pod.status}: "${event}" moves a pod only from ${podSourcesOf(event).join(', ')}`)
+    if (!to)
+      throw new DomainError(
+        'conflict',
+        `pod ${pod.id} is ${pod.status}: "${event}" moves a pod only from ${podSourcesOf(event).join(', ')}`,
+      )
     return to
   }
 
@@ -380,7 +427,10 @@ export class PodService {
   private prices(pod: PodRecord): PodPrices {
     const { catalog } = this.deps
     const gpu = pod.gpu ? catalog.gpuType(pod.gpu.id)?.price : undefined
-    return { gpu: gpu ? (pod.cloud === 'COMMUNITY' ? gpu.community : gpu.secure) : undefined, perVcpu: pod.cpu ? catalog.cpuFlavor(pod.cpu.id)?.price.securePerVcpu : undefined }
+    return {
+      gpu: gpu ? (pod.cloud === 'COMMUNITY' ? gpu.community : gpu.secure) : undefined,
+      perVcpu: pod.cpu ? catalog.cpuFlavor(pod.cpu.id)?.price.securePerVcpu : undefined,
+    }
   }
 
   private async owned(accountId: string, id: string): Promise<PodRecord> {
@@ -391,7 +441,11 @@ export class PodService {
 
   /** Cluster members are managed only through /v2/clusters. */
   private assertStandalone(pod: PodRecord, verb: string): void {
-    if (pod.cluster) throw new DomainError('conflict', `pod ${pod.id} belongs to cluster ${pod.cluster.id} and cannot be ${verb} on its own; use /v2/clusters/${pod.cluster.id}`)
+    if (pod.cluster)
+      throw new DomainError(
+        'conflict',
+        `pod ${pod.id} belongs to cluster ${pod.cluster.id} and cannot be ${verb} on its own; use /v2/clusters/${pod.cluster.id}`,
+      )
   }
 
   private async volumePath(pod: PodRecord): Promise<string | null> {

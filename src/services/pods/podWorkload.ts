@@ -18,9 +18,19 @@ export function persistentName(podId: string): string {
  * Labels every pod workload carries, so a restarted control plane finds its own installation's pods (and
  * their orphans) and never another installation's on a shared engine.
  */
-export function podLabels(pod: Pick<PodRecord, 'id' | 'accountId'> & Partial<Pick<PodRecord, 'cluster'>>, installationId: string): Record<string, string> {
-  const labels: Record<string, string> = { [LABELS.installation]: installationId, [LABELS.kind]: 'pod', [LABELS.id]: pod.id, [LABELS.pod]: pod.id, [LABELS.account]: pod.accountId }
-  if (pod.cluster) Object.assign(labels, { [LABELS.cluster]: pod.cluster.id, [LABELS.clusterRank]: String(pod.cluster.rank) })
+export function podLabels(
+  pod: Pick<PodRecord, 'id' | 'accountId'> & Partial<Pick<PodRecord, 'cluster'>>,
+  installationId: string,
+): Record<string, string> {
+  const labels: Record<string, string> = {
+    [LABELS.installation]: installationId,
+    [LABELS.kind]: 'pod',
+    [LABELS.id]: pod.id,
+    [LABELS.pod]: pod.id,
+    [LABELS.account]: pod.accountId,
+  }
+  if (pod.cluster)
+    Object.assign(labels, { [LABELS.cluster]: pod.cluster.id, [LABELS.clusterRank]: String(pod.cluster.rank) })
   return labels
 }
 
@@ -29,9 +39,20 @@ export function podLabels(pod: Pick<PodRecord, 'id' | 'accountId'> & Partial<Pic
  * variables (which the pod cannot override), its GPUs, resources, mounts and ports. Host basics (PATH)
  * are the driver's business.
  */
-export function podWorkload(pod: PodRecord, a: Allocation, volumePath: string | null, installationId: string): WorkloadSpec {
+export function podWorkload(
+  pod: PodRecord,
+  a: Allocation,
+  volumePath: string | null,
+  installationId: string,
+): WorkloadSpec {
   const mounts: WorkloadMount[] = [{ kind: 'disk', target: POD_DISK_TARGET, sizeGb: pod.disk }]
-  if (pod.mounts.persistent) mounts.push({ kind: 'persistent', name: persistentName(pod.id), target: pod.mounts.persistent.path, sizeGb: pod.mounts.persistent.size })
+  if (pod.mounts.persistent)
+    mounts.push({
+      kind: 'persistent',
+      name: persistentName(pod.id),
+      target: pod.mounts.persistent.path,
+      sizeGb: pod.mounts.persistent.size,
+    })
   const network = pod.mounts.network?.[0]
   if (network && volumePath) mounts.push({ kind: 'volume', source: volumePath, target: network.path })
   const platform: Record<string, string> = {

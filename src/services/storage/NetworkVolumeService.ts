@@ -18,7 +18,15 @@ import type { VolumeMeter } from '../billing/UsageMeter.js'
 export class NetworkVolumeService {
   private readonly docs: NetworkVolumeStore
 
-  constructor(private readonly deps: { store: Store; clock: Clock; catalog: CatalogService; volumesDir: string; /** Bills each volume's size while it exists. */ meter?: VolumeMeter }) {
+  constructor(
+    private readonly deps: {
+      store: Store
+      clock: Clock
+      catalog: CatalogService
+      volumesDir: string /** Bills each volume's size while it exists. */
+      meter?: VolumeMeter
+    },
+  ) {
     this.docs = deps.store.networkVolumes
   }
 
@@ -34,7 +42,10 @@ export class NetworkVolumeService {
     } else if (dc.networkVolumeTypes.length === 0) {
       v.add('dataCenter', `data center ${JSON.stringify(dc.id)} offers no network volumes`)
     } else if (body.type !== undefined && !dc.networkVolumeTypes.includes(body.type)) {
-      v.add('type', `${JSON.stringify(body.type)} is not offered by data center ${JSON.stringify(dc.id)}, which offers ${dc.networkVolumeTypes.join(', ')}`)
+      v.add(
+        'type',
+        `${JSON.stringify(body.type)} is not offered by data center ${JSON.stringify(dc.id)}, which offers ${dc.networkVolumeTypes.join(', ')}`,
+      )
     }
     v.throwIfAny('bad_request')
     const record: NetworkVolumeRecord = {
@@ -110,7 +121,8 @@ export class NetworkVolumeService {
     const out: NetworkVolume[] = []
     for (const [i, id] of ids.entries()) {
       const vol = await this.docs.get(id)
-      if (!vol || vol.accountId !== accountId) v.add(`${path}[${i}]`, `no network volume ${JSON.stringify(id)} in this account`)
+      if (!vol || vol.accountId !== accountId)
+        v.add(`${path}[${i}]`, `no network volume ${JSON.stringify(id)} in this account`)
       else out.push(view(vol))
     }
     v.throwIfAny('bad_request')

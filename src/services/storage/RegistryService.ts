@@ -70,7 +70,10 @@ export class RegistryService {
   async credentials(accountId: string, id: string): Promise<RegistryCredentials> {
     const r = await this.owned(accountId, id)
     const { secrets } = this.deps
-    return { username: secrets.open(r.username, context(id, 'username')), password: secrets.open(r.password, context(id, 'password')) }
+    return {
+      username: secrets.open(r.username, context(id, 'username')),
+      password: secrets.open(r.password, context(id, 'password')),
+    }
   }
 
   /**

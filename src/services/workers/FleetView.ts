@@ -27,7 +27,15 @@ const CONTACT_EVERY_MS = 250
 
 /** The change-feed line describing a live worker (`gone` when it ended): `id endpointId accountId phase retiring inFlight version`. */
 export function describe(w: LiveWorker, gone = false): string {
-  return [w.id, w.endpointId, w.accountId, gone ? 'gone' : w.phase, w.retiring ? 1 : 0, w.jobs.size, w.record?.version ?? '-'].join(' ')
+  return [
+    w.id,
+    w.endpointId,
+    w.accountId,
+    gone ? 'gone' : w.phase,
+    w.retiring ? 1 : 0,
+    w.jobs.size,
+    w.record?.version ?? '-',
+  ].join(' ')
 }
 
 /**
@@ -91,7 +99,8 @@ export class FleetView {
     const out: LiveWorker[] = []
     const now = this.o.mono()
     for (const r of this.remote.values()) {
-      if (now - r.at > REMOTE_TTL_MS || r.phase === 'gone' || (endpointId !== undefined && r.endpointId !== endpointId)) continue
+      if (now - r.at > REMOTE_TTL_MS || r.phase === 'gone' || (endpointId !== undefined && r.endpointId !== endpointId))
+        continue
       const w = newLiveWorker(r.id, r.endpointId, r.accountId, now)
       w.phase = r.phase
       w.retiring = r.retiring
@@ -130,9 +139,19 @@ export class FleetView {
   private heard(line: string): void {
     const [id, endpointId, accountId, phase, retiring, inFlight, version] = line.split(' ')
     if (!id || !phase) return
-    this.remote.set(id, { id, endpointId, accountId, phase: phase as RemoteWorker['phase'], retiring: retiring === '1', inFlight: Number(inFlight) || 0, version: version === '-' ? null : Number(version), at: this.o.mono() })
+    this.remote.set(id, {
+      id,
+      endpointId,
+      accountId,
+      phase: phase as RemoteWorker['phase'],
+      retiring: retiring === '1',
+      inFlight: Number(inFlight) || 0,
+      version: version === '-' ? null : Number(version),
+      at: this.o.mono(),
+    })
     // A worker that ended is read again from the store at its next call (it is refused then).
     if (phase === 'gone') this.records.delete(id)
-    if (this.remote.size > 10_000) for (const [k, r] of this.remote) if (this.o.mono() - r.at > REMOTE_TTL_MS) this.remote.delete(k)
+    if (this.remote.size > 10_000)
+      for (const [k, r] of this.remote) if (this.o.mono() - r.at > REMOTE_TTL_MS) this.remote.delete(k)
   }
 }

@@ -47,7 +47,12 @@ export class HostMonitor {
     const timeoutMs = Math.max(1_000, this.o.intervalMs)
     let failure: string | null = null
     try {
-      await Promise.race([this.o.runtime.ping(hostId), new Promise((_, reject) => setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs).unref())])
+      await Promise.race([
+        this.o.runtime.ping(hostId),
+        new Promise((_, reject) =>
+          setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs).unref(),
+        ),
+      ])
     } catch (err) {
       failure = `its container engine does not answer: ${(err as Error).message}`
     }
@@ -59,7 +64,9 @@ export class HostMonitor {
     } else if (!failure && wasDown) {
       log.info({ hostId }, 'host up again')
       fleet.setDown(hostId, null)
-      await workers.reconcileHost(hostId).catch((err: Error) => log.warn({ hostId, err: err.message }, 'cannot clean up a host that is back'))
+      await workers
+        .reconcileHost(hostId)
+        .catch((err: Error) => log.warn({ hostId, err: err.message }, 'cannot clean up a host that is back'))
     }
   }
 }

@@ -81,6 +81,18 @@ export function newLiveWorker(id: string, endpointId: string, accountId: string,
 export function snapshotOf(w: LiveWorker, now: number, version: number | null): WorkerSnapshot {
   const state = activityOf(w.phase, w.jobs.size)
   // idle: since its last job; throttled, parked, unhealthy: since the phase began; busy or in passage: 0.
-  const idleForMs = state === 'idle' ? now - w.idleSince : state === 'running' || state === 'starting' || state === 'stopping' ? 0 : now - w.phaseSince
-  return { id: w.id, state, idleForMs, inFlight: w.jobs.size, stale: version !== null && w.record !== null && w.record.version !== version, retiring: w.retiring }
+  const idleForMs =
+    state === 'idle'
+      ? now - w.idleSince
+      : state === 'running' || state === 'starting' || state === 'stopping'
+        ? 0
+        : now - w.phaseSince
+  return {
+    id: w.id,
+    state,
+    idleForMs,
+    inFlight: w.jobs.size,
+    stale: version !== null && w.record !== null && w.record.version !== version,
+    retiring: w.retiring,
+  }
 }

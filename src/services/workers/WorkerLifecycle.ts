@@ -26,7 +26,11 @@ export class WorkerLifecycle {
 
   constructor(private readonly ctx: WorkerContext) {
     const { deps, live } = ctx
-    this.placer = new WorkerPlacer({ catalog: deps.catalog, parked: () => [...live.values()].filter((w) => w.phase === 'parked'), evict: (w, why) => void this.stop(w.id, why) })
+    this.placer = new WorkerPlacer({
+      catalog: deps.catalog,
+      parked: () => [...live.values()].filter((w) => w.phase === 'parked'),
+      evict: (w, why) => void this.stop(w.id, why),
+    })
   }
 
   /** Adds a worker to `ep`: placed and started when capacity allows, else kept THROTTLED until it fits. */
@@ -39,13 +43,15 @@ export class WorkerLifecycle {
   /** Tries again to place a THROTTLED worker. */
   async place(workerId: string, ep: EndpointRecord): Promise<StartResult> {
     const w = this.ctx.live.get(workerId)
-    if (w?.phase !== 'throttled') return { ok: false, capacity: false, reason: `worker ${workerId} is not waiting for capacity` }
+    if (w?.phase !== 'throttled')
+      return { ok: false, capacity: false, reason: `worker ${workerId} is not waiting for capacity` }
     return this.launch(w, ep)
   }
 
   /** An UNHEALTHY worker's back-off is over: a fresh worker takes its place. */
   async replace(workerId: string, ep: EndpointRecord): Promise<StartResult> {
-    if (this.ctx.live.get(workerId)?.phase !== 'unhealthy') return { ok: false, capacity: false, reason: `worker ${workerId} is not unhealthy` }
+    if (this.ctx.live.get(workerId)?.phase !== 'unhealthy')
+      return { ok: false, capacity: false, reason: `worker ${workerId} is not unhealthy` }
     this.ctx.live.delete(workerId)
     return this.start(ep)
   }
@@ -55,7 +61,8 @@ export class WorkerLifecycle {
     const { store, clock, runtime, log } = deps
     const allocation = this.placer.reserve(w.id, ep)
     if ('reason' in allocation) {
-      if (w.lastError !== allocation.reason) log.warn({ workerId: w.id, endpointId: ep.id, reason: allocation.reason }, 'no capacity for a worker')
+      if (w.lastError !== allocation.reason)
+        log.warn({ workerId: w.id, endpointId: ep.id, reason: allocation.reason }, 'no capacity for a worker')
       w.lastError = allocation.reason
       return { ok: false, capacity: true, reason: allocation.reason }
     }
@@ -101,10 +108,24 @@ export class WorkerLifecycle {
     if (ep.type === 'LOAD_BALANCER') {
       const address = lbAddress(handle.ports, ep.env)
       if (address) this.ctx.http.set(w.id, address)
-      else log.warn({ workerId: w.id, endpointId: ep.id }, 'the runtime published no PORT for a load-balancing worker: it gets no traffic')
+      else
+        log.warn(
+          { workerId: w.id, endpointId: ep.id },
+          'the runtime published no PORT for a load-balancing worker: it gets no traffic',
+        )
     }
     const m = mono()
-    Object.assign(w, { handle, startedAt: m, lastContact: m, idleSince: m, phaseSince: m, lastError: null, startPhase: 'STARTING', pull: null, waitingFor: null })
+    Object.assign(w, {
+      handle,
+      startedAt: m,
+      lastContact: m,
+      idleSince: m,
+      phaseSince: m,
+      lastError: null,
+      startPhase: 'STARTING',
+      pull: null,
+      waitingFor: null,
+    })
     w.timeline.pulled ??= w.timeline.launch
     w.timeline.started = m
     this.watch(w, handle)
@@ -113,7 +134,17 @@ export class WorkerLifecycle {
     await store.workers.update(w.id, { runtimeRef: handle.ref, startedAt: now })
     // Stopped while it was being started (endpoint deleted, shutdown): finish the job now.
     if (w.phase === 'stopping') void handle.stop(deps.config.stopGraceMs)
-    log.info({ workerId: w.id, endpointId: ep.id, runtimeRef: handle.ref, host: allocation.hostId, gpu: allocation.gpuTypeId, cpu: allocation.cpuFlavorId }, 'worker started')
+    log.info(
+      {
+        workerId: w.id,
+        endpointId: ep.id,
+        runtimeRef: handle.ref,
+        host: allocation.hostId,
+        gpu: allocation.gpuTypeId,
+        cpu: allocation.cpuFlavorId,
+      },
+      'worker started',
+    )
     return { ok: true, workerId: w.id }
   }
 
@@ -121,12 +152,26 @@ export class WorkerLifecycle {
    * Takes back a running workload of the previous run as a live worker (see WorkerRecovery.adopt), on the
    * allocation it was given back.
    */
-  async takeBack(r: WorkerRecord, allocation: Allocation, handle: Workload, address: HttpAddress | null): Promise<void> {
+  async takeBack(
+    r: WorkerRecord,
+    allocation: Allocation,
+    handle: Workload,
+    address: HttpAddress | null,
+  ): Promise<void> {
     const m = this.ctx.mono()
     const w = newLiveWorker(r.id, r.endpointId, r.accountId, m)
     // It calls in again like a new worker: READY at its next protocol call (or lost after the start timeout).
     this.move(w, 'adopt')
-    Object.assign(w, { record: { ...r, state: storedStateOf(w.phase) }, allocation, handle, startedAt: m, lastContact: m, idleSince: m, phaseSince: m, startPhase: 'STARTING' })
+    Object.assign(w, {
+      record: { ...r, state: storedStateOf(w.phase) },
+      allocation,
+      handle,
+      startedAt: m,
+      lastContact: m,
+      idleSince: m,
+      phaseSince: m,
+      startPhase: 'STARTING',
+    })
     this.ctx.live.set(w.id, w)
     // A load-balancing worker gets traffic again once its health checks pass.
     if (address) this.ctx.http.set(w.id, address)
@@ -136,7 +181,11 @@ export class WorkerLifecycle {
 
   /** Records that a worker ended (`exited`: stopped or removed; `failed`: crashed). */
   recordEnded(workerId: string, end: 'exited' | 'failed', lastError: string | null): Promise<void> {
-    return this.ctx.deps.store.workers.update(workerId, { state: storedStateOf(end), stoppedAt: this.ctx.deps.clock.now(), lastError })
+    return this.ctx.deps.store.workers.update(workerId, {
+      state: storedStateOf(end),
+      stoppedAt: this.ctx.deps.clock.now(),
+      lastError,
+    })
   }
 
   /**
@@ -201,7 +250,10 @@ export class WorkerLifecycle {
     if (!w || !this.move(w, 'unpark')) return false
     w.idleSince = this.ctx.mono()
     deps.meter?.workerBillable(w)
-    deps.log.info({ workerId, endpointId: w.endpointId, parkedMs: Math.round(w.idleSince - parkedSince) }, 'parked worker reused')
+    deps.log.info(
+      { workerId, endpointId: w.endpointId, parkedMs: Math.round(w.idleSince - parkedSince) },
+      'parked worker reused',
+    )
     deps.events.workerChanged(workerId)
     return true
   }
@@ -273,12 +325,12 @@ export class WorkerLifecycle {
     for (const [id, w] of this.ctx.live) {
       if (!w.handle || (w.phase !== 'starting' && w.phase !== 'ready' && w.phase !== 'parked')) continue
       const silentFor = now - w.lastContact
-      if (w.phase !== 'starting' && silentFor > pingIntervalMs * missedPings) w.lostReason = `worker ${id} sent no heartbeat for ${Math.round(silentFor)} ms (${missedPings} intervals of ${pingIntervalMs} ms)`
+      if (w.phase !== 'starting' && silentFor > pingIntervalMs * missedPings)
+        w.lostReason = `worker ${id} sent no heartbeat for ${Math.round(silentFor)} ms (${missedPings} intervals of ${pingIntervalMs} ms)`
       else if (w.phase === 'starting' && now - w.startedAt > workerStartTimeoutMs) {
         const url = w.allocation ? deps.baseUrl(w.allocation.hostId) : null
         w.lostReason = `worker ${id} did not call in within ${workerStartTimeoutMs} ms of starting${url ? `: it cannot reach ${url}, or is not a worker (see its log)` : ''}`
-      }
-      else {
+      } else {
         if (w.phase === 'ready' && now - w.startedAt >= healthyAfterMs) this.ctx.backoff.healthy(w.endpointId)
         continue
       }
@@ -340,9 +392,16 @@ export class WorkerLifecycle {
     await this.recordEnded(id, crashed ? 'failed' : 'exited', crashed ? lastError : null)
     // Its container disk is gone with it (the log stays for the logs API). A host that is down keeps it
     // until it answers again (see reconcileHost).
-    if (w.record?.runtimeRef) await deps.runtime.remove(w.record.runtimeRef).catch((err: Error) => log.warn({ workerId: id, err: err.message }, 'cannot remove a stopped worker'))
+    if (w.record?.runtimeRef)
+      await deps.runtime
+        .remove(w.record.runtimeRef)
+        .catch((err: Error) => log.warn({ workerId: id, err: err.message }, 'cannot remove a stopped worker'))
     for (const job of await store.jobs.listInProgress(id)) await loseJob(deps.lifecycle, job, id, reason, crashed)
-    if (!replaced) log[crashed ? 'warn' : 'info']({ workerId: id, endpointId: w.endpointId, exit: how }, crashed ? 'worker failed' : 'worker stopped')
+    if (!replaced)
+      log[crashed ? 'warn' : 'info'](
+        { workerId: id, endpointId: w.endpointId, exit: how },
+        crashed ? 'worker failed' : 'worker stopped',
+      )
   }
 
   /** Follows a started or adopted workload until it ends, or until its host is given up on. */
@@ -354,7 +413,11 @@ export class WorkerLifecycle {
     })
   }
 
-  private onStartPhase(w: LiveWorker, phase: NonNullable<LiveWorker['startPhase']>, detail?: { bytes?: number; totalBytes?: number }): void {
+  private onStartPhase(
+    w: LiveWorker,
+    phase: NonNullable<LiveWorker['startPhase']>,
+    detail?: { bytes?: number; totalBytes?: number },
+  ): void {
     w.startPhase = phase
     if (phase === 'PULLING') w.pull = { bytes: detail?.bytes ?? 0, totalBytes: detail?.totalBytes || null }
     else if (w.timeline && w.timeline.pulled === null) w.timeline.pulled = this.ctx.mono()
@@ -376,12 +439,27 @@ export class WorkerLifecycle {
     return { ok: false, capacity: false, reason }
   }
 
-  private markUnhealthy(w: LiveWorker, reason: string, message = 'worker unhealthy: replaced after the back-off', fields: object = {}): void {
+  private markUnhealthy(
+    w: LiveWorker,
+    reason: string,
+    message = 'worker unhealthy: replaced after the back-off',
+    fields: object = {},
+  ): void {
     const { backoff, deps } = this.ctx
     const backoffMs = backoff.failed(w.endpointId, reason)
     this.move(w, 'crash')
     Object.assign(w, { handle: null, lastError: reason, retiring: false })
     w.jobs.clear()
-    deps.log.warn({ workerId: w.id, endpointId: w.endpointId, reason, failures: backoff.consecutive(w.endpointId), backoffMs, ...fields }, message)
+    deps.log.warn(
+      {
+        workerId: w.id,
+        endpointId: w.endpointId,
+        reason,
+        failures: backoff.consecutive(w.endpointId),
+        backoffMs,
+        ...fields,
+      },
+      message,
+    )
   }
 }

@@ -35,7 +35,14 @@ export class WorkerReads {
     for (const w of this.ctx.live.values()) {
       const address = this.ctx.http.get(w.id)
       if (!address || !w.handle || (endpointId !== undefined && w.endpointId !== endpointId)) continue
-      out.push({ id: w.id, endpointId: w.endpointId, phase: w.phase, retiring: w.retiring, inFlight: w.jobs.size, address })
+      out.push({
+        id: w.id,
+        endpointId: w.endpointId,
+        phase: w.phase,
+        retiring: w.retiring,
+        inFlight: w.jobs.size,
+        address,
+      })
     }
     return out
   }
@@ -68,12 +75,20 @@ export class WorkerReads {
 
   /** Why the endpoint's throttled workers cannot be placed (the latest placement failure), or null. */
   noCapacityReason(endpointId: string): string | null {
-    return this.workers(endpointId).filter((w) => w.phase === 'throttled' && w.lastError).pop()?.lastError ?? null
+    return (
+      this.workers(endpointId)
+        .filter((w) => w.phase === 'throttled' && w.lastError)
+        .pop()?.lastError ?? null
+    )
   }
 
   /** Why the endpoint's starting workers wait for their runtime to place them (Kubernetes: unschedulable), or null. */
   pendingCapacityReason(endpointId: string): string | null {
-    return this.workers(endpointId).filter((w) => w.phase === 'starting' && w.waitingFor).pop()?.waitingFor ?? null
+    return (
+      this.workers(endpointId)
+        .filter((w) => w.phase === 'starting' && w.waitingFor)
+        .pop()?.waitingFor ?? null
+    )
   }
 
   /** /health worker counters. */

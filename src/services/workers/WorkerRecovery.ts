@@ -28,14 +28,23 @@ export class WorkerRecovery {
     const { deps } = this.ctx
     const { store, runtime, log } = deps
     const listed = new Map<string, ListedWorkload>()
-    for (const l of await runtime.list({ [LABELS.installation]: deps.installationId, [LABELS.kind]: 'worker' })) listed.set(l.ref, l)
+    for (const l of await runtime.list({ [LABELS.installation]: deps.installationId, [LABELS.kind]: 'worker' }))
+      listed.set(l.ref, l)
     for (const w of await store.workers.listActive()) {
       const found = w.runtimeRef ? listed.get(w.runtimeRef) : undefined
       if (w.runtimeRef) listed.delete(w.runtimeRef)
       if (found && (await this.adopt(w, found))) continue
-      if (w.runtimeRef) await runtime.remove(w.runtimeRef).catch((err: Error) => log.warn({ workerId: w.id, err: err.message }, 'cannot remove a worker of the previous run'))
+      if (w.runtimeRef)
+        await runtime
+          .remove(w.runtimeRef)
+          .catch((err: Error) =>
+            log.warn({ workerId: w.id, err: err.message }, 'cannot remove a worker of the previous run'),
+          )
       await this.lifecycle.recordEnded(w.id, 'exited', 'the control plane restarted')
-      log.info({ workerId: w.id, endpointId: w.endpointId, runtimeRef: w.runtimeRef }, 'worker of the previous run removed')
+      log.info(
+        { workerId: w.id, endpointId: w.endpointId, runtimeRef: w.runtimeRef },
+        'worker of the previous run removed',
+      )
     }
     // Started by the previous run but never recorded as started (it crashed in between): not wanted.
     for (const l of listed.values()) await runtime.remove(l.ref).catch(() => undefined)
@@ -53,7 +62,16 @@ export class WorkerRecovery {
     for (const job of await deps.store.jobs.listInProgress()) {
       const adopted = opts.keepRunningJobs && job.workerId ? this.ctx.live.get(job.workerId) : undefined
       if (adopted) adopted.jobs.add(job.id)
-      else await loseJob(deps.lifecycle, job, job.workerId ?? '', opts.keepRunningJobs ? 'its worker was lost while the control plane changed leader' : 'the control plane restarted while it ran', true)
+      else
+        await loseJob(
+          deps.lifecycle,
+          job,
+          job.workerId ?? '',
+          opts.keepRunningJobs
+            ? 'its worker was lost while the control plane changed leader'
+            : 'the control plane restarted while it ran',
+          true,
+        )
     }
   }
 
@@ -78,7 +96,11 @@ export class WorkerRecovery {
   async reconcileHost(hostId: string): Promise<void> {
     const { deps, live } = this.ctx
     const owned = new Set([...live.values()].map((w) => w.record?.runtimeRef).filter((r): r is string => !!r))
-    for (const l of await deps.runtime.list({ [LABELS.installation]: deps.installationId, [LABELS.kind]: 'worker', [LABELS.host]: hostId })) {
+    for (const l of await deps.runtime.list({
+      [LABELS.installation]: deps.installationId,
+      [LABELS.kind]: 'worker',
+      [LABELS.host]: hostId,
+    })) {
       if (owned.has(l.ref)) continue
       await deps.runtime.remove(l.ref).catch(() => undefined)
       deps.log.info({ hostId, runtimeRef: l.ref }, 'removed a worker left on a host that was down')
@@ -108,8 +130,16 @@ export class WorkerRecovery {
       catalog.fleet.release(r.id)
       return false
     }
-    await this.lifecycle.takeBack(r, allocation, handle, ep.type === 'LOAD_BALANCER' ? lbAddress(handle.ports, ep.env) : null)
-    log.info({ workerId: r.id, endpointId: r.endpointId, runtimeRef: r.runtimeRef, hostId: r.hostId }, 'worker of the previous run adopted')
+    await this.lifecycle.takeBack(
+      r,
+      allocation,
+      handle,
+      ep.type === 'LOAD_BALANCER' ? lbAddress(handle.ports, ep.env) : null,
+    )
+    log.info(
+      { workerId: r.id, endpointId: r.endpointId, runtimeRef: r.runtimeRef, hostId: r.hostId },
+      'worker of the previous run adopted',
+    )
     return true
   }
 }

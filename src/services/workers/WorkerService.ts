@@ -133,7 +133,11 @@ export class WorkerService {
       http: new Map(),
       detached: new WeakSet(),
       endedLogs: new WorkerLogArchive((id) => deps.runtime.logPath('worker', id)),
-      backoff: new CrashBackoff({ baseMs: deps.config.crashBackoffMs, maxMs: deps.config.crashBackoffMaxMs, now: mono }),
+      backoff: new CrashBackoff({
+        baseMs: deps.config.crashBackoffMs,
+        maxMs: deps.config.crashBackoffMaxMs,
+        now: mono,
+      }),
       describe: (w) => this.directory.describe(w),
     }
     this.lifecycle = new WorkerLifecycle(ctx)

@@ -13,8 +13,13 @@ export function errorSummary(lastError: string | null | undefined): string | nul
   if (!lastError) return null
   const at = lastError.indexOf('; its last output:\n')
   if (at < 0) return lastError.split('\n')[0]
-  const lines = lastError.slice(at + '; its last output:\n'.length).split('\n').filter((l) => l.trim() !== '')
-  const cause = [...lines].reverse().find((l) => /error|exception|cannot|can't|not found|denied|refused|no such/i.test(l)) ?? lines.at(-1)
+  const lines = lastError
+    .slice(at + '; its last output:\n'.length)
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+  const cause =
+    [...lines].reverse().find((l) => /error|exception|cannot|can't|not found|denied|refused|no such/i.test(l)) ??
+    lines.at(-1)
   return cause ? `${lastError.slice(0, at)}: ${cause.trim()}` : lastError.slice(0, at)
 }
 
@@ -25,7 +30,9 @@ export function errorSummary(lastError: string | null | undefined): string | nul
  */
 export function lastOutput(lines: readonly LogLine[]): string {
   // Stack frames and Node's version banner push the message itself out of the last lines: leave them out.
-  const tail = lines.filter((l) => l.source === 'container' && l.line.trim() !== '' && !NOISE.test(l.line)).slice(-MAX_LINES)
+  const tail = lines
+    .filter((l) => l.source === 'container' && l.line.trim() !== '' && !NOISE.test(l.line))
+    .slice(-MAX_LINES)
   if (tail.length === 0) return ''
   return `; its last output:\n${tail.map((l) => (l.line.length > MAX_LINE_CHARS ? l.line.slice(0, MAX_LINE_CHARS) + '…' : l.line)).join('\n')}`
 }

@@ -45,14 +45,19 @@ export function workerList(live: LiveWorker[], c: WorkerListContext): WorkerList
       gpuCount: r?.gpuCount ?? 0,
       version: r?.version ?? null,
       image: r?.image ?? null,
-      uptimeSeconds: r?.startedAt != null && status !== 'UNHEALTHY' ? Math.max(0, Math.floor((c.now - r.startedAt) / 1000)) : null,
+      uptimeSeconds:
+        r?.startedAt != null && status !== 'UNHEALTHY' ? Math.max(0, Math.floor((c.now - r.startedAt) / 1000)) : null,
       gpuTypeId: r?.gpuTypeId ?? null,
       dataCenterId: r?.dataCenterId ?? null,
       startedAt: r?.startedAt != null ? iso(r.startedAt) : null,
       cpuFlavorId: a?.cpuFlavorId ?? null,
       vcpuCount: a?.vcpus ? a.vcpus : null,
       hostId: a?.hostId ?? null,
-      runtime: r?.runtimeRef ? r.runtimeRef.slice(0, r.runtimeRef.indexOf(':')) : a && c.runtimeOf ? c.runtimeOf(a.hostId) : null,
+      runtime: r?.runtimeRef
+        ? r.runtimeRef.slice(0, r.runtimeRef.indexOf(':'))
+        : a && c.runtimeOf
+          ? c.runtimeOf(a.hostId)
+          : null,
       startPhase: status === 'INITIALIZING' ? w.startPhase : null,
       pull: status === 'INITIALIZING' && w.startPhase === 'PULLING' ? w.pull : null,
       coldStart: coldStart(w),
@@ -72,7 +77,15 @@ export function workerList(live: LiveWorker[], c: WorkerListContext): WorkerList
   return {
     workers,
     parked,
-    summary: { running: count('RUNNING'), idle: count('IDLE'), initializing: count('INITIALIZING'), throttled: count('THROTTLED'), unhealthy: count('UNHEALTHY'), total: workers.length, parked: parked.length },
+    summary: {
+      running: count('RUNNING'),
+      idle: count('IDLE'),
+      initializing: count('INITIALIZING'),
+      throttled: count('THROTTLED'),
+      unhealthy: count('UNHEALTHY'),
+      total: workers.length,
+      parked: parked.length,
+    },
     endpointVersion: c.endpointVersion,
     waiting: c.waiting,
   }
@@ -95,7 +108,14 @@ export function workerHealth(live: LiveWorker[]): WorkerHealth {
   const count = (s: WorkerStatus) => live.filter((w) => statusOf(w) === s).length
   const idle = count('IDLE')
   const running = count('RUNNING')
-  return { idle, initializing: count('INITIALIZING'), ready: idle + running, running, throttled: count('THROTTLED'), unhealthy: count('UNHEALTHY') }
+  return {
+    idle,
+    initializing: count('INITIALIZING'),
+    ready: idle + running,
+    running,
+    throttled: count('THROTTLED'),
+    unhealthy: count('UNHEALTHY'),
+  }
 }
 
 /** How a worker's start was spent, from its timeline (monotonic ms). */
@@ -103,5 +123,9 @@ function coldStart(w: LiveWorker): Worker['coldStart'] {
   const t = w.timeline
   if (!t || t.started === null) return null
   const pulled = t.pulled ?? t.launch
-  return { pullMs: Math.round(pulled - t.launch), createMs: Math.round(t.started - pulled), bootMs: t.called === null ? null : Math.round(t.called - t.started) }
+  return {
+    pullMs: Math.round(pulled - t.launch),
+    createMs: Math.round(t.started - pulled),
+    bootMs: t.called === null ? null : Math.round(t.called - t.started),
+  }
 }

@@ -5,7 +5,13 @@ import { storedStateOf } from '../../domain/workers/workerState.js'
 import type { WorkerRecord } from '../../store/WorkerStore.js'
 
 /** The stored record of a worker about to start on `allocation`; only the hash of its protocol key is kept. */
-export function newWorkerRecord(id: string, ep: EndpointRecord, allocation: Allocation, tokenHash: string, now: number): WorkerRecord {
+export function newWorkerRecord(
+  id: string,
+  ep: EndpointRecord,
+  allocation: Allocation,
+  tokenHash: string,
+  now: number,
+): WorkerRecord {
   return {
     id,
     endpointId: ep.id,

@@ -7,7 +7,12 @@ type Row = Record<string, unknown>
 export class PgAccountStore implements AccountStore {
   constructor(private readonly q: PgQueryable) {}
   async insert(a: AccountRecord): Promise<void> {
-    await this.q.query('INSERT INTO accounts (id, name, rate_limit_exempt, created_at) VALUES ($1, $2, $3, $4)', [a.id, a.name, a.rateLimitExempt, a.createdAt])
+    await this.q.query('INSERT INTO accounts (id, name, rate_limit_exempt, created_at) VALUES ($1, $2, $3, $4)', [
+      a.id,
+      a.name,
+      a.rateLimitExempt,
+      a.createdAt,
+    ])
   }
   async get(id: string): Promise<AccountRecord | undefined> {
     return toAccount((await this.q.query('SELECT * FROM accounts WHERE id = $1', [id])).rows[0])
@@ -22,7 +27,12 @@ export class PgAccountStore implements AccountStore {
 
 function toAccount(r: Row | undefined): AccountRecord | undefined {
   if (!r) return undefined
-  return { id: r.id as string, name: r.name as string, rateLimitExempt: r.rate_limit_exempt === true, createdAt: r.created_at as string }
+  return {
+    id: r.id as string,
+    name: r.name as string,
+    rateLimitExempt: r.rate_limit_exempt === true,
+    createdAt: r.created_at as string,
+  }
 }
 
 /** API keys in PostgreSQL; `endpoint_ids` is a JSON array as text. */
@@ -32,7 +42,20 @@ export class PgApiKeyStore implements ApiKeyStore {
     await this.q.query(
       `INSERT INTO api_keys (id, account_id, name, hash, prefix, permission, endpoint_ids, admin, expires_at, revoked_at, last_used_at, created_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-      [k.id, k.accountId, k.name, k.hash, k.prefix, k.permission, JSON.stringify(k.endpointIds), k.admin, k.expiresAt, k.revokedAt, k.lastUsedAt, k.createdAt],
+      [
+        k.id,
+        k.accountId,
+        k.name,
+        k.hash,
+        k.prefix,
+        k.permission,
+        JSON.stringify(k.endpointIds),
+        k.admin,
+        k.expiresAt,
+        k.revokedAt,
+        k.lastUsedAt,
+        k.createdAt,
+      ],
     )
   }
   async get(id: string): Promise<ApiKeyRecord | undefined> {
@@ -42,11 +65,17 @@ export class PgApiKeyStore implements ApiKeyStore {
     return toKey((await this.q.query('SELECT * FROM api_keys WHERE hash = $1', [hash])).rows[0])
   }
   async list(accountId?: string): Promise<ApiKeyRecord[]> {
-    const r = accountId === undefined ? await this.q.query('SELECT * FROM api_keys ORDER BY created_at, id') : await this.q.query('SELECT * FROM api_keys WHERE account_id = $1 ORDER BY created_at, id', [accountId])
+    const r =
+      accountId === undefined
+        ? await this.q.query('SELECT * FROM api_keys ORDER BY created_at, id')
+        : await this.q.query('SELECT * FROM api_keys WHERE account_id = $1 ORDER BY created_at, id', [accountId])
     return r.rows.map((row) => toKey(row)!)
   }
   async revoke(id: string, at: string): Promise<boolean> {
-    return ((await this.q.query('UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', [at, id])).rowCount ?? 0) > 0
+    return (
+      ((await this.q.query('UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', [at, id]))
+        .rowCount ?? 0) > 0
+    )
   }
   async touch(id: string, at: string): Promise<void> {
     await this.q.query('UPDATE api_keys SET last_used_at = $1 WHERE id = $2', [at, id])

@@ -11,7 +11,10 @@ export class PgTemplateStore extends PgDocuments<TemplateRecord> implements Temp
   clearRegistry(accountId: string, registryId: string): Promise<number> {
     // Read and rewrite in one transaction, with the rows locked, so a concurrent update is not lost.
     return atomically(this.q, async (q) => {
-      const { rows } = await q.query<{ data: string }>(`SELECT data FROM documents WHERE kind = 'template' AND account_id = $1 AND data::jsonb ->> 'registry' = $2 ORDER BY seq FOR UPDATE`, [accountId, registryId])
+      const { rows } = await q.query<{ data: string }>(
+        `SELECT data FROM documents WHERE kind = 'template' AND account_id = $1 AND data::jsonb ->> 'registry' = $2 ORDER BY seq FOR UPDATE`,
+        [accountId, registryId],
+      )
       const tx = new PgTemplateStore(q)
       for (const r of rows) await tx.update({ ...(JSON.parse(r.data) as TemplateRecord), registry: null })
       return rows.length
@@ -29,7 +32,11 @@ export class PgEndpointStore extends PgDocuments<EndpointRecord> implements Endp
         ? await this.select(`account_id = $2 AND data::jsonb ->> 'templateId' = $3`, accountId, ref.templateId)
         : 'registryId' in ref
           ? await this.select(`account_id = $2 AND data::jsonb ->> 'registry' = $3`, accountId, ref.registryId)
-          : await this.select(`account_id = $2 AND jsonb_exists(data::jsonb -> 'networkVolumes', $3)`, accountId, ref.networkVolumeId)
+          : await this.select(
+              `account_id = $2 AND jsonb_exists(data::jsonb -> 'networkVolumes', $3)`,
+              accountId,
+              ref.networkVolumeId,
+            )
     return hits.map((e) => e.id)
   }
 }
@@ -53,7 +60,10 @@ export class PgReleaseStore implements ReleaseStore {
 export class PgSshKeyStore implements SshKeyStore {
   constructor(private readonly q: PgQueryable) {}
   async get(accountId: string): Promise<SshKeysRecord | undefined> {
-    const { rows } = await this.q.query<{ data: string }>(`SELECT data FROM documents WHERE kind = 'ssh_keys' AND id = $1`, [accountId])
+    const { rows } = await this.q.query<{ data: string }>(
+      `SELECT data FROM documents WHERE kind = 'ssh_keys' AND id = $1`,
+      [accountId],
+    )
     return rows.length ? (JSON.parse(rows[0].data) as SshKeysRecord) : undefined
   }
   async put(r: SshKeysRecord): Promise<void> {

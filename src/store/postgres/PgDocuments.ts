@@ -19,15 +19,18 @@ export class PgDocuments<T extends Owned> implements OwnedCollection<T> {
   private gets: Map<string, Waiter[]> | null = null
 
   async insert(record: T): Promise<void> {
-    await this.q.query('INSERT INTO documents (kind, id, account_id, parent_id, public, data, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
-      this.kind,
-      record.id,
-      record.accountId,
-      this.parentOf(record),
-      isPublic(record),
-      JSON.stringify(record),
-      record.createdAt,
-    ])
+    await this.q.query(
+      'INSERT INTO documents (kind, id, account_id, parent_id, public, data, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+      [
+        this.kind,
+        record.id,
+        record.accountId,
+        this.parentOf(record),
+        isPublic(record),
+        JSON.stringify(record),
+        record.createdAt,
+      ],
+    )
   }
 
   /**
@@ -37,7 +40,10 @@ export class PgDocuments<T extends Owned> implements OwnedCollection<T> {
    */
   async get(id: string): Promise<T | undefined> {
     if (!(this.q instanceof pg.Pool)) {
-      const { rows } = await this.q.query<{ data: string }>('SELECT data FROM documents WHERE kind = $1 AND id = $2', [this.kind, id])
+      const { rows } = await this.q.query<{ data: string }>('SELECT data FROM documents WHERE kind = $1 AND id = $2', [
+        this.kind,
+        id,
+      ])
       return rows.length ? (JSON.parse(rows[0].data) as T) : undefined
     }
     const data = await new Promise<string | undefined>((resolve, reject) => {
@@ -59,8 +65,14 @@ export class PgDocuments<T extends Owned> implements OwnedCollection<T> {
       const ids = [...gets.keys()]
       const { rows } =
         ids.length === 1
-          ? await this.q.query<{ id: string; data: string }>('SELECT id, data FROM documents WHERE kind = $1 AND id = $2', [this.kind, ids[0]])
-          : await this.q.query<{ id: string; data: string }>('SELECT id, data FROM documents WHERE kind = $1 AND id = ANY($2)', [this.kind, ids])
+          ? await this.q.query<{ id: string; data: string }>(
+              'SELECT id, data FROM documents WHERE kind = $1 AND id = $2',
+              [this.kind, ids[0]],
+            )
+          : await this.q.query<{ id: string; data: string }>(
+              'SELECT id, data FROM documents WHERE kind = $1 AND id = ANY($2)',
+              [this.kind, ids],
+            )
       const found = new Map(rows.map((r) => [r.id, r.data]))
       for (const [id, waiters] of gets) for (const w of waiters) w.resolve(found.get(id))
     } catch (err) {
@@ -73,7 +85,10 @@ export class PgDocuments<T extends Owned> implements OwnedCollection<T> {
   }
 
   async update(record: T): Promise<boolean> {
-    const r = await this.q.query('UPDATE documents SET data = $3, public = $4, parent_id = $5 WHERE kind = $1 AND id = $2', [this.kind, record.id, JSON.stringify(record), isPublic(record), this.parentOf(record)])
+    const r = await this.q.query(
+      'UPDATE documents SET data = $3, public = $4, parent_id = $5 WHERE kind = $1 AND id = $2',
+      [this.kind, record.id, JSON.stringify(record), isPublic(record), this.parentOf(record)],
+    )
     return (r.rowCount ?? 0) > 0
   }
 
@@ -101,7 +116,10 @@ export class PgDocuments<T extends Owned> implements OwnedCollection<T> {
 
   /** Documents of this kind matching a condition (`$1` is the kind, `params` follow from `$2`), oldest first. */
   protected async select(where: string, ...params: unknown[]): Promise<T[]> {
-    const { rows } = await this.q.query<{ data: string }>(`SELECT data FROM documents WHERE kind = $1 AND ${where} ORDER BY seq`, [this.kind, ...params])
+    const { rows } = await this.q.query<{ data: string }>(
+      `SELECT data FROM documents WHERE kind = $1 AND ${where} ORDER BY seq`,
+      [this.kind, ...params],
+    )
     return rows.map((r) => JSON.parse(r.data) as T)
   }
 }

@@ -57,7 +57,12 @@ export class PgGroupCommit {
   writeMerged<I, R>(merge: Mergeable<I, R>): Promise<R> {
     const m = merge as unknown as Mergeable<unknown, unknown>
     return new Promise<R>((resolve, reject) => {
-      this.pending.push({ op: async (q) => (await m.runMany(q, [m.item]))[0], merge: m, resolve: resolve as (v: unknown) => void, reject })
+      this.pending.push({
+        op: async (q) => (await m.runMany(q, [m.item]))[0],
+        merge: m,
+        resolve: resolve as (v: unknown) => void,
+        reject,
+      })
       this.schedule()
     })
   }
@@ -126,7 +131,10 @@ export class PgGroupCommit {
         const group = w.merge && groups.get(w.merge.key)
         if (!group) values[i] = await w.op(client)
         else if (group[0] === i) {
-          const results = await w.merge!.runMany(client, group.map((j) => batch[j].merge!.item))
+          const results = await w.merge!.runMany(
+            client,
+            group.map((j) => batch[j].merge!.item),
+          )
           group.forEach((j, k) => (values[j] = results[k]))
         }
       }

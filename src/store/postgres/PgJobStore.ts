@@ -26,10 +26,13 @@ const COUNTS = `coalesce(sum(c.in_queue), 0) AS in_queue,
 /** An endpoint whose counts were summed from more rows than this has them folded into one. */
 const FOLD_AT = 32
 /** The first waiting normal-priority job in queue order is the oldest: seq and createdAt are set together. */
-const OLDEST = (endpoint: string) => `(SELECT o.created_at FROM jobs o WHERE o.endpoint_id = ${endpoint} AND o.status = 'IN_QUEUE' AND NOT o.low_priority ORDER BY o.seq LIMIT 1) AS oldest`
+const OLDEST = (endpoint: string) =>
+  `(SELECT o.created_at FROM jobs o WHERE o.endpoint_id = ${endpoint} AND o.status = 'IN_QUEUE' AND NOT o.low_priority ORDER BY o.seq LIMIT 1) AS oldest`
 
 /** What a take returns of each job (see TakenJob): the columns of the updated row, not those of `picked`. */
-const TAKEN = `${TAKEN_COLUMNS.split(', ').map((c) => `j.${c}`).join(', ')}, j.input`
+const TAKEN = `${TAKEN_COLUMNS.split(', ')
+  .map((c) => `j.${c}`)
+  .join(', ')}, j.input`
 
 /**
  * Jobs in PostgreSQL. The hot writes (submit, take, state moves) are group-committed (PgGroupCommit) and
@@ -53,7 +56,9 @@ export class PgJobStore implements JobStore {
     const row = jobRow(job)
     if (!this.commits) return insertJobs(this.q, [row]).then(([err]) => (err ? Promise.reject(err) : undefined))
     // The submissions of one batch go in as one multi-row INSERT (a burst of /run costs one statement).
-    return this.commits.writeMerged({ key: 'jobs.insert', item: row, runMany: insertJobs }).then((err) => (err ? Promise.reject(err) : undefined))
+    return this.commits
+      .writeMerged({ key: 'jobs.insert', item: row, runMany: insertJobs })
+      .then((err) => (err ? Promise.reject(err) : undefined))
   }
 
   async insertIdempotent(job: JobRecord, claim: IdempotencyClaim): Promise<IdempotentInsert> {
@@ -75,14 +80,20 @@ export class PgJobStore implements JobStore {
       params,
     )
     if (rows.length > 0) return { inserted: true }
-    const held = await this.q.query<{ job_id: string; fingerprint: string }>('SELECT job_id, fingerprint FROM idempotency_keys WHERE account_id = $1 AND endpoint_id = $2 AND key = $3', [job.accountId, job.endpointId, claim.key])
+    const held = await this.q.query<{ job_id: string; fingerprint: string }>(
+      'SELECT job_id, fingerprint FROM idempotency_keys WHERE account_id = $1 AND endpoint_id = $2 AND key = $3',
+      [job.accountId, job.endpointId, claim.key],
+    )
     // Swept between the two statements (its window just ended): claim it afresh.
     if (held.rows.length === 0) return this.insertIdempotent(job, claim)
     return { inserted: false, jobId: held.rows[0].job_id, fingerprint: held.rows[0].fingerprint }
   }
 
   async sweepIdempotencyKeys(now: number, limit: number): Promise<number> {
-    const r = await this.q.query('DELETE FROM idempotency_keys WHERE ctid IN (SELECT ctid FROM idempotency_keys WHERE expires_at <= $1 LIMIT $2)', [now, limit])
+    const r = await this.q.query(
+      'DELETE FROM idempotency_keys WHERE ctid IN (SELECT ctid FROM idempotency_keys WHERE expires_at <= $1 LIMIT $2)',
+      [now, limit],
+    )
     return r.rowCount ?? 0
   }
 
@@ -107,10 +118,22 @@ export class PgJobStore implements JobStore {
     })
   }
 
-  transition(id: string, from: readonly JobStatus[], patch: JobPatch, workerId?: string, outbox?: (job: JobRecord) => WebhookDelivery | undefined): Promise<JobRecord | undefined> {
+  transition(
+    id: string,
+    from: readonly JobStatus[],
+    patch: JobPatch,
+    workerId?: string,
+    outbox?: (job: JobRecord) => WebhookDelivery | undefined,
+  ): Promise<JobRecord | undefined> {
     const fields = Object.keys(COLUMNS).filter((k) => k in patch)
     const shape = `${fields.join()}|${patch.requeueAtEnd ? 1 : 0}${patch.clearStream ? 1 : 0}${patch.retainFrom !== undefined ? 1 : 0}|${workerId === undefined ? 0 : 1}`
-    const values: unknown[] = [id, [...from], ...fields.map((k) => (JSON_FIELDS.has(k) ? json((patch as Record<string, unknown>)[k]) : (patch as Record<string, unknown>)[k]))]
+    const values: unknown[] = [
+      id,
+      [...from],
+      ...fields.map((k) =>
+        JSON_FIELDS.has(k) ? json((patch as Record<string, unknown>)[k]) : (patch as Record<string, unknown>)[k],
+      ),
+    ]
     if (patch.retainFrom !== undefined) values.push(patch.retainFrom)
     if (workerId !== undefined) values.push(workerId)
     const move: Move = { values, clearStream: patch.clearStream === true, outbox }
@@ -126,7 +149,10 @@ export class PgJobStore implements JobStore {
   }
 
   async purgeQueued(endpointId: string): Promise<number> {
-    return (await this.q.query(`DELETE FROM jobs WHERE endpoint_id = $1 AND status = 'IN_QUEUE'`, [endpointId])).rowCount ?? 0
+    return (
+      (await this.q.query(`DELETE FROM jobs WHERE endpoint_id = $1 AND status = 'IN_QUEUE'`, [endpointId])).rowCount ??
+      0
+    )
   }
 
   async listExpired(now: number, limit: number): Promise<JobRecord[]> {
@@ -141,24 +167,38 @@ export class PgJobStore implements JobStore {
   }
 
   async listTimedOut(now: number, limit: number): Promise<JobRecord[]> {
-    const { rows } = await this.q.query(`SELECT ${NO_INPUT} FROM jobs WHERE status = 'IN_PROGRESS' AND started_at + execution_timeout_ms <= $1 LIMIT $2`, [now, limit])
+    const { rows } = await this.q.query(
+      `SELECT ${NO_INPUT} FROM jobs WHERE status = 'IN_PROGRESS' AND started_at + execution_timeout_ms <= $1 LIMIT $2`,
+      [now, limit],
+    )
     return rows.map(toJob)
   }
 
   async listRecent(endpointId: string, limit: number): Promise<JobRecord[]> {
-    return (await this.q.query(`SELECT ${NO_INPUT} FROM jobs WHERE endpoint_id = $1 ORDER BY seq DESC LIMIT $2`, [endpointId, limit])).rows.map(toJob)
+    return (
+      await this.q.query(`SELECT ${NO_INPUT} FROM jobs WHERE endpoint_id = $1 ORDER BY seq DESC LIMIT $2`, [
+        endpointId,
+        limit,
+      ])
+    ).rows.map(toJob)
   }
 
   async listInProgress(workerId?: string): Promise<JobRecord[]> {
     const r =
       workerId === undefined
         ? await this.q.query(`SELECT ${NO_INPUT} FROM jobs WHERE status = 'IN_PROGRESS' ORDER BY seq`)
-        : await this.q.query(`SELECT ${NO_INPUT} FROM jobs WHERE status = 'IN_PROGRESS' AND worker_id = $1 ORDER BY seq`, [workerId])
+        : await this.q.query(
+            `SELECT ${NO_INPUT} FROM jobs WHERE status = 'IN_PROGRESS' AND worker_id = $1 ORDER BY seq`,
+            [workerId],
+          )
     return r.rows.map(toJob)
   }
 
   async counts(endpointId: string): Promise<JobCounts> {
-    const { rows } = await this.q.query(`SELECT ${COUNTS}, ${OLDEST('$1')} FROM job_counts c WHERE c.endpoint_id = $1`, [endpointId])
+    const { rows } = await this.q.query(
+      `SELECT ${COUNTS}, ${OLDEST('$1')} FROM job_counts c WHERE c.endpoint_id = $1`,
+      [endpointId],
+    )
     if ((rows[0].rows as number) > FOLD_AT) await this.fold([endpointId])
     return toCounts(rows[0])
   }
@@ -204,21 +244,32 @@ export class PgJobStore implements JobStore {
 
   readNewChunks(jobId: string, limit: number): Promise<unknown[]> {
     return atomically(this.q, async (q) => {
-      const cursor = await q.query<{ stream_cursor: number }>('SELECT stream_cursor FROM jobs WHERE id = $1 FOR UPDATE', [jobId])
+      const cursor = await q.query<{ stream_cursor: number }>(
+        'SELECT stream_cursor FROM jobs WHERE id = $1 FOR UPDATE',
+        [jobId],
+      )
       if (cursor.rows.length === 0) return []
-      const { rows } = await q.query<{ seq: number; output: string }>('SELECT seq, output FROM job_chunks WHERE job_id = $1 AND seq > $2 ORDER BY seq LIMIT $3', [jobId, cursor.rows[0].stream_cursor, limit])
-      if (rows.length) await q.query('UPDATE jobs SET stream_cursor = $1 WHERE id = $2', [rows[rows.length - 1].seq, jobId])
+      const { rows } = await q.query<{ seq: number; output: string }>(
+        'SELECT seq, output FROM job_chunks WHERE job_id = $1 AND seq > $2 ORDER BY seq LIMIT $3',
+        [jobId, cursor.rows[0].stream_cursor, limit],
+      )
+      if (rows.length)
+        await q.query('UPDATE jobs SET stream_cursor = $1 WHERE id = $2', [rows[rows.length - 1].seq, jobId])
       return rows.map((r) => JSON.parse(r.output) as unknown)
     })
   }
 
   async claimFinalOutput(jobId: string): Promise<boolean> {
-    const r = await this.q.query('UPDATE jobs SET stream_cursor = 1 WHERE id = $1 AND stream_cursor = 0 AND NOT EXISTS (SELECT 1 FROM job_chunks WHERE job_id = $1)', [jobId])
+    const r = await this.q.query(
+      'UPDATE jobs SET stream_cursor = 1 WHERE id = $1 AND stream_cursor = 0 AND NOT EXISTS (SELECT 1 FROM job_chunks WHERE job_id = $1)',
+      [jobId],
+    )
     return (r.rowCount ?? 0) > 0
   }
 
   async chunkCount(jobId: string): Promise<number> {
-    return (await this.q.query<{ n: number }>('SELECT count(*) AS n FROM job_chunks WHERE job_id = $1', [jobId])).rows[0].n
+    return (await this.q.query<{ n: number }>('SELECT count(*) AS n FROM job_chunks WHERE job_id = $1', [jobId]))
+      .rows[0].n
   }
 }
 
@@ -230,7 +281,20 @@ interface Move {
 }
 
 /** The SQL type of each patchable column, for the VALUES list of a merged move. */
-const COLUMN_TYPE: Record<string, string> = { status: 'text', startedAt: 'bigint', completedAt: 'bigint', expiresAt: 'bigint', retainUntil: 'bigint', workerId: 'text', error: 'text', retries: 'integer', createdAt: 'bigint', ttlMs: 'bigint', output: 'text', progress: 'text' }
+const COLUMN_TYPE: Record<string, string> = {
+  status: 'text',
+  startedAt: 'bigint',
+  completedAt: 'bigint',
+  expiresAt: 'bigint',
+  retainUntil: 'bigint',
+  workerId: 'text',
+  error: 'text',
+  retries: 'integer',
+  createdAt: 'bigint',
+  ttlMs: 'bigint',
+  output: 'text',
+  progress: 'text',
+}
 
 /**
  * Runs moves of one shape: one UPDATE ... FROM (VALUES ...) for all of them, each row applying only where
@@ -238,15 +302,34 @@ const COLUMN_TYPE: Record<string, string> = { status: 'text', startedAt: 'bigint
  * call after the other instead, so the second sees the first. Then each moved job's chunk cleanup and
  * webhook delivery, in the same transaction.
  */
-async function runMoves(q: PgQueryable, shape: string, fields: string[], patch: JobPatch, onWorker: boolean, moves: Move[]): Promise<Array<JobRecord | undefined>> {
+async function runMoves(
+  q: PgQueryable,
+  shape: string,
+  fields: string[],
+  patch: JobPatch,
+  onWorker: boolean,
+  moves: Move[],
+): Promise<Array<JobRecord | undefined>> {
   const ids = moves.map((m) => m.values[0] as string)
   if (new Set(ids).size < ids.length) {
     const out: Array<JobRecord | undefined> = []
     for (const m of moves) out.push(...(await runMoves(q, shape, fields, patch, onWorker, [m])))
     return out
   }
-  const cols = ['id', 'from_states', ...fields.map((f) => `p_${f}`), ...(patch.retainFrom !== undefined ? ['retain_from'] : []), ...(onWorker ? ['on_worker'] : [])]
-  const types = ['text', 'text[]', ...fields.map((f) => COLUMN_TYPE[f]), ...(patch.retainFrom !== undefined ? ['bigint'] : []), ...(onWorker ? ['text'] : [])]
+  const cols = [
+    'id',
+    'from_states',
+    ...fields.map((f) => `p_${f}`),
+    ...(patch.retainFrom !== undefined ? ['retain_from'] : []),
+    ...(onWorker ? ['on_worker'] : []),
+  ]
+  const types = [
+    'text',
+    'text[]',
+    ...fields.map((f) => COLUMN_TYPE[f]),
+    ...(patch.retainFrom !== undefined ? ['bigint'] : []),
+    ...(onWorker ? ['text'] : []),
+  ]
   const params: unknown[] = []
   const tuples = moves.map((m) => `(${m.values.map((v, c) => `$${params.push(v)}::${types[c]}`).join(', ')})`)
   const sets = fields.map((f) => `${COLUMNS[f]} = v.p_${f}`)
@@ -305,7 +388,31 @@ const INSERT_COLUMNS = `id, endpoint_id, account_id, status, input, webhook, pol
   created_at, started_at, completed_at, expires_at, retain_until, worker_id, output, error, retries, progress`
 const INSERT_WIDTH = 23
 /** The SQL types of INSERT_COLUMNS, for an INSERT ... SELECT whose parameters have no column to take a type from. */
-const INSERT_TYPES = ['text', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'boolean', 'boolean', 'bigint', 'bigint', 'bigint', 'bigint', 'bigint', 'bigint', 'bigint', 'bigint', 'text', 'text', 'text', 'integer', 'text']
+const INSERT_TYPES = [
+  'text',
+  'text',
+  'text',
+  'text',
+  'text',
+  'text',
+  'text',
+  'text',
+  'boolean',
+  'boolean',
+  'bigint',
+  'bigint',
+  'bigint',
+  'bigint',
+  'bigint',
+  'bigint',
+  'bigint',
+  'bigint',
+  'text',
+  'text',
+  'text',
+  'integer',
+  'text',
+]
 
 /**
  * Inserts jobs (rows of INSERT_COLUMNS values) in one statement, in order (seq follows the row order). A job
@@ -313,16 +420,26 @@ const INSERT_TYPES = ['text', 'text', 'text', 'text', 'text', 'text', 'text', 't
  */
 async function insertJobs(q: PgQueryable, rows: unknown[][]): Promise<Array<Error | undefined>> {
   // A statement takes at most 65,535 parameters.
-  if (rows.length > 1000) return [...(await insertJobs(q, rows.slice(0, 1000))), ...(await insertJobs(q, rows.slice(1000)))]
-  const tuples = rows.map((_, r) => `(${Array.from({ length: INSERT_WIDTH }, (_, c) => `$${r * INSERT_WIDTH + c + 1}`).join(', ')})`)
-  const { rows: inserted } = await q.query<{ id: string }>(`INSERT INTO jobs (${INSERT_COLUMNS}) VALUES ${tuples.join(', ')} ON CONFLICT (id) DO NOTHING RETURNING id`, rows.flat())
+  if (rows.length > 1000)
+    return [...(await insertJobs(q, rows.slice(0, 1000))), ...(await insertJobs(q, rows.slice(1000)))]
+  const tuples = rows.map(
+    (_, r) => `(${Array.from({ length: INSERT_WIDTH }, (_, c) => `$${r * INSERT_WIDTH + c + 1}`).join(', ')})`,
+  )
+  const { rows: inserted } = await q.query<{ id: string }>(
+    `INSERT INTO jobs (${INSERT_COLUMNS}) VALUES ${tuples.join(', ')} ON CONFLICT (id) DO NOTHING RETURNING id`,
+    rows.flat(),
+  )
   const ok = new Set(inserted.map((r) => r.id))
   const seen = new Set<string>()
   return rows.map((row) => {
     const id = row[0] as string
     const first = !seen.has(id)
     seen.add(id)
-    return ok.has(id) && first ? undefined : Object.assign(new Error(`duplicate key value violates unique constraint "jobs_pkey": job ${id} exists`), { code: '23505' })
+    return ok.has(id) && first
+      ? undefined
+      : Object.assign(new Error(`duplicate key value violates unique constraint "jobs_pkey": job ${id} exists`), {
+          code: '23505',
+        })
   })
 }
 

@@ -7,7 +7,10 @@ export class PgPodStore implements PodStore {
   constructor(private readonly q: PgQueryable) {}
 
   async insert(pod: PodRecord): Promise<void> {
-    await this.q.query('INSERT INTO pods (id, account_id, cluster_id, status, data, created_at) VALUES ($1, $2, $3, $4, $5, $6)', [pod.id, pod.accountId, pod.cluster?.id ?? null, pod.status, JSON.stringify(pod), pod.createdAt])
+    await this.q.query(
+      'INSERT INTO pods (id, account_id, cluster_id, status, data, created_at) VALUES ($1, $2, $3, $4, $5, $6)',
+      [pod.id, pod.accountId, pod.cluster?.id ?? null, pod.status, JSON.stringify(pod), pod.createdAt],
+    )
   }
 
   async get(id: string): Promise<PodRecord | undefined> {
@@ -29,7 +32,12 @@ export class PgPodStore implements PodStore {
   }
 
   async update(pod: PodRecord): Promise<boolean> {
-    const r = await this.q.query('UPDATE pods SET cluster_id = $2, status = $3, data = $4 WHERE id = $1', [pod.id, pod.cluster?.id ?? null, pod.status, JSON.stringify(pod)])
+    const r = await this.q.query('UPDATE pods SET cluster_id = $2, status = $3, data = $4 WHERE id = $1', [
+      pod.id,
+      pod.cluster?.id ?? null,
+      pod.status,
+      JSON.stringify(pod),
+    ])
     return (r.rowCount ?? 0) > 0
   }
 

@@ -2,7 +2,10 @@ import pg from 'pg'
 
 /** What every PostgreSQL collection runs its SQL on: the pool, or the client of an open transaction. */
 export interface PgQueryable {
-  query<R extends pg.QueryResultRow = Record<string, unknown>>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>
+  query<R extends pg.QueryResultRow = Record<string, unknown>>(
+    text: string,
+    values?: unknown[],
+  ): Promise<pg.QueryResult<R>>
 }
 
 /**

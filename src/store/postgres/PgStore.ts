@@ -57,14 +57,23 @@ export function pgTarget(opts: Pick<PgStoreOptions, 'url' | 'schema'>): { url: s
   const u = new URL(opts.url)
   const schema = u.searchParams.get('schema') ?? opts.schema ?? 'public'
   u.searchParams.delete('schema')
-  if (!SCHEMA_NAME.test(schema)) throw new Error(`database schema "${schema}": use letters, digits and _ (not starting with a digit), at most 63`)
+  if (!SCHEMA_NAME.test(schema))
+    throw new Error(`database schema "${schema}": use letters, digits and _ (not starting with a digit), at most 63`)
   return { url: u.toString(), schema }
 }
 
 /** A pool whose every connection works in `schema` (set at connection start, no extra round trip). */
-export function createPool(opts: Pick<PgStoreOptions, 'url' | 'schema' | 'poolSize'>): { pool: pg.Pool; schema: string } {
+export function createPool(opts: Pick<PgStoreOptions, 'url' | 'schema' | 'poolSize'>): {
+  pool: pg.Pool
+  schema: string
+} {
   const { url, schema } = pgTarget(opts)
-  const pool = new pg.Pool({ connectionString: url, max: opts.poolSize ?? 10, types: TYPES, options: `-c search_path=${quoteIdent(schema)}` })
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: opts.poolSize ?? 10,
+    types: TYPES,
+    options: `-c search_path=${quoteIdent(schema)}`,
+  })
   // An idle connection that breaks (server restart) must not crash the process; the pool replaces it.
   pool.on('error', () => {})
   return { pool, schema }

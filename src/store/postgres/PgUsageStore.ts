@@ -22,7 +22,10 @@ export class PgUsageStore implements UsageStore {
     if (ids.length === 0) return
     await atomically(this.q, async (q) => {
       // One statement closes them all; only the rows it changed (not closed before) are rolled up.
-      const { rows } = await q.query('UPDATE usage_intervals SET ended_at = greatest(started_at, $1) WHERE id = ANY($2::bigint[]) AND ended_at IS NULL RETURNING *', [at, ids])
+      const { rows } = await q.query(
+        'UPDATE usage_intervals SET ended_at = greatest(started_at, $1) WHERE id = ANY($2::bigint[]) AND ended_at IS NULL RETURNING *',
+        [at, ids],
+      )
       await rollUp(q, rows.map(toInterval) as Array<UsageInterval & { endedAt: number }>)
     })
   }
@@ -30,20 +33,32 @@ export class PgUsageStore implements UsageStore {
   async insertClosed(intervals: ReadonlyArray<UsageSubject & { startedAt: number; endedAt: number }>): Promise<void> {
     await atomically(this.q, async (q) => {
       const inserted: Array<UsageInterval & { endedAt: number }> = []
-      for (const i of intervals) inserted.push({ ...i, id: (await q.query<{ id: number }>(INSERT, [...subjectValues(i), i.startedAt, i.endedAt])).rows[0].id })
+      for (const i of intervals)
+        inserted.push({
+          ...i,
+          id: (await q.query<{ id: number }>(INSERT, [...subjectValues(i), i.startedAt, i.endedAt])).rows[0].id,
+        })
       await rollUp(q, inserted)
     })
   }
 
   async listOpen(): Promise<UsageInterval[]> {
-    return (await this.q.query('SELECT * FROM usage_intervals WHERE ended_at IS NULL ORDER BY started_at, id')).rows.map(toInterval)
+    return (
+      await this.q.query('SELECT * FROM usage_intervals WHERE ended_at IS NULL ORDER BY started_at, id')
+    ).rows.map(toInterval)
   }
 
   async listOverlapping(filter: UsageFilter, from: number, to: number): Promise<UsageInterval[]> {
     const closed = conditions(filter, [from, to])
     const open = conditions(filter, [to])
-    const a = await this.q.query(`SELECT * FROM usage_intervals WHERE ended_at IS NOT NULL AND ended_at > $1 AND started_at < $2${closed.where} ORDER BY started_at, id`, closed.values)
-    const b = await this.q.query(`SELECT * FROM usage_intervals WHERE ended_at IS NULL AND started_at < $1${open.where} ORDER BY started_at, id`, open.values)
+    const a = await this.q.query(
+      `SELECT * FROM usage_intervals WHERE ended_at IS NOT NULL AND ended_at > $1 AND started_at < $2${closed.where} ORDER BY started_at, id`,
+      closed.values,
+    )
+    const b = await this.q.query(
+      `SELECT * FROM usage_intervals WHERE ended_at IS NULL AND started_at < $1${open.where} ORDER BY started_at, id`,
+      open.values,
+    )
     return [...a.rows, ...b.rows].map(toInterval)
   }
 
@@ -63,19 +78,38 @@ export class PgUsageStore implements UsageStore {
       accountId: (r.account_id as string | undefined) ?? null,
       resourceId: (r.resource_id as string | undefined) ?? null,
       gpuTypeId: (r.gpu_type_id as string | undefined) || null,
-      amounts: { gpu: Number(r.gpu), cpu: Number(r.cpu), disk: Number(r.disk), fee: Number(r.fee), standard: Number(r.standard), highPerformance: Number(r.high_performance), networking: Number(r.networking) },
+      amounts: {
+        gpu: Number(r.gpu),
+        cpu: Number(r.cpu),
+        disk: Number(r.disk),
+        fee: Number(r.fee),
+        standard: Number(r.standard),
+        highPerformance: Number(r.high_performance),
+        networking: Number(r.networking),
+      },
     }))
   }
 
-  async resourcesWithUse(filter: RollupFilter, from: number, to: number, opts: { costly?: boolean } = {}): Promise<string[]> {
+  async resourcesWithUse(
+    filter: RollupFilter,
+    from: number,
+    to: number,
+    opts: { costly?: boolean } = {},
+  ): Promise<string[]> {
     // One range per grain span, OR-ed: a year is a few hundred rows per resource, whatever its grain.
     const spans = grainSpans(from, to)
     if (spans.length === 0) return []
     const values: unknown[] = []
-    const ranges = spans.map((s) => `(grain = $${values.push(s.grain)} AND bucket >= $${values.push(s.from)} AND bucket < $${values.push(s.to)})`)
+    const ranges = spans.map(
+      (s) =>
+        `(grain = $${values.push(s.grain)} AND bucket >= $${values.push(s.from)} AND bucket < $${values.push(s.to)})`,
+    )
     const { where, values: all } = conditions(filter, values)
     const cost = opts.costly ? ` AND ${AMOUNTS.join(' + ')} > 0` : ''
-    const { rows } = await this.q.query<{ resource_id: string }>(`SELECT DISTINCT resource_id FROM usage_rollup WHERE (${ranges.join(' OR ')})${where}${cost}`, all)
+    const { rows } = await this.q.query<{ resource_id: string }>(
+      `SELECT DISTINCT resource_id FROM usage_rollup WHERE (${ranges.join(' OR ')})${where}${cost}`,
+      all,
+    )
     return rows.map((r) => r.resource_id)
   }
 
@@ -85,7 +119,10 @@ export class PgUsageStore implements UsageStore {
   }
 
   async noteAlive(at: number): Promise<void> {
-    await this.q.query(`INSERT INTO usage_marks (key, at) VALUES ('alive', $1) ON CONFLICT (key) DO UPDATE SET at = excluded.at`, [at])
+    await this.q.query(
+      `INSERT INTO usage_marks (key, at) VALUES ('alive', $1) ON CONFLICT (key) DO UPDATE SET at = excluded.at`,
+      [at],
+    )
   }
 }
 
@@ -95,8 +132,16 @@ export class PgUsageStore implements UsageStore {
  */
 async function rollUp(q: PgQueryable, intervals: ReadonlyArray<UsageInterval & { endedAt: number }>): Promise<void> {
   const rows = rollupRows(intervals).sort(byKey)
-  await upsert(q, 'usage_rollup', rows.filter((r) => r.resourceId !== null))
-  await upsert(q, 'usage_rollup_gpu', rows.filter((r) => r.resourceId === null))
+  await upsert(
+    q,
+    'usage_rollup',
+    rows.filter((r) => r.resourceId !== null),
+  )
+  await upsert(
+    q,
+    'usage_rollup_gpu',
+    rows.filter((r) => r.resourceId === null),
+  )
 }
 
 type Column = [name: string, type: 'text' | 'bigint', value: (r: RollupRow) => unknown]
@@ -135,7 +180,17 @@ function byKey(a: RollupRow, b: RollupRow): number {
 }
 
 function subjectValues(s: UsageSubject): unknown[] {
-  return [s.accountId, s.product, s.component, s.resourceId, s.partId, s.gpuTypeId, s.quantity, s.priceMicros, s.periodMs]
+  return [
+    s.accountId,
+    s.product,
+    s.component,
+    s.resourceId,
+    s.partId,
+    s.gpuTypeId,
+    s.quantity,
+    s.priceMicros,
+    s.periodMs,
+  ]
 }
 
 /** The bucket of a roll-up row (of the grain `size` is made of), in SQL: weeks start on Monday (1970-01-01 was a Thursday). */
@@ -158,4 +213,3 @@ function conditions(f: UsageFilter | RollupFilter, values: unknown[]): { where: 
   if (f.gpuTypeId !== undefined) where += ` AND gpu_type_id = $${out.push(f.gpuTypeId)}`
   return { where, values: out }
 }
-

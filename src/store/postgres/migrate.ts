@@ -18,15 +18,25 @@ export async function migrate(pool: pg.Pool, schema: string): Promise<string[]> 
     await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`hangar.migrate:${schema}`])
     await client.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`)
     await client.query(`SET LOCAL search_path TO ${quoteIdent(schema)}`)
-    await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)')
-    const done = new Set((await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version))
+    await client.query(
+      'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)',
+    )
+    const done = new Set(
+      (await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version),
+    )
     const applied: string[] = []
     const dir = fileURLToPath(DIR)
-    for (const file of readdirSync(dir).filter((f) => /^\d+_.+\.sql$/.test(f)).sort()) {
+    for (const file of readdirSync(dir)
+      .filter((f) => /^\d+_.+\.sql$/.test(f))
+      .sort()) {
       const version = Number(file.split('_')[0])
       if (done.has(version)) continue
       await client.query(readFileSync(join(dir, file), 'utf8'))
-      await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [version, file, new Date().toISOString()])
+      await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [
+        version,
+        file,
+        new Date().toISOString(),
+      ])
       applied.push(file)
     }
     await client.query('COMMIT')

@@ -28,7 +28,11 @@ export class JobCounters {
   readonly maxSeq: number
 
   constructor(db: Database.Database) {
-    const rows = db.prepare('SELECT endpoint_id, status, low_priority, count(*) AS n, coalesce(sum(retries), 0) AS retried, max(seq) AS max_seq FROM jobs GROUP BY endpoint_id, status, low_priority').all() as Array<{
+    const rows = db
+      .prepare(
+        'SELECT endpoint_id, status, low_priority, count(*) AS n, coalesce(sum(retries), 0) AS retried, max(seq) AS max_seq FROM jobs GROUP BY endpoint_id, status, low_priority',
+      )
+      .all() as Array<{
       endpoint_id: string
       status: JobStatus
       low_priority: number
@@ -71,7 +75,11 @@ export class JobCounters {
 
   private apply(endpointId: string, status: JobStatus, low: boolean, n: number, retried: number): void {
     let t = this.tallies.get(endpointId)
-    if (!t) this.tallies.set(endpointId, (t = { inQueue: 0, inQueueLow: 0, inProgress: 0, completed: 0, failed: 0, retried: 0, total: 0 }))
+    if (!t)
+      this.tallies.set(
+        endpointId,
+        (t = { inQueue: 0, inQueueLow: 0, inProgress: 0, completed: 0, failed: 0, retried: 0, total: 0 }),
+      )
     t.total += n
     t.retried += retried
     if (status === 'IN_QUEUE') {

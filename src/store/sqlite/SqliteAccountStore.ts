@@ -11,7 +11,9 @@ export class SqliteAccountStore implements AccountStore {
     this.byId = db.prepare('SELECT * FROM accounts WHERE id = ?')
     this.byName = db.prepare('SELECT * FROM accounts WHERE name = ?')
     this.all = db.prepare('SELECT * FROM accounts ORDER BY created_at, name')
-    this.ins = db.prepare('INSERT INTO accounts (id, name, rate_limit_exempt, created_at) VALUES (@id, @name, @rateLimitExempt, @createdAt)')
+    this.ins = db.prepare(
+      'INSERT INTO accounts (id, name, rate_limit_exempt, created_at) VALUES (@id, @name, @rateLimitExempt, @createdAt)',
+    )
   }
   async insert(a: AccountRecord) {
     this.ins.run({ ...a, rateLimitExempt: a.rateLimitExempt ? 1 : 0 })
@@ -30,7 +32,12 @@ export class SqliteAccountStore implements AccountStore {
 function toAccount(row: unknown): AccountRecord | undefined {
   if (!row) return undefined
   const r = row as Record<string, unknown>
-  return { id: r.id as string, name: r.name as string, rateLimitExempt: r.rate_limit_exempt === 1, createdAt: r.created_at as string }
+  return {
+    id: r.id as string,
+    name: r.name as string,
+    rateLimitExempt: r.rate_limit_exempt === 1,
+    createdAt: r.created_at as string,
+  }
 }
 
 /** API keys in SQLite; `endpoint_ids` is a JSON array. */

@@ -19,13 +19,20 @@ export class SqliteTemplateStore extends SqliteDocuments<TemplateRecord> impleme
 export class SqliteEndpointStore extends SqliteDocuments<EndpointRecord> implements EndpointStore {
   private readonly byTemplate = this.select(`account_id = ? AND json_extract(data, '$.templateId') = ?`)
   private readonly byRegistry = this.select(`account_id = ? AND json_extract(data, '$.registry') = ?`)
-  private readonly byVolume = this.select(`account_id = ? AND EXISTS (SELECT 1 FROM json_each(data, '$.networkVolumes') WHERE value = ?)`)
+  private readonly byVolume = this.select(
+    `account_id = ? AND EXISTS (SELECT 1 FROM json_each(data, '$.networkVolumes') WHERE value = ?)`,
+  )
   constructor(db: Database.Database) {
     // Cached: every job submission and every GET of an endpoint reads one.
     super(db, 'endpoint', () => null, { cache: true })
   }
   async referencing(accountId: string, ref: EndpointReference): Promise<string[]> {
-    const hits = 'templateId' in ref ? this.byTemplate(accountId, ref.templateId) : 'registryId' in ref ? this.byRegistry(accountId, ref.registryId) : this.byVolume(accountId, ref.networkVolumeId)
+    const hits =
+      'templateId' in ref
+        ? this.byTemplate(accountId, ref.templateId)
+        : 'registryId' in ref
+          ? this.byRegistry(accountId, ref.registryId)
+          : this.byVolume(accountId, ref.networkVolumeId)
     return hits.map((e) => e.id)
   }
 }

@@ -33,7 +33,9 @@ export class SqliteDocuments<T extends Owned> implements OwnedCollection<T> {
       ofParent: db.prepare('SELECT data FROM documents WHERE kind = ? AND parent_id = ? ORDER BY seq').pluck(),
       publicAll: db.prepare('SELECT data FROM documents WHERE kind = ? AND public = 1 ORDER BY seq').pluck(),
       all: db.prepare('SELECT data FROM documents WHERE kind = ? ORDER BY seq').pluck(),
-      update: db.prepare('UPDATE documents SET data = @data, public = @public, parent_id = @parentId WHERE kind = @kind AND id = @id'),
+      update: db.prepare(
+        'UPDATE documents SET data = @data, public = @public, parent_id = @parentId WHERE kind = @kind AND id = @id',
+      ),
       delete: db.prepare('DELETE FROM documents WHERE kind = ? AND id = ?'),
       deleteOfParent: db.prepare('DELETE FROM documents WHERE kind = ? AND parent_id = ?'),
     }
@@ -94,7 +96,9 @@ export class SqliteDocuments<T extends Owned> implements OwnedCollection<T> {
 
   /** Documents of this kind matching a condition on `data` (JSON1) and the columns, oldest first. */
   protected select(where: string): (...params: unknown[]) => T[] {
-    const stmt = this.db.prepare(`SELECT data FROM documents WHERE kind = '${this.kind}' AND ${where} ORDER BY seq`).pluck()
+    const stmt = this.db
+      .prepare(`SELECT data FROM documents WHERE kind = '${this.kind}' AND ${where} ORDER BY seq`)
+      .pluck()
     return (...params) => this.parse(stmt.all(...params))
   }
 
@@ -104,7 +108,15 @@ export class SqliteDocuments<T extends Owned> implements OwnedCollection<T> {
 
   private params(record: T) {
     const isPublic = (record as { public?: unknown }).public === true ? 1 : 0
-    return { kind: this.kind, id: record.id, accountId: record.accountId, parentId: this.parentOf(record), public: isPublic, data: JSON.stringify(record), createdAt: record.createdAt }
+    return {
+      kind: this.kind,
+      id: record.id,
+      accountId: record.accountId,
+      parentId: this.parentOf(record),
+      public: isPublic,
+      data: JSON.stringify(record),
+      createdAt: record.createdAt,
+    }
   }
 }
 

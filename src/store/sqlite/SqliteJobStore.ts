@@ -18,7 +18,6 @@ interface PatchStatement {
   fields: Array<[key: string, isJson: boolean]>
 }
 
-
 /**
  * A JSON column's value: a RawJson held as bytes (an input or result as it came) is stored as those bytes,
  * a BLOB read back as a Buffer, so no string of it is made; anything else as JSON text.
@@ -35,7 +34,8 @@ const TAKEN = `${TAKEN_COLUMNS}, CASE WHEN length(input) <= ${INLINE_INPUT_BYTES
 function prepare(db: Database.Database) {
   return {
     // Positional parameters, in column order (see insert()): binding 24 named ones cost more than the row.
-    insert: db.prepare(`INSERT INTO jobs (id, endpoint_id, account_id, seq, status, input, webhook, policy, s3_config, sync, low_priority,
+    insert:
+      db.prepare(`INSERT INTO jobs (id, endpoint_id, account_id, seq, status, input, webhook, policy, s3_config, sync, low_priority,
         execution_timeout_ms, ttl_ms, retention_ms, created_at, started_at, completed_at, expires_at, retain_until, worker_id, output, error, retries, progress)
       VALUES (${Array(24).fill('?').join(', ')})`),
     get: db.prepare(`SELECT ${NO_INPUT} FROM jobs WHERE id = ?`),
@@ -47,7 +47,8 @@ function prepare(db: Database.Database) {
       RETURNING ${TAKEN}`),
     // The same for one job (a worker of concurrency 1, the Python SDK's job-take): `= (subquery)` instead of
     // `IN (subquery)` spares SQLite the temporary table of the list, which cost 2 to 3 times the move itself.
-    takeOne: db.prepare(`UPDATE jobs SET status = 'IN_PROGRESS', worker_id = @workerId, started_at = @now, progress = NULL
+    takeOne:
+      db.prepare(`UPDATE jobs SET status = 'IN_PROGRESS', worker_id = @workerId, started_at = @now, progress = NULL
       WHERE id = (SELECT id FROM jobs WHERE endpoint_id = @endpointId AND status = 'IN_QUEUE' AND expires_at > @now ORDER BY low_priority, seq LIMIT 1)
       RETURNING ${TAKEN}`),
     inputOf: db.prepare('SELECT input FROM jobs WHERE id = ?').pluck(),
@@ -55,22 +56,42 @@ function prepare(db: Database.Database) {
     before: db.prepare('SELECT status, retries FROM jobs WHERE id = ?'),
     deleteChunks: db.prepare('DELETE FROM job_chunks WHERE job_id = ?'),
     purge: db.prepare(`DELETE FROM jobs WHERE endpoint_id = ? AND status = 'IN_QUEUE'`),
-    queuedTally: db.prepare(`SELECT low_priority AS low, count(*) AS n, coalesce(sum(retries), 0) AS retries FROM jobs WHERE endpoint_id = ? AND status = 'IN_QUEUE' GROUP BY low_priority`),
+    queuedTally: db.prepare(
+      `SELECT low_priority AS low, count(*) AS n, coalesce(sum(retries), 0) AS retries FROM jobs WHERE endpoint_id = ? AND status = 'IN_QUEUE' GROUP BY low_priority`,
+    ),
     expired: db.prepare(`SELECT ${NO_INPUT} FROM jobs WHERE expires_at <= @now OR retain_until <= @now LIMIT @limit`),
-    timedOut: db.prepare(`SELECT ${NO_INPUT} FROM jobs WHERE status = 'IN_PROGRESS' AND started_at + execution_timeout_ms <= @now LIMIT @limit`),
+    timedOut: db.prepare(
+      `SELECT ${NO_INPUT} FROM jobs WHERE status = 'IN_PROGRESS' AND started_at + execution_timeout_ms <= @now LIMIT @limit`,
+    ),
     running: db.prepare(`SELECT ${NO_INPUT} FROM jobs WHERE status = 'IN_PROGRESS' ORDER BY seq`),
     recent: db.prepare(`SELECT ${NO_INPUT} FROM jobs WHERE endpoint_id = ? ORDER BY seq DESC LIMIT ?`),
     runningOn: db.prepare(`SELECT ${NO_INPUT} FROM jobs WHERE status = 'IN_PROGRESS' AND worker_id = ? ORDER BY seq`),
     // The first waiting job in queue order is the oldest: seq and createdAt are set together (submit, retry).
-    oldest: db.prepare(`SELECT created_at FROM jobs WHERE endpoint_id = ? AND status = 'IN_QUEUE' AND low_priority = 0 ORDER BY seq LIMIT 1`).pluck(),
-    appendChunk: db.prepare(`INSERT INTO job_chunks (job_id, seq, output) VALUES (@jobId, (SELECT coalesce(max(seq), 0) + 1 FROM job_chunks WHERE job_id = @jobId), @output)`),
-    newChunks: db.prepare(`SELECT c.seq, c.output FROM job_chunks c JOIN jobs j ON j.id = c.job_id WHERE c.job_id = ? AND c.seq > j.stream_cursor ORDER BY c.seq LIMIT ?`),
+    oldest: db
+      .prepare(
+        `SELECT created_at FROM jobs WHERE endpoint_id = ? AND status = 'IN_QUEUE' AND low_priority = 0 ORDER BY seq LIMIT 1`,
+      )
+      .pluck(),
+    appendChunk: db.prepare(
+      `INSERT INTO job_chunks (job_id, seq, output) VALUES (@jobId, (SELECT coalesce(max(seq), 0) + 1 FROM job_chunks WHERE job_id = @jobId), @output)`,
+    ),
+    newChunks: db.prepare(
+      `SELECT c.seq, c.output FROM job_chunks c JOIN jobs j ON j.id = c.job_id WHERE c.job_id = ? AND c.seq > j.stream_cursor ORDER BY c.seq LIMIT ?`,
+    ),
     moveCursor: db.prepare('UPDATE jobs SET stream_cursor = ? WHERE id = ?'),
-    claimFinal: db.prepare('UPDATE jobs SET stream_cursor = 1 WHERE id = @id AND stream_cursor = 0 AND NOT EXISTS (SELECT 1 FROM job_chunks WHERE job_id = @id)'),
+    claimFinal: db.prepare(
+      'UPDATE jobs SET stream_cursor = 1 WHERE id = @id AND stream_cursor = 0 AND NOT EXISTS (SELECT 1 FROM job_chunks WHERE job_id = @id)',
+    ),
     chunkCount: db.prepare('SELECT count(*) AS n FROM job_chunks WHERE job_id = ?'),
-    keyHeld: db.prepare('SELECT job_id, fingerprint, expires_at FROM idempotency_keys WHERE account_id = ? AND endpoint_id = ? AND key = ?'),
-    claimKey: db.prepare(`INSERT OR REPLACE INTO idempotency_keys (account_id, endpoint_id, key, fingerprint, job_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`),
-    sweepKeys: db.prepare('DELETE FROM idempotency_keys WHERE (account_id, endpoint_id, key) IN (SELECT account_id, endpoint_id, key FROM idempotency_keys WHERE expires_at <= ? LIMIT ?)'),
+    keyHeld: db.prepare(
+      'SELECT job_id, fingerprint, expires_at FROM idempotency_keys WHERE account_id = ? AND endpoint_id = ? AND key = ?',
+    ),
+    claimKey: db.prepare(
+      `INSERT OR REPLACE INTO idempotency_keys (account_id, endpoint_id, key, fingerprint, job_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    sweepKeys: db.prepare(
+      'DELETE FROM idempotency_keys WHERE (account_id, endpoint_id, key) IN (SELECT account_id, endpoint_id, key FROM idempotency_keys WHERE expires_at <= ? LIMIT ?)',
+    ),
   }
 }
 
@@ -172,9 +193,20 @@ export class SqliteJobStore implements JobStore {
     const insert = this.inserter(job)
     // One process owns the file and runs writes one at a time: the look-up and the two inserts are one step.
     return this.write((): IdempotentInsert => {
-      const held = this.s.keyHeld.get(job.accountId, job.endpointId, claim.key) as { job_id: string; fingerprint: string; expires_at: number } | undefined
-      if (held && held.expires_at > job.createdAt) return { inserted: false, jobId: held.job_id, fingerprint: held.fingerprint }
-      this.s.claimKey.run(job.accountId, job.endpointId, claim.key, claim.fingerprint, job.id, job.createdAt, claim.expiresAt)
+      const held = this.s.keyHeld.get(job.accountId, job.endpointId, claim.key) as
+        | { job_id: string; fingerprint: string; expires_at: number }
+        | undefined
+      if (held && held.expires_at > job.createdAt)
+        return { inserted: false, jobId: held.job_id, fingerprint: held.fingerprint }
+      this.s.claimKey.run(
+        job.accountId,
+        job.endpointId,
+        claim.key,
+        claim.fingerprint,
+        job.id,
+        job.createdAt,
+        claim.expiresAt,
+      )
       insert()
       return { inserted: true }
     }, true)
@@ -196,8 +228,30 @@ export class SqliteJobStore implements JobStore {
       // Numbered when it runs: the group commit runs writes in the order they were asked for.
       const seq = ++this.shared.seq
       this.s.insert.run(
-        job.id, job.endpointId, job.accountId, seq, job.status, input, job.webhook, policy, s3Config, job.sync ? 1 : 0, job.lowPriority ? 1 : 0,
-        job.executionTimeoutMs, job.ttlMs, job.retentionMs, job.createdAt, job.startedAt, job.completedAt, job.expiresAt, job.retainUntil, job.workerId, output, job.error, job.retries, progress,
+        job.id,
+        job.endpointId,
+        job.accountId,
+        seq,
+        job.status,
+        input,
+        job.webhook,
+        policy,
+        s3Config,
+        job.sync ? 1 : 0,
+        job.lowPriority ? 1 : 0,
+        job.executionTimeoutMs,
+        job.ttlMs,
+        job.retentionMs,
+        job.createdAt,
+        job.startedAt,
+        job.completedAt,
+        job.expiresAt,
+        job.retainUntil,
+        job.workerId,
+        output,
+        job.error,
+        job.retries,
+        progress,
       )
       this.counters.add(job)
     }
@@ -217,10 +271,17 @@ export class SqliteJobStore implements JobStore {
   take(endpointId: string, workerId: string, max: number, now: number): Promise<TakenJob[]> {
     if (this.commits.idle && !this.counters.get(endpointId)?.inQueue) return Promise.resolve([])
     return this.write(() => {
-      const rows = (max === 1 ? this.s.takeOne.all({ endpointId, workerId, now }) : this.s.take.all({ endpointId, workerId, now, max })) as Row[]
+      const rows = (
+        max === 1
+          ? this.s.takeOne.all({ endpointId, workerId, now })
+          : this.s.take.all({ endpointId, workerId, now, max })
+      ) as Row[]
       // RETURNING does not keep the subquery's order.
-      rows.sort((a, b) => (a.low_priority as number) - (b.low_priority as number) || (a.seq as number) - (b.seq as number))
-      for (const r of rows) if (r.input === null && (r.input_bytes as number) > INLINE_INPUT_BYTES) r.input = this.s.inputOf.get(r.id)
+      rows.sort(
+        (a, b) => (a.low_priority as number) - (b.low_priority as number) || (a.seq as number) - (b.seq as number),
+      )
+      for (const r of rows)
+        if (r.input === null && (r.input_bytes as number) > INLINE_INPUT_BYTES) r.input = this.s.inputOf.get(r.id)
       for (const r of rows) {
         const counted = { endpointId, lowPriority: r.low_priority === 1, retries: r.retries as number }
         this.counters.move({ ...counted, status: 'IN_QUEUE' }, { ...counted, status: 'IN_PROGRESS' })
@@ -229,7 +290,13 @@ export class SqliteJobStore implements JobStore {
     })
   }
 
-  transition(id: string, from: readonly JobStatus[], patch: JobPatch, workerId?: string, outbox?: (job: JobRecord) => WebhookDelivery | undefined): Promise<JobRecord | undefined> {
+  transition(
+    id: string,
+    from: readonly JobStatus[],
+    patch: JobPatch,
+    workerId?: string,
+    outbox?: (job: JobRecord) => WebhookDelivery | undefined,
+  ): Promise<JobRecord | undefined> {
     const { stmt, fields } = this.patchStatement(patch, from, workerId)
     // Positional, in the statement's order (see patchStatement): the SET values, then the WHERE's.
     const args: unknown[] = []
@@ -249,7 +316,8 @@ export class SqliteJobStore implements JobStore {
     const atomic = patch.clearStream === true || outbox !== undefined
     return this.write(() => {
       if (seqAt >= 0) args[seqAt] = ++this.shared.seq
-      const before = counted && !known ? (this.s.before.get(id) as { status: JobStatus; retries: number } | undefined) : undefined
+      const before =
+        counted && !known ? (this.s.before.get(id) as { status: JobStatus; retries: number } | undefined) : undefined
       const row = stmt.get(args) as Row | undefined
       if (!row) return undefined
       if (patch.clearStream) this.s.deleteChunks.run(id)
@@ -289,8 +357,14 @@ export class SqliteJobStore implements JobStore {
   async delete(id: string): Promise<boolean> {
     if (this.gate?.busy) await this.ready()
     if (this.direct) this.shared.txWrites++
-    const row = this.s.delete.get(id) as { endpoint_id: string; status: JobStatus; low_priority: number; retries: number } | undefined
-    if (row) this.counters.add({ endpointId: row.endpoint_id, status: row.status, lowPriority: row.low_priority === 1, retries: row.retries }, -1)
+    const row = this.s.delete.get(id) as
+      | { endpoint_id: string; status: JobStatus; low_priority: number; retries: number }
+      | undefined
+    if (row)
+      this.counters.add(
+        { endpointId: row.endpoint_id, status: row.status, lowPriority: row.low_priority === 1, retries: row.retries },
+        -1,
+      )
     return row !== undefined
   }
 
@@ -304,7 +378,8 @@ export class SqliteJobStore implements JobStore {
       return { tally, removed }
     })
     const { tally, removed } = purge()
-    for (const t of tally) this.counters.bulk({ endpointId, status: 'IN_QUEUE', lowPriority: t.low === 1, retries: t.retries }, -t.n)
+    for (const t of tally)
+      this.counters.bulk({ endpointId, status: 'IN_QUEUE', lowPriority: t.low === 1, retries: t.retries }, -t.n)
     return removed
   }
 
@@ -337,14 +412,24 @@ export class SqliteJobStore implements JobStore {
   async activeEndpoints(): Promise<Array<{ endpointId: string } & JobCounts>> {
     if (this.gate?.busy) await this.ready()
     const out: Array<{ endpointId: string } & JobCounts> = []
-    for (const [endpointId, t] of this.counters.entries()) if (t.inQueue + t.inProgress > 0) out.push({ endpointId, ...this.countsOf(endpointId, t) })
+    for (const [endpointId, t] of this.counters.entries())
+      if (t.inQueue + t.inProgress > 0) out.push({ endpointId, ...this.countsOf(endpointId, t) })
     return out
   }
 
   private countsOf(endpointId: string, t: Tally | undefined): JobCounts {
-    if (!t) return { inQueue: 0, inQueueLow: 0, inProgress: 0, completed: 0, failed: 0, retried: 0, oldestQueuedAt: null }
+    if (!t)
+      return { inQueue: 0, inQueueLow: 0, inProgress: 0, completed: 0, failed: 0, retried: 0, oldestQueuedAt: null }
     const oldest = t.inQueue > t.inQueueLow ? ((this.s.oldest.get(endpointId) as number | undefined) ?? null) : null
-    return { inQueue: t.inQueue, inQueueLow: t.inQueueLow, inProgress: t.inProgress, completed: t.completed, failed: t.failed, retried: t.retried, oldestQueuedAt: oldest }
+    return {
+      inQueue: t.inQueue,
+      inQueueLow: t.inQueueLow,
+      inProgress: t.inProgress,
+      completed: t.completed,
+      failed: t.failed,
+      retried: t.retried,
+      oldestQueuedAt: oldest,
+    }
   }
 
   async appendChunks(jobId: string, outputs: unknown[]): Promise<void> {

@@ -18,7 +18,9 @@ export class SqliteMetricStore implements MetricStore {
     this.s = {
       put: db.prepare(`INSERT INTO metric_buckets (endpoint_id, resolution, bucket, replica, data) VALUES (?, ?, ?, ?, ?)
         ON CONFLICT (endpoint_id, resolution, bucket, replica) DO UPDATE SET data = excluded.data`),
-      read: db.prepare(`SELECT * FROM metric_buckets WHERE endpoint_id IN (SELECT value FROM json_each(?)) AND resolution = ? AND bucket >= ? AND bucket < ? ORDER BY bucket`),
+      read: db.prepare(
+        `SELECT * FROM metric_buckets WHERE endpoint_id IN (SELECT value FROM json_each(?)) AND resolution = ? AND bucket >= ? AND bucket < ? ORDER BY bucket`,
+      ),
       prune: db.prepare('DELETE FROM metric_buckets WHERE resolution = ? AND bucket < ?'),
     }
   }
@@ -40,5 +42,11 @@ export class SqliteMetricStore implements MetricStore {
 }
 
 function toRow(r: Row): MetricRow {
-  return { endpointId: r.endpoint_id, resolution: r.resolution, bucket: Number(r.bucket), replica: r.replica, data: JSON.parse(r.data) }
+  return {
+    endpointId: r.endpoint_id,
+    resolution: r.resolution,
+    bucket: Number(r.bucket),
+    replica: r.replica,
+    data: JSON.parse(r.data),
+  }
 }

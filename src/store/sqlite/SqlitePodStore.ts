@@ -32,7 +32,13 @@ export class SqlitePodStore implements PodStore {
   }
 
   async list(filter: PodFilter): Promise<PodRecord[]> {
-    const rows = (filter.clusterId !== undefined ? this.s.ofCluster.all(filter.clusterId) : filter.accountId !== undefined ? this.s.ofAccount.all(filter.accountId) : this.s.all.all()) as Array<{ data: string }>
+    const rows = (
+      filter.clusterId !== undefined
+        ? this.s.ofCluster.all(filter.clusterId)
+        : filter.accountId !== undefined
+          ? this.s.ofAccount.all(filter.accountId)
+          : this.s.all.all()
+    ) as Array<{ data: string }>
     return rows
       .map(parse)
       .filter((p) => filter.accountId === undefined || p.accountId === filter.accountId)
@@ -54,7 +60,14 @@ export class SqlitePodStore implements PodStore {
 }
 
 function row(pod: PodRecord) {
-  return { id: pod.id, accountId: pod.accountId, clusterId: pod.cluster?.id ?? null, status: pod.status, data: JSON.stringify(pod), createdAt: pod.createdAt }
+  return {
+    id: pod.id,
+    accountId: pod.accountId,
+    clusterId: pod.cluster?.id ?? null,
+    status: pod.status,
+    data: JSON.stringify(pod),
+    createdAt: pod.createdAt,
+  }
 }
 
 function parse(r: { data: string }): PodRecord {

@@ -21,10 +21,14 @@ export class SqliteUsageStore implements UsageStore {
       end: db.prepare('UPDATE usage_intervals SET ended_at = max(started_at, ?) WHERE id = ? AND ended_at IS NULL'),
       listOpen: db.prepare('SELECT * FROM usage_intervals WHERE ended_at IS NULL ORDER BY started_at, id'),
       lastAlive: db.prepare(`SELECT at FROM usage_marks WHERE key = 'alive'`),
-      noteAlive: db.prepare(`INSERT INTO usage_marks (key, at) VALUES ('alive', ?) ON CONFLICT (key) DO UPDATE SET at = excluded.at`),
-      addRollup: db.prepare(`INSERT INTO usage_rollup (account_id, product, grain, bucket, resource_id, gpu_type_id, ${AMOUNTS.join(', ')})
+      noteAlive: db.prepare(
+        `INSERT INTO usage_marks (key, at) VALUES ('alive', ?) ON CONFLICT (key) DO UPDATE SET at = excluded.at`,
+      ),
+      addRollup:
+        db.prepare(`INSERT INTO usage_rollup (account_id, product, grain, bucket, resource_id, gpu_type_id, ${AMOUNTS.join(', ')})
         VALUES (?, ?, ?, ?, ?, ?, ${AMOUNTS.map(() => '?').join(', ')}) ON CONFLICT DO UPDATE SET ${ADD}`),
-      addRollupGpu: db.prepare(`INSERT INTO usage_rollup_gpu (account_id, product, grain, bucket, gpu_type_id, ${AMOUNTS.join(', ')})
+      addRollupGpu:
+        db.prepare(`INSERT INTO usage_rollup_gpu (account_id, product, grain, bucket, gpu_type_id, ${AMOUNTS.join(', ')})
         VALUES (?, ?, ?, ?, ?, ${AMOUNTS.map(() => '?').join(', ')}) ON CONFLICT DO UPDATE SET ${ADD}`),
     }
   }
@@ -57,8 +61,14 @@ export class SqliteUsageStore implements UsageStore {
 
   async listOverlapping(filter: UsageFilter, from: number, to: number): Promise<UsageInterval[]> {
     const { where, params } = conditions(filter)
-    const closed = this.statement(`closed|${where}`, `SELECT * FROM usage_intervals WHERE ended_at IS NOT NULL AND ended_at > @from AND started_at < @to${where} ORDER BY started_at, id`)
-    const open = this.statement(`open|${where}`, `SELECT * FROM usage_intervals WHERE ended_at IS NULL AND started_at < @to${where} ORDER BY started_at, id`)
+    const closed = this.statement(
+      `closed|${where}`,
+      `SELECT * FROM usage_intervals WHERE ended_at IS NOT NULL AND ended_at > @from AND started_at < @to${where} ORDER BY started_at, id`,
+    )
+    const open = this.statement(
+      `open|${where}`,
+      `SELECT * FROM usage_intervals WHERE ended_at IS NULL AND started_at < @to${where} ORDER BY started_at, id`,
+    )
     return [...closed.all({ ...params, from, to }), ...open.all({ ...params, to })].map(toInterval)
   }
 
@@ -70,7 +80,9 @@ export class SqliteUsageStore implements UsageStore {
       : `SELECT ${BUCKET[g.size]} AS bucket, ${keys}, ${AMOUNTS.map((c) => `sum(${c})`).join(', ')}
          FROM ${table} WHERE grain = @grain AND bucket >= @from AND bucket < @to${where} GROUP BY 1, ${keys}`
     // Rows as arrays: a year of 100 pods by day is 36,600 of them, and naming each column of each costs.
-    const rows = this.statement(`sum|${sql}`, sql).raw(true).all({ ...params, grain: grainOf(g.size), from, to }) as Array<Array<string | number>>
+    const rows = this.statement(`sum|${sql}`, sql)
+      .raw(true)
+      .all({ ...params, grain: grainOf(g.size), from, to }) as Array<Array<string | number>>
     const n = 2 + g.by.length
     return rows.map((r) => {
       const sum: RollupSum = {
@@ -79,7 +91,15 @@ export class SqliteUsageStore implements UsageStore {
         accountId: null,
         resourceId: null,
         gpuTypeId: null,
-        amounts: { gpu: r[n] as number, cpu: r[n + 1] as number, disk: r[n + 2] as number, fee: r[n + 3] as number, standard: r[n + 4] as number, highPerformance: r[n + 5] as number, networking: r[n + 6] as number },
+        amounts: {
+          gpu: r[n] as number,
+          cpu: r[n + 1] as number,
+          disk: r[n + 2] as number,
+          fee: r[n + 3] as number,
+          standard: r[n + 4] as number,
+          highPerformance: r[n + 5] as number,
+          networking: r[n + 6] as number,
+        },
       }
       // gpu_type_id '' is no GPU type.
       g.by.forEach((c, k) => (sum[c] = (r[2 + k] as string) || null))
@@ -87,12 +107,21 @@ export class SqliteUsageStore implements UsageStore {
     })
   }
 
-  async resourcesWithUse(filter: RollupFilter, from: number, to: number, opts: { costly?: boolean } = {}): Promise<string[]> {
+  async resourcesWithUse(
+    filter: RollupFilter,
+    from: number,
+    to: number,
+    opts: { costly?: boolean } = {},
+  ): Promise<string[]> {
     const { where, params } = conditions(filter)
     const cost = opts.costly ? ` AND ${AMOUNTS.join(' + ')} > 0` : ''
-    const names = this.statement(`res|${where}${cost}`, `SELECT DISTINCT resource_id FROM usage_rollup WHERE grain = @grain AND bucket >= @from AND bucket < @to${where}${cost}`)
+    const names = this.statement(
+      `res|${where}${cost}`,
+      `SELECT DISTINCT resource_id FROM usage_rollup WHERE grain = @grain AND bucket >= @from AND bucket < @to${where}${cost}`,
+    )
     const found = new Set<string>()
-    for (const span of grainSpans(from, to)) for (const r of names.all({ ...params, ...span }) as Array<{ resource_id: string }>) found.add(r.resource_id)
+    for (const span of grainSpans(from, to))
+      for (const r of names.all({ ...params, ...span }) as Array<{ resource_id: string }>) found.add(r.resource_id)
     return [...found]
   }
 
@@ -108,7 +137,8 @@ export class SqliteUsageStore implements UsageStore {
   private rollUp(intervals: ReadonlyArray<UsageInterval & { endedAt: number }>): void {
     for (const r of rollupRows(intervals)) {
       const amounts = USAGE_COMPONENTS.map((c) => r.amounts[c])
-      if (r.resourceId === null) this.s.addRollupGpu.run(r.accountId, r.product, r.grain, r.bucket, r.gpuTypeId, ...amounts)
+      if (r.resourceId === null)
+        this.s.addRollupGpu.run(r.accountId, r.product, r.grain, r.bucket, r.gpuTypeId, ...amounts)
       else this.s.addRollup.run(r.accountId, r.product, r.grain, r.bucket, r.resourceId, r.gpuTypeId, ...amounts)
     }
   }
@@ -152,4 +182,3 @@ function conditions(f: UsageFilter | RollupFilter): { where: string; params: Rec
   }
   return { where, params }
 }
-

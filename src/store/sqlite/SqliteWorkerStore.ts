@@ -9,11 +9,14 @@ export class SqliteWorkerStore implements WorkerStore {
 
   constructor(private readonly db: Database.Database) {
     this.s = {
-      insert: db.prepare(`INSERT INTO workers (id, endpoint_id, account_id, state, token_hash, version, image, gpu_type_id, gpu_count, data_center_id, host_id, runtime_ref, created_at, started_at, stopped_at, last_error)
+      insert:
+        db.prepare(`INSERT INTO workers (id, endpoint_id, account_id, state, token_hash, version, image, gpu_type_id, gpu_count, data_center_id, host_id, runtime_ref, created_at, started_at, stopped_at, last_error)
         VALUES (@id, @endpointId, @accountId, @state, @tokenHash, @version, @image, @gpuTypeId, @gpuCount, @dataCenterId, @hostId, @runtimeRef, @createdAt, @startedAt, @stoppedAt, @lastError)`),
       get: db.prepare('SELECT * FROM workers WHERE id = ?'),
       active: db.prepare(`SELECT * FROM workers WHERE state NOT IN ('EXITED', 'FAILED') ORDER BY created_at, id`),
-      activeOf: db.prepare(`SELECT * FROM workers WHERE endpoint_id = ? AND state NOT IN ('EXITED', 'FAILED') ORDER BY created_at, id`),
+      activeOf: db.prepare(
+        `SELECT * FROM workers WHERE endpoint_id = ? AND state NOT IN ('EXITED', 'FAILED') ORDER BY created_at, id`,
+      ),
       recent: db.prepare('SELECT * FROM workers WHERE endpoint_id = ? ORDER BY created_at DESC, id DESC LIMIT ?'),
     }
   }

@@ -46,7 +46,13 @@ export function EndpointDetail() {
   })
   if (!ep) return <Page title="Endpoint">{<Loading error={error} what="the endpoint" />}</Page>
   const tabs = TABS[ep.type]
-  if (!tabs.some((t) => t.id === tab)) return <NotFoundView what={`The endpoint ${ep.name} has no “${tab}” tab.`} back={{ href: `/console/endpoints/${id}`, label: `Back to ${ep.name}` }} />
+  if (!tabs.some((t) => t.id === tab))
+    return (
+      <NotFoundView
+        what={`The endpoint ${ep.name} has no “${tab}” tab.`}
+        back={{ href: `/console/endpoints/${id}`, label: `Back to ${ep.name}` }}
+      />
+    )
   return (
     <Page
       title={ep.name}
@@ -59,7 +65,12 @@ export function EndpointDetail() {
       <Problems error={del.error} />
       <nav class="tabs" aria-label="Endpoint">
         {tabs.map((t) => (
-          <a key={t.id} href={`/console/endpoints/${id}/${t.id}`} class={tab === t.id ? 'active' : ''} aria-current={tab === t.id ? 'page' : undefined}>
+          <a
+            key={t.id}
+            href={`/console/endpoints/${id}/${t.id}`}
+            class={tab === t.id ? 'active' : ''}
+            aria-current={tab === t.id ? 'page' : undefined}
+          >
             {t.label}
           </a>
         ))}
@@ -100,7 +111,11 @@ function Facts({ ep }: { ep: Endpoint }) {
         {ep.workers.idleTimeout !== undefined && `, idle ${ep.workers.idleTimeout} s`}
       </dd>
       <dt>Scaling</dt>
-      <dd>{ep.scaling.type === 'QUEUE_DELAY' ? `queue delay ${ep.scaling.queueDelay} s` : `${ep.scaling.requestCount} requests per worker`}</dd>
+      <dd>
+        {ep.scaling.type === 'QUEUE_DELAY'
+          ? `queue delay ${ep.scaling.queueDelay} s`
+          : `${ep.scaling.requestCount} requests per worker`}
+      </dd>
       {ep.type === 'LOAD_BALANCER' && (
         <>
           <dt>Port</dt>
@@ -186,7 +201,9 @@ function LbOverview({ ep }: { ep: Endpoint }) {
       <Facts ep={ep} />
       <div>
         <h2>Base URL</h2>
-        <p class="muted">Every method and path under it goes to a ready worker's port; the API key is checked and not passed on.</p>
+        <p class="muted">
+          Every method and path under it goes to a ready worker's port; the API key is checked and not passed on.
+        </p>
         <Urls urls={ep.requestUrls} />
         <h2>Try it</h2>
         <div class="copyable">

@@ -7,7 +7,21 @@ import { useSession } from '../../session.js'
 import { checkedOf, Field, Problems, useAction, useLoad, inputValue } from '../../ui.js'
 
 /** Every field the form shows; server errors on other paths are listed above it. */
-const FIELDS = ['name', 'type', 'templateId', 'image', 'args', 'cpu', 'gpu', 'workers', 'scaling', 'flashboot', 'env', 'networkVolumes', 'timeout']
+const FIELDS = [
+  'name',
+  'type',
+  'templateId',
+  'image',
+  'args',
+  'cpu',
+  'gpu',
+  'workers',
+  'scaling',
+  'flashboot',
+  'env',
+  'networkVolumes',
+  'timeout',
+]
 
 /** Env keys a load balancer's form shows as fields of their own. */
 const LB_ENV = { port: 'PORT', portHealth: 'PORT_HEALTH', healthPath: 'HEALTH_CHECK_PATH' } as const
@@ -91,12 +105,16 @@ function envOf(text: string): Record<string, string> {
 /** The env textarea, plus a load balancer's port and health settings where given. */
 function fullEnv(f: FormState): Record<string, string> {
   const env = envOf(f.env)
-  if (f.type === 'LOAD_BALANCER') for (const [k, name] of Object.entries(LB_ENV)) if (f[k as keyof typeof LB_ENV].trim()) env[name] = f[k as keyof typeof LB_ENV].trim()
+  if (f.type === 'LOAD_BALANCER')
+    for (const [k, name] of Object.entries(LB_ENV))
+      if (f[k as keyof typeof LB_ENV].trim()) env[name] = f[k as keyof typeof LB_ENV].trim()
   return env
 }
 
 function scalingOf(f: FormState): CreateEndpoint['scaling'] {
-  return f.scalingType === 'QUEUE_DELAY' && f.type === 'QUEUE' ? { type: 'QUEUE_DELAY', queueDelay: num(f.scalingValue) } : { type: 'REQUEST_COUNT', requestCount: num(f.scalingValue) }
+  return f.scalingType === 'QUEUE_DELAY' && f.type === 'QUEUE'
+    ? { type: 'QUEUE_DELAY', queueDelay: num(f.scalingValue) }
+    : { type: 'REQUEST_COUNT', requestCount: num(f.scalingValue) }
 }
 
 function workersOf(f: FormState): NonNullable<CreateEndpoint['workers']> {
@@ -105,7 +123,13 @@ function workersOf(f: FormState): NonNullable<CreateEndpoint['workers']> {
 }
 
 function createBody(f: FormState): CreateEndpoint {
-  const body: CreateEndpoint = { name: f.name, type: f.type, workers: workersOf(f), scaling: scalingOf(f), flashboot: f.flashboot }
+  const body: CreateEndpoint = {
+    name: f.name,
+    type: f.type,
+    workers: workersOf(f),
+    scaling: scalingOf(f),
+    flashboot: f.flashboot,
+  }
   if (f.source === 'template') body.templateId = f.templateId
   else body.image = f.image
   if (f.args.trim()) body.args = f.args
@@ -127,12 +151,15 @@ function updateBody(f: FormState, e: Endpoint): UpdateEndpoint {
   if (f.image !== was.image) body.image = f.image
   if (f.args !== was.args) body.args = f.args
   if (JSON.stringify(fullEnv(f)) !== JSON.stringify(fullEnv(was))) body.env = fullEnv(f)
-  if (f.workersMin !== was.workersMin || f.workersMax !== was.workersMax || f.idleTimeout !== was.idleTimeout) body.workers = workersOf(f)
+  if (f.workersMin !== was.workersMin || f.workersMax !== was.workersMax || f.idleTimeout !== was.idleTimeout)
+    body.workers = workersOf(f)
   if (f.scalingType !== was.scalingType || f.scalingValue !== was.scalingValue) body.scaling = scalingOf(f)
   if (f.flashboot !== was.flashboot) body.flashboot = f.flashboot
   if (f.timeout !== was.timeout) body.timeout = num(f.timeout)
-  if (f.compute === 'cpu' && (f.cpuId !== was.cpuId || f.vcpuCount !== was.vcpuCount)) body.cpu = [{ id: f.cpuId, vcpuCount: num(f.vcpuCount) }]
-  if (f.compute === 'gpu' && (f.gpuPools.join() !== was.gpuPools.join() || f.gpuCount !== was.gpuCount)) body.gpu = { pools: f.gpuPools, count: num(f.gpuCount) }
+  if (f.compute === 'cpu' && (f.cpuId !== was.cpuId || f.vcpuCount !== was.vcpuCount))
+    body.cpu = [{ id: f.cpuId, vcpuCount: num(f.vcpuCount) }]
+  if (f.compute === 'gpu' && (f.gpuPools.join() !== was.gpuPools.join() || f.gpuCount !== was.gpuCount))
+    body.gpu = { pools: f.gpuPools, count: num(f.gpuCount) }
   if (f.networkVolume !== was.networkVolume) body.networkVolumes = f.networkVolume ? [f.networkVolume] : []
   return body
 }
@@ -146,21 +173,32 @@ export function EndpointForm({ endpoint, onSaved }: { endpoint?: Endpoint; onSav
   const [f, setF] = useState<FormState>(() => initial(endpoint))
   const set = <K extends keyof FormState>(k: K, v: FormState[K]) => setF((s) => ({ ...s, [k]: v }))
   const templates = useLoad(async (signal) => {
-    const [official, own] = await Promise.all([client.get<TemplateList>('/v2/catalog/templates', signal), client.get<TemplateList>('/v2/templates', signal)])
+    const [official, own] = await Promise.all([
+      client.get<TemplateList>('/v2/catalog/templates', signal),
+      client.get<TemplateList>('/v2/templates', signal),
+    ])
     return [...official.templates, ...own.templates].filter((t: Template) => t.serverless)
   }, [])
   const cpus = useLoad((signal) => client.get<CpuList>('/v2/catalog/cpus', signal), [])
   const gpus = useLoad((signal) => client.get<GpuList>('/v2/catalog/gpus', signal), [])
   const volumes = useLoad((signal) => client.get<NetworkVolumeList>('/v2/network-volumes', signal), [])
-  const pools = [...new Set((gpus.data?.gpus ?? []).map((g) => g.pool).filter((p): p is string => typeof p === 'string'))].sort()
+  const pools = [
+    ...new Set((gpus.data?.gpus ?? []).map((g) => g.pool).filter((p): p is string => typeof p === 'string')),
+  ].sort()
   const save = useAction(async () => {
-    const saved = endpoint ? await client.patch<Endpoint>(`/v2/serverless/${endpoint.id}`, updateBody(f, endpoint)) : await client.post<Endpoint>('/v2/serverless', createBody(f))
+    const saved = endpoint
+      ? await client.patch<Endpoint>(`/v2/serverless/${endpoint.id}`, updateBody(f, endpoint))
+      : await client.post<Endpoint>('/v2/serverless', createBody(f))
     onSaved(saved)
   })
   const err = save.error
   const onInput = (k: keyof FormState) => (e: Event) => set(k, inputValue(e) as never)
   const input = (k: keyof FormState, type: 'text' | 'number' = 'text') =>
-    type === 'number' ? <input type="number" name={k} value={f[k] as string} onInput={onInput(k)} /> : <input type="text" name={k} value={f[k] as string} onInput={onInput(k)} />
+    type === 'number' ? (
+      <input type="number" name={k} value={f[k] as string} onInput={onInput(k)} />
+    ) : (
+      <input type="text" name={k} value={f[k] as string} onInput={onInput(k)} />
+    )
 
   return (
     <form
@@ -182,14 +220,28 @@ export function EndpointForm({ endpoint, onSaved }: { endpoint?: Endpoint; onSav
         <fieldset class="choice" data-field="type">
           <legend>Type</legend>
           <label class="inline">
-            <input type="radio" name="type" checked={f.type === 'QUEUE'} onChange={() => setF((s) => ({ ...s, type: 'QUEUE', scalingType: 'QUEUE_DELAY' }))} /> Queue (jobs through /run)
+            <input
+              type="radio"
+              name="type"
+              checked={f.type === 'QUEUE'}
+              onChange={() => setF((s) => ({ ...s, type: 'QUEUE', scalingType: 'QUEUE_DELAY' }))}
+            />{' '}
+            Queue (jobs through /run)
           </label>
           <label class="inline">
             <input
               type="radio"
               name="type"
               checked={f.type === 'LOAD_BALANCER'}
-              onChange={() => setF((s) => ({ ...s, type: 'LOAD_BALANCER', scalingType: 'REQUEST_COUNT', source: 'image', image: s.image || 'hangar/http:latest' }))}
+              onChange={() =>
+                setF((s) => ({
+                  ...s,
+                  type: 'LOAD_BALANCER',
+                  scalingType: 'REQUEST_COUNT',
+                  source: 'image',
+                  image: s.image || 'hangar/http:latest',
+                }))
+              }
             />{' '}
             Load balancer (HTTP to the workers)
           </label>
@@ -199,10 +251,17 @@ export function EndpointForm({ endpoint, onSaved }: { endpoint?: Endpoint; onSav
         <fieldset class="choice">
           <legend>Program</legend>
           <label class="inline">
-            <input type="radio" name="source" checked={f.source === 'template'} onChange={() => set('source', 'template')} /> From a template
+            <input
+              type="radio"
+              name="source"
+              checked={f.source === 'template'}
+              onChange={() => set('source', 'template')}
+            />{' '}
+            From a template
           </label>
           <label class="inline">
-            <input type="radio" name="source" checked={f.source === 'image'} onChange={() => set('source', 'image')} /> From an image
+            <input type="radio" name="source" checked={f.source === 'image'} onChange={() => set('source', 'image')} />{' '}
+            From an image
           </label>
         </fieldset>
       )}
@@ -217,7 +276,12 @@ export function EndpointForm({ endpoint, onSaved }: { endpoint?: Endpoint; onSav
           </select>
         </Field>
       ) : (
-        <Field label="Image" name="image" error={err} hint="e.g. hangar/echo:latest or an image mapped to a local command">
+        <Field
+          label="Image"
+          name="image"
+          error={err}
+          hint="e.g. hangar/echo:latest or an image mapped to a local command"
+        >
           {input('image')}
         </Field>
       )}
@@ -251,7 +315,14 @@ export function EndpointForm({ endpoint, onSaved }: { endpoint?: Endpoint; onSav
           <div class="checks">
             {pools.map((p) => (
               <label class="inline" key={p}>
-                <input type="checkbox" checked={f.gpuPools.includes(p)} onChange={(e) => set('gpuPools', checkedOf(e) ? [...f.gpuPools, p] : f.gpuPools.filter((x) => x !== p))} /> {p}
+                <input
+                  type="checkbox"
+                  checked={f.gpuPools.includes(p)}
+                  onChange={(e) =>
+                    set('gpuPools', checkedOf(e) ? [...f.gpuPools, p] : f.gpuPools.filter((x) => x !== p))
+                  }
+                />{' '}
+                {p}
               </label>
             ))}
           </div>
@@ -267,31 +338,60 @@ export function EndpointForm({ endpoint, onSaved }: { endpoint?: Endpoint; onSav
       </Field>
       {f.type === 'LOAD_BALANCER' && (
         <>
-          <Field label="Port" name="env.PORT" error={err} hint="the port the worker's HTTP server listens on (default 80)">
+          <Field
+            label="Port"
+            name="env.PORT"
+            error={err}
+            hint="the port the worker's HTTP server listens on (default 80)"
+          >
             {input('port', 'number')}
           </Field>
-          <Field label="Health port" name="env.PORT_HEALTH" error={err} hint="where health checks go (default: the port above)">
+          <Field
+            label="Health port"
+            name="env.PORT_HEALTH"
+            error={err}
+            hint="where health checks go (default: the port above)"
+          >
             {input('portHealth', 'number')}
           </Field>
-          <Field label="Health path" name="env.HEALTH_CHECK_PATH" error={err} hint="200 ready, 204 still starting (default /ping)">
+          <Field
+            label="Health path"
+            name="env.HEALTH_CHECK_PATH"
+            error={err}
+            hint="200 ready, 204 still starting (default /ping)"
+          >
             {input('healthPath')}
           </Field>
         </>
       )}
       {f.type === 'LOAD_BALANCER' ? (
-        <Field label="Requests per worker" name="scaling" error={err} hint="a worker is added for each this many requests in flight or waiting">
+        <Field
+          label="Requests per worker"
+          name="scaling"
+          error={err}
+          hint="a worker is added for each this many requests in flight or waiting"
+        >
           {input('scalingValue', 'number')}
         </Field>
       ) : (
-      <Field label="Scaling" name="scaling" error={err} hint={f.scalingType === 'QUEUE_DELAY' ? 'seconds a job may wait before a worker is added' : 'jobs per worker'}>
-        <div class="row">
-          <select name="scalingType" value={f.scalingType} onChange={(e) => set('scalingType', inputValue<FormState['scalingType']>(e))}>
-            <option value="QUEUE_DELAY">Queue delay</option>
-            <option value="REQUEST_COUNT">Request count</option>
-          </select>
-          {input('scalingValue', 'number')}
-        </div>
-      </Field>
+        <Field
+          label="Scaling"
+          name="scaling"
+          error={err}
+          hint={f.scalingType === 'QUEUE_DELAY' ? 'seconds a job may wait before a worker is added' : 'jobs per worker'}
+        >
+          <div class="row">
+            <select
+              name="scalingType"
+              value={f.scalingType}
+              onChange={(e) => set('scalingType', inputValue<FormState['scalingType']>(e))}
+            >
+              <option value="QUEUE_DELAY">Queue delay</option>
+              <option value="REQUEST_COUNT">Request count</option>
+            </select>
+            {input('scalingValue', 'number')}
+          </div>
+        </Field>
       )}
       <Field label="FlashBoot" name="flashboot" error={err}>
         <select name="flashboot" value={f.flashboot} onChange={(e) => set('flashboot', inputValue<Flashboot>(e))}>

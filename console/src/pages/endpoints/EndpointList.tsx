@@ -37,7 +37,14 @@ export function EndpointList() {
   const { client } = useSession()
   const { data, error } = useLoad((signal) => client.get<EndpointListBody>('/v2/serverless', signal), [])
   return (
-    <Page title="Endpoints" actions={<a class="button primary" href="/console/endpoints/new">New endpoint</a>}>
+    <Page
+      title="Endpoints"
+      actions={
+        <a class="button primary" href="/console/endpoints/new">
+          New endpoint
+        </a>
+      }
+    >
       <Overview />
       {!data ? (
         <Loading error={error} what="endpoints" />

@@ -75,7 +75,12 @@ export function JobTester({ endpointId }: { endpointId: string }) {
         {parseError && <div class="problem">{parseError}</div>}
         <Problems error={submit.error} />
         <div class="form-actions">
-          <select name="mode" value={mode} onChange={(e) => setMode(inputValue<'run' | 'runsync'>(e))} aria-label="Mode">
+          <select
+            name="mode"
+            value={mode}
+            onChange={(e) => setMode(inputValue<'run' | 'runsync'>(e))}
+            aria-label="Mode"
+          >
             <option value="run">/run (asynchronous)</option>
             <option value="runsync">/runsync (wait for the result)</option>
           </select>
@@ -98,7 +103,8 @@ export function JobTester({ endpointId }: { endpointId: string }) {
             {job.waitingReason && <p class="muted">Waiting: {job.waitingReason}</p>}
             {(job.delayTime !== undefined || job.executionTime !== undefined) && (
               <p class="muted">
-                {job.delayTime !== undefined && `delay ${job.delayTime} ms`} {job.executionTime !== undefined && `· execution ${job.executionTime} ms`}
+                {job.delayTime !== undefined && `delay ${job.delayTime} ms`}{' '}
+                {job.executionTime !== undefined && `· execution ${job.executionTime} ms`}
               </p>
             )}
             {chunks.length > 0 && (

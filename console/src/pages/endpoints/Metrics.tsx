@@ -10,19 +10,38 @@ const WINDOWS: Array<{ id: MetricsWindow; label: string }> = [
   { id: 'day', label: 'Last day' },
   { id: 'week', label: 'Last week' },
 ]
-const C = { ok: '#12b76a', bad: '#f04438', warn: '#f79009', grey: '#98a2b3', p50: '#2f5bea', p95: '#7a5af8', p99: '#ee46bc', blue: '#2e90fa' }
+const C = {
+  ok: '#12b76a',
+  bad: '#f04438',
+  warn: '#f79009',
+  grey: '#98a2b3',
+  p50: '#2f5bea',
+  p95: '#7a5af8',
+  p99: '#ee46bc',
+  blue: '#2e90fa',
+}
 
 /** The endpoint's metrics as charts over a chosen window, refreshed every 10 s. */
 export function Metrics({ ep }: { ep: Endpoint }) {
   const { client } = useSession()
   const [span, setSpan] = useState<MetricsWindow>('hour')
-  const { data, error } = useLoad((signal) => client.get<EndpointMetrics>(`/v2/serverless/${ep.id}/metrics?window=${span}`, signal), [ep.id, span], 10_000)
+  const { data, error } = useLoad(
+    (signal) => client.get<EndpointMetrics>(`/v2/serverless/${ep.id}/metrics?window=${span}`, signal),
+    [ep.id, span],
+    10_000,
+  )
   const lb = ep.type === 'LOAD_BALANCER'
   return (
     <div class="metrics">
       <div class="segmented" role="group" aria-label="Window">
         {WINDOWS.map((w) => (
-          <button key={w.id} type="button" class={w.id === span ? 'active' : ''} aria-pressed={w.id === span} onClick={() => setSpan(w.id)}>
+          <button
+            key={w.id}
+            type="button"
+            class={w.id === span ? 'active' : ''}
+            aria-pressed={w.id === span}
+            onClick={() => setSpan(w.id)}
+          >
             {w.label}
           </button>
         ))}
@@ -45,14 +64,27 @@ function Totals({ items }: { items: Array<[string, number]> }) {
   )
 }
 
-const per = (m: EndpointMetrics) => (m.intervalSeconds === 60 ? 'per minute' : m.intervalSeconds === 3600 ? 'per hour' : `per ${m.intervalSeconds / 60} minutes`)
+const per = (m: EndpointMetrics) =>
+  m.intervalSeconds === 60
+    ? 'per minute'
+    : m.intervalSeconds === 3600
+      ? 'per hour'
+      : `per ${m.intervalSeconds / 60} minutes`
 
 function QueueCharts({ m }: { m: EndpointMetrics }) {
   const t = m.times
   const idle = 'No jobs finished in this window yet: run one from the “Run a job” tab.'
   return (
     <>
-      <Totals items={[['Completed', m.totals.completed], ['Failed', m.totals.failed], ['Cancelled', m.totals.cancelled], ['Timed out', m.totals.timedOut], ['Cold starts', m.totals.coldStarts]]} />
+      <Totals
+        items={[
+          ['Completed', m.totals.completed],
+          ['Failed', m.totals.failed],
+          ['Cancelled', m.totals.cancelled],
+          ['Timed out', m.totals.timedOut],
+          ['Cold starts', m.totals.coldStarts],
+        ]}
+      />
       <div class="charts">
         <TimeChart
           title={`Requests ${per(m)}`}
@@ -70,7 +102,12 @@ function QueueCharts({ m }: { m: EndpointMetrics }) {
         <TimeChart title="Delay time (in the queue)" unit="ms" times={t} empty={idle} series={pct(m.delayMs)} />
         <ColdStarts m={m} />
         <WorkersChart m={m} />
-        <TimeChart title="Queue depth" times={t} empty="No job waited in this window." series={[{ label: 'waiting jobs', values: m.queueDepth, color: C.warn }]} />
+        <TimeChart
+          title="Queue depth"
+          times={t}
+          empty="No job waited in this window."
+          series={[{ label: 'waiting jobs', values: m.queueDepth, color: C.warn }]}
+        />
       </div>
     </>
   )
@@ -81,7 +118,12 @@ function LbCharts({ m }: { m: EndpointMetrics }) {
   const idle = 'No requests in this window yet: call the base URL (see Overview).'
   return (
     <>
-      <Totals items={[['Requests', m.totals.requests], ['Cold starts', m.totals.coldStarts]]} />
+      <Totals
+        items={[
+          ['Requests', m.totals.requests],
+          ['Cold starts', m.totals.coldStarts],
+        ]}
+      />
       <div class="charts">
         <TimeChart
           title={`Requests ${per(m)} by status`}
@@ -95,7 +137,13 @@ function LbCharts({ m }: { m: EndpointMetrics }) {
             { label: '5xx', values: m.requests.status5xx, color: C.bad },
           ]}
         />
-        <TimeChart title="Latency through the proxy" unit="ms" times={t} empty={idle} series={pct(m.requests.latencyMs)} />
+        <TimeChart
+          title="Latency through the proxy"
+          unit="ms"
+          times={t}
+          empty={idle}
+          series={pct(m.requests.latencyMs)}
+        />
         <ColdStarts m={m} />
         <WorkersChart m={m} />
       </div>
@@ -106,8 +154,20 @@ function LbCharts({ m }: { m: EndpointMetrics }) {
 function ColdStarts({ m }: { m: EndpointMetrics }) {
   return (
     <>
-      <TimeChart title="Cold starts" times={m.times} bars empty="No worker started in this window." series={[{ label: 'cold starts', values: m.coldStarts.count, color: C.blue }]} />
-      <TimeChart title="Cold start duration" unit="ms" times={m.times} empty="No worker started in this window." series={pct(m.coldStarts.durationMs).slice(0, 2)} />
+      <TimeChart
+        title="Cold starts"
+        times={m.times}
+        bars
+        empty="No worker started in this window."
+        series={[{ label: 'cold starts', values: m.coldStarts.count, color: C.blue }]}
+      />
+      <TimeChart
+        title="Cold start duration"
+        unit="ms"
+        times={m.times}
+        empty="No worker started in this window."
+        series={pct(m.coldStarts.durationMs).slice(0, 2)}
+      />
     </>
   )
 }

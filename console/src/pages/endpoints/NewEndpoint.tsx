@@ -4,7 +4,8 @@ import { CopyButton, Page } from '../../ui.js'
 import { EndpointForm } from './EndpointForm.js'
 
 /** Where a new endpoint opens: a queue endpoint on its job tester, a load balancer (no job queue) on its base URL. */
-const landing = (e: { id: string; type?: string }) => `/console/endpoints/${e.id}/${e.type === 'LOAD_BALANCER' ? 'overview' : 'jobs'}`
+const landing = (e: { id: string; type?: string }) =>
+  `/console/endpoints/${e.id}/${e.type === 'LOAD_BALANCER' ? 'overview' : 'jobs'}`
 
 export function NewEndpoint() {
   const { route } = useLocation()
@@ -13,7 +14,9 @@ export function NewEndpoint() {
   if (created) {
     return (
       <Page title="Endpoint created">
-        <p>Webhook signing secret, shown this once (rotate it with POST /v2/serverless/{'{id}'}/webhook-secret/rotate):</p>
+        <p>
+          Webhook signing secret, shown this once (rotate it with POST /v2/serverless/{'{id}'}/webhook-secret/rotate):
+        </p>
         <p>
           <span class="mono secret">{created.webhookSecret}</span> <CopyButton text={created.webhookSecret} />
         </p>

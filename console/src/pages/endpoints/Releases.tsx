@@ -5,13 +5,18 @@ import { Loading, useLoad, when } from '../../ui.js'
 /** Each change to what the workers run, newest first, and how far the latest has rolled out. */
 export function Releases({ endpointId }: { endpointId: string }) {
   const { client } = useSession()
-  const { data, error } = useLoad((signal) => client.get<ReleaseList>(`/v2/serverless/${endpointId}/releases`, signal), [endpointId], 5000)
+  const { data, error } = useLoad(
+    (signal) => client.get<ReleaseList>(`/v2/serverless/${endpointId}/releases`, signal),
+    [endpointId],
+    5000,
+  )
   if (!data) return <Loading error={error} what="releases" />
   const r = data.rollout
   return (
     <div>
       <p>
-        Version {data.endpointVersion ?? '—'} · {r.workersOnLatest} of {r.workersTotal} workers on it ({Math.round(r.percentOnLatest)} %){r.inProgress && ' · rolling out'}
+        Version {data.endpointVersion ?? '—'} · {r.workersOnLatest} of {r.workersTotal} workers on it (
+        {Math.round(r.percentOnLatest)} %){r.inProgress && ' · rolling out'}
       </p>
       <div class="table-wrap">
         <table>

@@ -6,7 +6,11 @@ import { Badge, Json, Loading, useLoad, when } from '../../ui.js'
 /** The endpoint's latest jobs (GET /v2/{id}/requests, limited to 10 calls per 10 s: refreshed every 5 s). */
 export function Requests({ endpointId }: { endpointId: string }) {
   const { client } = useSession()
-  const { data, error } = useLoad((signal) => client.get<RequestList>(`/v2/${endpointId}/requests?limit=50`, signal), [endpointId], 5000)
+  const { data, error } = useLoad(
+    (signal) => client.get<RequestList>(`/v2/${endpointId}/requests?limit=50`, signal),
+    [endpointId],
+    5000,
+  )
   const [open, setOpen] = useState<RequestSummary | null>(null)
   if (!data) return <Loading error={error} what="requests" />
   if (data.requests.length === 0) return <p class="empty">No requests yet: run a job from the “Run a job” tab.</p>
@@ -48,8 +52,9 @@ export function Requests({ endpointId }: { endpointId: string }) {
         <div class="request-detail">
           <h2>{open.id}</h2>
           <p>
-            Worker: <span class="mono">{open.workerId ?? '—'}</span> · started {open.startedAt ? when(open.startedAt) : '—'} · finished{' '}
-            {open.completedAt ? when(open.completedAt) : '—'} · requeued {open.retries}×
+            Worker: <span class="mono">{open.workerId ?? '—'}</span> · started{' '}
+            {open.startedAt ? when(open.startedAt) : '—'} · finished {open.completedAt ? when(open.completedAt) : '—'} ·
+            requeued {open.retries}×
           </p>
           {open.error && <div class="problem">{open.error}</div>}
           <RequestOutput endpointId={endpointId} jobId={open.id} />
@@ -62,9 +67,15 @@ export function Requests({ endpointId }: { endpointId: string }) {
 /** The list leaves results out (they can be large): the opened request's output is read from /status. */
 function RequestOutput({ endpointId, jobId }: { endpointId: string; jobId: string }) {
   const { client } = useSession()
-  const { data, error } = useLoad((signal) => client.get<JobStatusView>(`/v2/${endpointId}/status/${jobId}`, signal), [endpointId, jobId])
+  const { data, error } = useLoad(
+    (signal) => client.get<JobStatusView>(`/v2/${endpointId}/status/${jobId}`, signal),
+    [endpointId, jobId],
+  )
   if (!data) return <Loading error={error} what="the output" />
-  const deliveries = data.webhookDeliveries && data.webhookDeliveries.length > 0 ? <WebhookDeliveries deliveries={data.webhookDeliveries} /> : null
+  const deliveries =
+    data.webhookDeliveries && data.webhookDeliveries.length > 0 ? (
+      <WebhookDeliveries deliveries={data.webhookDeliveries} />
+    ) : null
   if (data.output === undefined) {
     return (
       <>

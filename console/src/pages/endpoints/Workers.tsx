@@ -10,7 +10,11 @@ import { Badge, Loading, useLoad } from '../../ui.js'
  */
 export function Workers({ endpointId, loadBalancer = false }: { endpointId: string; loadBalancer?: boolean }) {
   const { client } = useSession()
-  const { data, error } = useLoad((signal) => client.get<WorkerList>(`/v2/serverless/${endpointId}/workers`, signal), [endpointId], 2000)
+  const { data, error } = useLoad(
+    (signal) => client.get<WorkerList>(`/v2/serverless/${endpointId}/workers`, signal),
+    [endpointId],
+    2000,
+  )
   const [logsOf, setLogsOf] = useState<string | null>(null)
   if (!data) return <Loading error={error} what="workers" />
   const s = data.summary
@@ -18,7 +22,8 @@ export function Workers({ endpointId, loadBalancer = false }: { endpointId: stri
   return (
     <div>
       <p class="summary">
-        {s.running} running · {s.idle} idle · {s.initializing} initializing · {s.throttled} throttled · {s.unhealthy} unhealthy
+        {s.running} running · {s.idle} idle · {s.initializing} initializing · {s.throttled} throttled · {s.unhealthy}{' '}
+        unhealthy
         {s.parked > 0 && ` · ${s.parked} parked`}
       </p>
       {!loadBalancer && (data.waiting.jobs > 0 || data.waiting.lowPriorityJobs > 0) && (
@@ -38,7 +43,9 @@ export function Workers({ endpointId, loadBalancer = false }: { endpointId: stri
         </div>
       )}
       {all.length === 0 ? (
-        <p class="empty">No workers now: they start when {loadBalancer ? 'requests' : 'jobs'} arrive (or when workers.min is above 0).</p>
+        <p class="empty">
+          No workers now: they start when {loadBalancer ? 'requests' : 'jobs'} arrive (or when workers.min is above 0).
+        </p>
       ) : (
         <div class="table-wrap">
           <table>
@@ -61,7 +68,15 @@ export function Workers({ endpointId, loadBalancer = false }: { endpointId: stri
                   <td>
                     <Badge value={w.status} />
                     {w.isStale && <span class="muted"> stale</span>}
-                    {w.startPhase && <span class="muted"> {w.startPhase.toLowerCase()}{w.pull ? ` ${mb(w.pull.bytes)}${w.pull.totalBytes ? ` / ${mb(w.pull.totalBytes)}` : ''} MB` : ''}</span>}
+                    {w.startPhase && (
+                      <span class="muted">
+                        {' '}
+                        {w.startPhase.toLowerCase()}
+                        {w.pull
+                          ? ` ${mb(w.pull.bytes)}${w.pull.totalBytes ? ` / ${mb(w.pull.totalBytes)}` : ''} MB`
+                          : ''}
+                      </span>
+                    )}
                   </td>
                   {loadBalancer && <td>{w.health ? <Badge value={w.health} /> : '—'}</td>}
                   <td>{w.version ?? '—'}</td>
@@ -72,11 +87,21 @@ export function Workers({ endpointId, loadBalancer = false }: { endpointId: stri
                   )}
                   <td>{w.uptimeSeconds !== null ? `${w.uptimeSeconds} s` : '—'}</td>
                   <td class="small">
-                    {w.lastError ?? (w.gpuTypeId ? `${w.gpuCount} × ${w.gpuTypeId}` : w.cpuFlavorId ? `${w.cpuFlavorId} ${w.vcpuCount} vCPU` : '')}
-                    {w.hostId && <div class="muted">{w.runtime ?? 'runtime ?'} on {w.hostId}</div>}
+                    {w.lastError ??
+                      (w.gpuTypeId
+                        ? `${w.gpuCount} × ${w.gpuTypeId}`
+                        : w.cpuFlavorId
+                          ? `${w.cpuFlavorId} ${w.vcpuCount} vCPU`
+                          : '')}
+                    {w.hostId && (
+                      <div class="muted">
+                        {w.runtime ?? 'runtime ?'} on {w.hostId}
+                      </div>
+                    )}
                     {w.coldStart && (
                       <div class="muted">
-                        cold start: pull {w.coldStart.pullMs} ms, create {w.coldStart.createMs} ms, boot {w.coldStart.bootMs ?? '…'} ms
+                        cold start: pull {w.coldStart.pullMs} ms, create {w.coldStart.createMs} ms, boot{' '}
+                        {w.coldStart.bootMs ?? '…'} ms
                       </div>
                     )}
                   </td>
@@ -91,7 +116,14 @@ export function Workers({ endpointId, loadBalancer = false }: { endpointId: stri
           </table>
         </div>
       )}
-      {logsOf && <LogStream title={logsOf} path={`/v2/serverless/${endpointId}/workers/${logsOf}/logs?tail=500`} endMessage="worker ended" onClose={() => setLogsOf(null)} />}
+      {logsOf && (
+        <LogStream
+          title={logsOf}
+          path={`/v2/serverless/${endpointId}/workers/${logsOf}/logs?tail=500`}
+          endMessage="worker ended"
+          onClose={() => setLogsOf(null)}
+        />
+      )}
     </div>
   )
 }

@@ -1,9 +1,22 @@
 import type { WaitingReason } from '../../../contract/worker.js'
 import type { Clock } from '../../../domain/clock.js'
 import type { EndpointRecord } from '../../../domain/endpoints/endpoint.js'
-import { parkWindowMs, planScaling, unparkForJob, type EndpointScaling, type ScaleAction, type ScalingDecision, type ScalingPolicy } from '../../../domain/workers/planScaling.js'
+import {
+  parkWindowMs,
+  planScaling,
+  unparkForJob,
+  type EndpointScaling,
+  type ScaleAction,
+  type ScalingDecision,
+  type ScalingPolicy,
+} from '../../../domain/workers/planScaling.js'
 import { lbEndpointScaling, type LbDemand } from '../../../domain/workers/planLbScaling.js'
-import { BURST_WINDOW_MS, recordSample, relativeHistory, type TimedSample } from '../../../domain/workers/scalingHistory.js'
+import {
+  BURST_WINDOW_MS,
+  recordSample,
+  relativeHistory,
+  type TimedSample,
+} from '../../../domain/workers/scalingHistory.js'
 import { dropsReason, waitingReason } from '../../../domain/jobs/waitingReason.js'
 import { DROP_WINDOW_MS, type DroppedTakes } from '../../jobs/DroppedTakes.js'
 import type { JobEvents } from '../../jobs/JobEvents.js'
@@ -20,7 +33,10 @@ export interface AutoscalerOptions {
   /** Business time: how long jobs have waited is measured against their submission time. */
   clock: Clock
   /** scaleIntervalMs (how often decisions run, also on every submission), the REQUEST_COUNT cool-down, FlashBoot windows. */
-  config: Pick<JobsConfig, 'scaleIntervalMs' | 'requestCountIdleTimeoutMs' | 'flashbootWindowMs' | 'priorityFlashbootWindowMs'>
+  config: Pick<
+    JobsConfig,
+    'scaleIntervalMs' | 'requestCountIdleTimeoutMs' | 'flashbootWindowMs' | 'priorityFlashbootWindowMs'
+  >
   /** Monotonic ms for the demand history. */
   monotonic?: () => number
   /** Requests of LOAD_BALANCER endpoints (waiting and in flight): their demand, scaled by planLbScaling's rule. */
@@ -76,7 +92,10 @@ export class Autoscaler {
     this.timer = setInterval(() => void this.poke(), this.o.config.scaleIntervalMs)
     this.timer.unref()
     // A queued job or a request waiting for a load-balancing worker: decide now, not at the next interval.
-    this.unsubscribe = [this.o.events.onQueued((endpointId) => this.queued(endpointId)), this.o.events.onJobQueued((endpointId, low) => this.scaleFromZero(endpointId, low))]
+    this.unsubscribe = [
+      this.o.events.onQueued((endpointId) => this.queued(endpointId)),
+      this.o.events.onJobQueued((endpointId, low) => this.scaleFromZero(endpointId, low)),
+    ]
     if (this.o.loadBalancer) this.unsubscribe.push(this.o.loadBalancer.onWaiting(() => void this.poke()))
     void this.poke()
   }
@@ -151,7 +170,12 @@ export class Autoscaler {
     if (lowPriority || !last || this.stopped || !this.mayHaveParked.has(endpointId)) return
     try {
       const { workers } = this.o
-      const snapshot: EndpointScaling = { ...last.snapshot, queued: last.snapshot.queued + 1, workers: workers.snapshot(endpointId, last.version), backoffMs: workers.backoffMs(endpointId) }
+      const snapshot: EndpointScaling = {
+        ...last.snapshot,
+        queued: last.snapshot.queued + 1,
+        workers: workers.snapshot(endpointId, last.version),
+        backoffMs: workers.backoffMs(endpointId),
+      }
       for (const workerId of unparkForJob(snapshot)) workers.unpark(workerId)
     } catch (err) {
       this.o.log.error({ err, endpointId }, 'taking a parked worker back for a queued job failed')
@@ -189,7 +213,14 @@ export class Autoscaler {
     for (const s of snapshots) {
       const decision = planScaling(s)
       const keepMs = Math.max(s.idleTimeoutMs, BURST_WINDOW_MS)
-      this.history.set(s.endpointId, recordSample(this.history.get(s.endpointId) ?? [], { at: now, queued: s.queued, desired: decision.desired }, keepMs))
+      this.history.set(
+        s.endpointId,
+        recordSample(
+          this.history.get(s.endpointId) ?? [],
+          { at: now, queued: s.queued, desired: decision.desired },
+          keepMs,
+        ),
+      )
       this.last.set(s.endpointId, { snapshot: s, version: endpoints.get(s.endpointId)?.version ?? null })
       if (s.workers.some((w) => w.state === 'parked')) this.mayHaveParked.add(s.endpointId)
       else this.mayHaveParked.delete(s.endpointId)
@@ -201,7 +232,8 @@ export class Autoscaler {
     for (const id of [...this.last.keys()]) if (!seen.has(id)) this.last.delete(id)
     for (const id of [...this.mayHaveParked]) if (!seen.has(id)) this.mayHaveParked.delete(id)
     for (const id of [...this.loggedDesired.keys()]) if (!seen.has(id)) this.loggedDesired.delete(id)
-    for (const [id, h] of [...this.history]) if (!seen.has(id) && now - h[h.length - 1].at > 3_600_000) this.history.delete(id)
+    for (const [id, h] of [...this.history])
+      if (!seen.has(id) && now - h[h.length - 1].at > 3_600_000) this.history.delete(id)
   }
 
   /**
@@ -214,9 +246,22 @@ export class Autoscaler {
     const last = this.last.get(endpointId)
     if (!last) return null
     const { workers } = this.o
-    const s: EndpointScaling = { ...last.snapshot, workers: workers.snapshot(endpointId, last.version), backoffMs: workers.backoffMs(endpointId) }
+    const s: EndpointScaling = {
+      ...last.snapshot,
+      workers: workers.snapshot(endpointId, last.version),
+      backoffMs: workers.backoffMs(endpointId),
+    }
     const f = workers.failures(endpointId)
-    return waitingReason(s, { noCapacity: workers.noCapacityReason(endpointId), pendingCapacity: workers.pendingCapacityReason(endpointId), failures: f.consecutive, lastFailure: f.last }, lowPriority)
+    return waitingReason(
+      s,
+      {
+        noCapacity: workers.noCapacityReason(endpointId),
+        pendingCapacity: workers.pendingCapacityReason(endpointId),
+        failures: f.consecutive,
+        lastFailure: f.last,
+      },
+      lowPriority,
+    )
   }
 
   /**
@@ -227,7 +272,12 @@ export class Autoscaler {
     const c = await this.o.store.jobs.counts(endpointId)
     const jobs = c.inQueue - c.inQueueLow
     // Dropped takes are reported with nothing waiting too: the dropped jobs sit IN_PROGRESS in between.
-    if (c.inQueue === 0) return { jobs: 0, lowPriorityJobs: 0, reason: this.o.dropped?.report(endpointId) ? this.waitingReason(endpointId) : null }
+    if (c.inQueue === 0)
+      return {
+        jobs: 0,
+        lowPriorityJobs: 0,
+        reason: this.o.dropped?.report(endpointId) ? this.waitingReason(endpointId) : null,
+      }
     return { jobs, lowPriorityJobs: c.inQueueLow, reason: this.waitingReason(endpointId, jobs === 0) }
   }
 
@@ -235,7 +285,8 @@ export class Autoscaler {
     const { store, workers, clock, config } = this.o
     const endpoints = new Map<string, EndpointRecord>()
     const lb = this.o.loadBalancer
-    for (const ep of await store.endpoints.listAll()) if (ep.type === 'QUEUE' || (lb && ep.type === 'LOAD_BALANCER')) endpoints.set(ep.id, ep)
+    for (const ep of await store.endpoints.listAll())
+      if (ep.type === 'QUEUE' || (lb && ep.type === 'LOAD_BALANCER')) endpoints.set(ep.id, ep)
     const demand = new Map((await store.jobs.activeEndpoints()).map((d) => [d.endpointId, d]))
     const ids = new Set([...endpoints.values()].filter((e) => e.workers.min > 0).map((e) => e.id))
     for (const id of demand.keys()) ids.add(id)
@@ -273,7 +324,8 @@ export class Autoscaler {
         min: ep?.workers.min ?? 0,
         max: ep?.workers.max ?? 0,
         // QUEUE endpoints on REQUEST_COUNT have no idleTimeout: the configured cool-down stands in for it.
-        idleTimeoutMs: ep?.workers.idleTimeout !== undefined ? ep.workers.idleTimeout * 1000 : config.requestCountIdleTimeoutMs,
+        idleTimeoutMs:
+          ep?.workers.idleTimeout !== undefined ? ep.workers.idleTimeout * 1000 : config.requestCountIdleTimeoutMs,
         flashboot: ep?.flashboot ?? 'OFF',
         parkWindowMs: ep ? parkWindowMs(ep.flashboot, config) : 0,
         queued: d ? d.inQueue - d.inQueueLow : 0,
@@ -302,7 +354,8 @@ export class Autoscaler {
         workers.unpark(action.workerId)
         return
       case 'park':
-        if (workers.park(action.workerId, action.reason, ep?.flashboot === 'PRIORITY_FLASHBOOT')) this.mayHaveParked.add(action.endpointId)
+        if (workers.park(action.workerId, action.reason, ep?.flashboot === 'PRIORITY_FLASHBOOT'))
+          this.mayHaveParked.add(action.endpointId)
         return
     }
     if (!ep) return
