@@ -130,9 +130,9 @@ describe('pod lifecycle', () => {
     const refused = await s.api('GET', `/proxy/${pod.id}/8081/`)
     expect(refused.status).toBe(502)
     expect(refused.headers.get('content-type')).toMatch(/^application\/problem\+json/)
-    // Refused by the program's own network (sharing the host's), or accepted by the sandbox's and closed at once.
+    // Refused by the program's own network (sharing the host's), or accepted by the sandbox's and closed or reset at once.
     expect(refused.body.detail).toMatch(
-      new RegExp(`^port 8081 of pod ${pod.id} failed the request: (ECONNREFUSED|UND_ERR_SOCKET)$`),
+      new RegExp(`^port 8081 of pod ${pod.id} failed the request: (ECONNREFUSED|ECONNRESET|UND_ERR_SOCKET)$`),
     )
     await s.api('DELETE', `/v2/pods/${pod.id}`)
   })

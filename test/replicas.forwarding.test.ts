@@ -12,23 +12,23 @@ const available = await pgAvailableOrSkip('the replica forwarding test')
 const LB_DOMAIN = 'lb.test'
 
 /**
- * Workloads whose environment holds `NAME=value` (worker and pod programs carry their ids): the leaders of their
- * process groups (a workload is a group: the supervisor the runtime starts, the sandbox, the program).
+ * The workloads (their supervisors: the leaders of their process groups) whose program has `entry` in its
+ * environment; the supervisor itself runs with Hangar's fixed environment (issue 34).
  */
 function pidsWithEnv(entry: string): number[] {
-  const pids: number[] = []
+  const pids = new Set<number>()
   for (const d of readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue
     try {
       const stat = readFileSync(`/proc/${d}/stat`, 'utf8')
       const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-      if (state === 'Z' || Number(pgrp) !== Number(d)) continue
-      if (readFileSync(`/proc/${d}/environ`, 'utf8').split('\0').includes(entry)) pids.push(Number(d))
+      if (state === 'Z') continue
+      if (readFileSync(`/proc/${d}/environ`, 'utf8').split('\0').includes(entry)) pids.add(Number(pgrp))
     } catch {
       // gone meanwhile, or not ours
     }
   }
-  return pids
+  return [...pids]
 }
 
 /** Processes running in the data dir (workers, pod programs), for the cleanup. */

@@ -9,6 +9,7 @@ import { dropSchema, freshSchemaName, pgAvailableOrSkip, PG_TEST_URL } from './h
 import { pythonSdkMissing, pythonWorkerImage } from './helpers/python.js'
 import { leads, startReplica, type Replica } from './helpers/replicas.js'
 import { pidOf } from './helpers/runtime.js'
+import { programEnvironment } from './helpers/process.js'
 import { until } from './helpers/until.js'
 
 const REDIS_URL = process.env.HANGAR_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
@@ -120,15 +121,12 @@ function workerLogs(dataDir: string): { runs: Map<string, number>; refused: stri
 }
 
 /**
- * What a worker's heartbeat is sent with, read from its environment (its supervisor's: the process runtime
- * starts it with the worker's variables): the ping URL's path and query, and the worker's key.
+ * What a worker's heartbeat is sent with, read from its program's environment (the process of its supervisor's
+ * group that has the worker's variables): the ping URL's path and query, and the worker's key.
  */
 function heartbeatOf(pid: number): { path: string; key: string } {
-  const env = new Map(
-    readFileSync(`/proc/${pid}/environ`, 'utf8')
-      .split('\0')
-      .map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]),
-  )
+  const env = programEnvironment(pid, 'RUNPOD_WEBHOOK_PING')
+  if (!env) throw new Error(`no program of worker ${pid} has the worker's variables`)
   const url = new URL(env.get('RUNPOD_WEBHOOK_PING') ?? '')
   return { path: url.pathname + url.search, key: env.get('RUNPOD_AI_API_KEY') ?? '' }
 }

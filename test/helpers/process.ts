@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process'
+import { readdirSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 
 const BIN = fileURLToPath(new URL('../../bin/hangar.js', import.meta.url))
@@ -50,4 +51,30 @@ export function serveWithConfig(dataDir: string, configFile: string): Promise<{ 
     proc.stderr!.on('data', (c) => (out += c))
     proc.once('exit', (code) => reject(new Error(`hangar exited (${code}) before listening:\n${out}`)))
   })
+}
+
+/**
+ * The environment of a workload's program: the process of group `groupLeader` (a supervisor's pid) whose
+ * environment names `variable`. The supervisor itself runs with Hangar's fixed environment, never the workload's
+ * (issue 34): the variables are only in the program, inside its sandbox.
+ */
+export function programEnvironment(groupLeader: number, variable: string): Map<string, string> | null {
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8')
+      const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      if (state === 'Z' || Number(pgrp) !== groupLeader) continue
+      const env = new Map(
+        readFileSync(`/proc/${d}/environ`, 'utf8')
+          .split('\0')
+          .filter((e) => e.includes('='))
+          .map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)] as [string, string]),
+      )
+      if (env.has(variable)) return env
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return null
 }
