@@ -235,6 +235,15 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   const lifecycle = new JobLifecycle({ store, clock, events, webhooks, metrics: counted })
   // Workers are local processes, or containers on hosts that name a Docker/Podman engine.
   const engines = hostEngines(config)
+  // Containers on the host's network reach its loopback (Redis, PostgreSQL, other workloads' ports): said once.
+  for (const [hostId, engine] of engines) {
+    if (engine.network === 'host') {
+      log.warn(
+        { host: hostId, network: 'host' },
+        `containers of host ${hostId} share its network, loopback included: with several tenants set the engine's "network" to "bridge" and a controlPlaneUrl containers reach (docs/security.md)`,
+      )
+    }
+  }
   // Local processes run in a sandbox where this machine has one; without it only the admin's workloads run here.
   if (sandbox.kind === 'none') {
     log.warn(
