@@ -13,6 +13,7 @@ import { loadBalancerBench } from './workloads/loadBalancer.js'
 import { managementApi } from './workloads/managementApi.js'
 import { pods } from './workloads/pods.js'
 import { runsyncLatency } from './workloads/runsync.js'
+import { sandboxStart } from './workloads/sandboxStart.js'
 import { scale } from './workloads/scale.js'
 
 /** Every workload, by the number the benchmark issue gives it. */
@@ -31,6 +32,7 @@ const WORKLOADS: Record<string, (ctx: BenchContext) => Promise<Row[]>> = {
   pods,
   billing,
   lb: loadBalancerBench,
+  sandbox: sandboxStart,
 }
 
 async function main() {
