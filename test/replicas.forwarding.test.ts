@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { WebSocket } from 'ws'
 import { dropSchema, freshSchemaName, pgAvailableOrSkip, PG_TEST_URL } from './helpers/postgres.js'
+import { processEnvironments } from './helpers/process.js'
 import { leads, startReplica, type Replica } from './helpers/replicas.js'
 import { until } from './helpers/until.js'
 
@@ -16,19 +17,14 @@ const LB_DOMAIN = 'lb.test'
  * environment; the supervisor itself runs with Hangar's fixed environment (issue 34).
  */
 function pidsWithEnv(entry: string): number[] {
-  const pids = new Set<number>()
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8')
-      const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-      if (state === 'Z') continue
-      if (readFileSync(`/proc/${d}/environ`, 'utf8').split('\0').includes(entry)) pids.add(Number(pgrp))
-    } catch {
-      // gone meanwhile, or not ours
-    }
-  }
-  return [...pids]
+  const [name, value] = [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]
+  return [
+    ...new Set(
+      processEnvironments()
+        .filter((p) => p.env.get(name) === value)
+        .map((p) => p.pgrp),
+    ),
+  ]
 }
 
 /** Processes running in the data dir (workers, pod programs), for the cleanup. */

@@ -53,28 +53,34 @@ export function serveWithConfig(dataDir: string, configFile: string): Promise<{ 
   })
 }
 
-/**
- * The environment of a workload's program: the process of group `groupLeader` (a supervisor's pid) whose
- * environment names `variable`. The supervisor itself runs with Hangar's fixed environment, never the workload's
- * (issue 34): the variables are only in the program, inside its sandbox.
- */
-export function programEnvironment(groupLeader: number, variable: string): Map<string, string> | null {
+/** Each live process with its process group and environment (those this user may read). */
+export function processEnvironments(): { pid: number; pgrp: number; env: Map<string, string> }[] {
+  const found: { pid: number; pgrp: number; env: Map<string, string> }[] = []
   for (const d of readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue
     try {
       const stat = readFileSync(`/proc/${d}/stat`, 'utf8')
       const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-      if (state === 'Z' || Number(pgrp) !== groupLeader) continue
+      if (state === 'Z') continue
       const env = new Map(
         readFileSync(`/proc/${d}/environ`, 'utf8')
           .split('\0')
           .filter((e) => e.includes('='))
           .map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)] as [string, string]),
       )
-      if (env.has(variable)) return env
+      found.push({ pid: Number(d), pgrp: Number(pgrp), env })
     } catch {
-      // gone meanwhile
+      // gone meanwhile, or not ours
     }
   }
-  return null
+  return found
+}
+
+/**
+ * The environment of a workload's program: the process of group `groupLeader` (a supervisor's pid) whose
+ * environment names `variable`. The supervisor itself runs with Hangar's fixed environment, never the workload's
+ * (issue 34): the variables are only in the program, inside its sandbox.
+ */
+export function programEnvironment(groupLeader: number, variable: string): Map<string, string> | null {
+  return processEnvironments().find((p) => p.pgrp === groupLeader && p.env.has(variable))?.env ?? null
 }

@@ -140,6 +140,7 @@ export class ProcessDriver implements RuntimeDriver {
       cluster !== undefined && spec.labels[LABELS.clusterRank] !== '0' ? await this.clusterNetwork(cluster) : null
     // As root bwrap makes the network namespace and pasta connects it; as a user pasta makes it around bwrap.
     const rootNetwork = isolated && !joins && process.getuid?.() === 0
+    const link = controlPlaneLink(spec)
     const programs = sandbox ? programPaths(mapping, this.o.dataDir) : []
     if (sandbox) checkMounts(spec.mounts, programs)
     hooks.onPhase?.('CREATING')
@@ -193,7 +194,7 @@ export class ProcessDriver implements RuntimeDriver {
       const wrap =
         joins ??
         (isolated && !rootNetwork && sandbox.network.mode !== 'host'
-          ? wrappedNetwork(sandbox.network, { hostPorts: controlPlanePorts(spec), published: ports })
+          ? wrappedNetwork(sandbox.network, { hostPorts: link.hostPorts, published: ports })
           : undefined)
       if (joins && ports.length > 0)
         logs.append(
@@ -290,16 +291,16 @@ export class ProcessDriver implements RuntimeDriver {
         const inside = await readSandboxPid(child.stdio[FD.info] as Readable)
         enterCgroup()
         if (cluster !== undefined && !joins) this.recordClusterNetwork(cluster, inside)
-        for (const url of isolated ? nonLocalControlPlane(spec) : [])
+        if (isolated && link.elsewhere)
           logs.append(
             'system',
-            `warning: the control plane's URL ${url} is not on this host's loopback: the sandbox reaches it only as any outside address`,
+            `warning: the control plane's URL ${link.elsewhere} is not on this host's loopback: the sandbox reaches it only as any outside address`,
           )
         if (rootNetwork && sandbox.network.mode !== 'host')
           await connectSandbox(
             sandbox.network,
             inside,
-            { hostPorts: controlPlanePorts(spec), published: ports },
+            { hostPorts: link.hostPorts, published: ports },
             networkPidFile!,
           )
         ;(child.stdio[FD.go] as Writable).end('go\n')
@@ -619,16 +620,15 @@ function checkMounts(mounts: WorkloadMount[], programs: string[]): void {
   }
 }
 
-/** The control plane's loopback ports a workload must reach (a worker's URL), forwarded into its namespace. */
-function controlPlanePorts(spec: WorkloadSpec): number[] {
+/**
+ * How a workload reaches the control plane (a worker's URL): a loopback port, forwarded into its namespace, or
+ * an address elsewhere, reached as any outside address.
+ */
+function controlPlaneLink(spec: WorkloadSpec): { hostPorts: number[]; elsewhere: string | null } {
   const url = parseUrl(spec.labels[LABELS.controlPlane])
-  if (!url || !isLoopback(url.hostname)) return []
-  return [Number(url.port || (url.protocol === 'https:' ? 443 : 80))]
-}
-
-function nonLocalControlPlane(spec: WorkloadSpec): string[] {
-  const url = parseUrl(spec.labels[LABELS.controlPlane])
-  return url && !isLoopback(url.hostname) ? [url.origin] : []
+  if (!url) return { hostPorts: [], elsewhere: null }
+  if (!isLoopback(url.hostname)) return { hostPorts: [], elsewhere: url.origin }
+  return { hostPorts: [Number(url.port || (url.protocol === 'https:' ? 443 : 80))], elsewhere: null }
 }
 
 function parseUrl(s: string | undefined): URL | null {
