@@ -290,7 +290,6 @@ export class ProcessDriver implements RuntimeDriver {
       try {
         const inside = await readSandboxPid(child.stdio[FD.info] as Readable)
         enterCgroup()
-        if (cluster !== undefined && !joins) this.recordClusterNetwork(cluster, inside)
         if (isolated && link.elsewhere)
           logs.append(
             'system',
@@ -303,6 +302,8 @@ export class ProcessDriver implements RuntimeDriver {
             { hostPorts: link.hostPorts, published: ports },
             networkPidFile!,
           )
+        // Members join only a network that is set up (routes in place): recorded once it is, before the go-ahead.
+        if (cluster !== undefined && !joins) this.recordClusterNetwork(cluster, inside, pid)
         ;(child.stdio[FD.go] as Writable).end('go\n')
       } catch (err) {
         signalWorkload(pid, 'SIGKILL')
@@ -334,6 +335,7 @@ export class ProcessDriver implements RuntimeDriver {
       child.once('exit', (code, signal) => {
         // A supervisor killed outright (a stop past its grace period) could not end the network itself.
         stopNetwork(join(dir, NETWORK_PID_FILE))
+        if (cluster !== undefined && !joins) this.forgetClusterNetwork(cluster, pid)
         if (diskWatch) clearInterval(diskWatch)
         tail.close()
         const oom = cgroup?.oomKilled() ?? false
@@ -491,13 +493,30 @@ export class ProcessDriver implements RuntimeDriver {
     ]
   }
 
-  private recordClusterNetwork(cluster: string, init: number): void {
+  /** Removes a cluster's record when the primary that made it ends (a restarted primary records its own). */
+  private forgetClusterNetwork(cluster: string, supervisor: number): void {
+    const file = join(this.o.dataDir, CLUSTER_NETWORKS, encodeURIComponent(cluster))
+    try {
+      const r = JSON.parse(readFileSync(file, 'utf8')) as { supervisor?: number }
+      if (r.supervisor === supervisor) rmSync(file, { force: true })
+    } catch {
+      // none recorded
+    }
+  }
+
+  private recordClusterNetwork(cluster: string, init: number, supervisor: number): void {
     const outer = Number(readFileSync(`/proc/${init}/stat`, 'utf8').split(') ')[1]?.split(' ')[1])
     const dir = join(this.o.dataDir, CLUSTER_NETWORKS)
     mkdirSync(dir, { recursive: true })
     writeFileSync(
       join(dir, encodeURIComponent(cluster)),
-      JSON.stringify({ pid: init, marker: processStartMarker(init), outer, outerMarker: processStartMarker(outer) }),
+      JSON.stringify({
+        pid: init,
+        marker: processStartMarker(init),
+        outer,
+        outerMarker: processStartMarker(outer),
+        supervisor,
+      }),
     )
   }
 

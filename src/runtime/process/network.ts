@@ -140,9 +140,10 @@ export async function connectSandbox(
 }
 
 /**
- * What a sandbox must not reach through pasta: the host's addresses other than loopback as host routes (`/32`,
- * `/128`, link-local ones included, whose services listening on every address would answer), and IPv4
- * link-local (cloud metadata services).
+ * What a sandbox must not reach through pasta: every local address of the host other than loopback, as host
+ * routes (`/32`, `/128`), and IPv4 link-local (cloud metadata services). Read from the kernel's local routes and
+ * IPv6 address list, which include interfaces without carrier (an idle bridge still answers on its address),
+ * together with what Node lists.
  */
 export function hostAddresses(): string[] {
   const found = new Set<string>(['169.254.0.0/16'])
@@ -151,6 +152,27 @@ export function hostAddresses(): string[] {
       if (a.internal) continue
       found.add(a.family === 'IPv6' ? `${a.address.replace(/%.*$/, '')}/128` : `${a.address}/32`)
     }
+  }
+  try {
+    // `|-- <address>` followed by `/32 host LOCAL`: an address of this host.
+    const lines = readFileSync('/proc/net/fib_trie', 'utf8').split('\n')
+    for (let k = 1; k < lines.length; k++) {
+      const m = /\|-- (\d+\.\d+\.\d+\.\d+)$/.exec(lines[k - 1].trim())
+      if (m && /\/32 host LOCAL/.test(lines[k]) && !m[1].startsWith('127.')) found.add(`${m[1]}/32`)
+    }
+  } catch {
+    // no procfs route view: Node's list stands
+  }
+  try {
+    for (const line of readFileSync('/proc/net/if_inet6', 'utf8').split('\n')) {
+      const [hex, , , , , name] = line.trim().split(/\s+/)
+      if (!hex || hex.length !== 32 || name === 'lo') continue
+      // Written as Node writes it (compressed), so that no address is routed twice.
+      const full = hex.match(/.{4}/g)!.join(':')
+      found.add(`${new URL(`http://[${full}]`).hostname.slice(1, -1)}/128`)
+    }
+  } catch {
+    // no IPv6
   }
   return [...found]
 }
