@@ -290,6 +290,7 @@ export class ProcessDriver implements RuntimeDriver {
       try {
         const inside = await readSandboxPid(child.stdio[FD.info] as Readable)
         enterCgroup()
+        if (cluster !== undefined && !joins) this.recordClusterNetwork(cluster, inside, pid, false)
         if (isolated && link.elsewhere)
           logs.append(
             'system',
@@ -302,8 +303,8 @@ export class ProcessDriver implements RuntimeDriver {
             { hostPorts: link.hostPorts, published: ports },
             networkPidFile!,
           )
-        // Members join only a network that is set up (routes in place): recorded once it is, before the go-ahead.
-        if (cluster !== undefined && !joins) this.recordClusterNetwork(cluster, inside, pid)
+        // Members join only a network that is set up (routes in place): ready once it is, before the go-ahead.
+        if (cluster !== undefined && !joins) this.recordClusterNetwork(cluster, inside, pid, true)
         ;(child.stdio[FD.go] as Writable).end('go\n')
       } catch (err) {
         signalWorkload(pid, 'SIGKILL')
@@ -335,7 +336,6 @@ export class ProcessDriver implements RuntimeDriver {
       child.once('exit', (code, signal) => {
         // A supervisor killed outright (a stop past its grace period) could not end the network itself.
         stopNetwork(join(dir, NETWORK_PID_FILE))
-        if (cluster !== undefined && !joins) this.forgetClusterNetwork(cluster, pid)
         if (diskWatch) clearInterval(diskWatch)
         tail.close()
         const oom = cgroup?.oomKilled() ?? false
@@ -459,65 +459,61 @@ export class ProcessDriver implements RuntimeDriver {
 
   /**
    * The argv prefix that puts a cluster member in its primary's network namespace (nsenter, by its path, into the
-   * namespaces of the primary's sandbox as recorded when it started); members start beside their primary, so
-   * this waits for it a while, then refuses.
+   * namespaces of the primary's sandbox as recorded when it started). Members start beside their primary: this
+   * waits while the primary is being set up (or not yet started, a while), and refuses at once when the primary
+   * that recorded itself has ended.
    */
   private async clusterNetwork(cluster: string, waitMs = 30_000): Promise<string[]> {
-    type Recorded = { pid: number; marker: string; outer: number; outerMarker: string }
-    const read = (): Recorded | null => {
+    const file = join(this.o.dataDir, CLUSTER_NETWORKS, encodeURIComponent(cluster))
+    for (const until = Date.now() + waitMs; ; await new Promise((resolve) => setTimeout(resolve, 50))) {
+      let r: ClusterNetworkRecord | null = null
       try {
-        const r = JSON.parse(
-          readFileSync(join(this.o.dataDir, CLUSTER_NETWORKS, encodeURIComponent(cluster)), 'utf8'),
-        ) as Recorded
-        return processStartMarker(r.pid) === r.marker && processStartMarker(r.outer) === r.outerMarker ? r : null
+        r = JSON.parse(readFileSync(file, 'utf8')) as ClusterNetworkRecord
       } catch {
-        return null
+        // not recorded yet
+      }
+      const alive = (pid: number, marker: string) => Number.isInteger(pid) && processStartMarker(pid) === marker
+      if (r && !alive(r.supervisor, r.supervisorMarker)) {
+        throw new Error("the cluster's primary (rank 0) has ended: its members share its network, so it starts first")
+      }
+      if (r?.ready && alive(r.pid, r.marker) && alive(r.outer, r.outerMarker)) {
+        // As root the network namespace is bwrap's own (its init's); as a user it is pasta's, whose user
+        // namespace the outer bwrap is in and whose owner may enter it.
+        if (process.getuid?.() === 0) return ['/usr/bin/nsenter', `--net=/proc/${r.pid}/ns/net`, '--']
+        return [
+          '/usr/bin/nsenter',
+          '--preserve-credentials',
+          `--user=/proc/${r.outer}/ns/user`,
+          `--net=/proc/${r.outer}/ns/net`,
+          '--',
+        ]
+      }
+      if (Date.now() > until) {
+        throw new Error(
+          `the cluster's primary (rank 0) has not run on this host for ${waitMs / 1000} s: its members share its network`,
+        )
       }
     }
-    let recorded = read()
-    for (const until = Date.now() + waitMs; !recorded && Date.now() < until; recorded = read())
-      await new Promise((resolve) => setTimeout(resolve, 50))
-    if (!recorded)
-      throw new Error(
-        `the cluster's primary (rank 0) has not run on this host for ${waitMs / 1000} s: its members share its network`,
-      )
-    // As root the network namespace is bwrap's own (its init's); as a user it is pasta's, whose user namespace
-    // the outer bwrap is in and whose owner may enter it.
-    if (process.getuid?.() === 0) return ['/usr/bin/nsenter', `--net=/proc/${recorded.pid}/ns/net`, '--']
-    return [
-      '/usr/bin/nsenter',
-      '--preserve-credentials',
-      `--user=/proc/${recorded.outer}/ns/user`,
-      `--net=/proc/${recorded.outer}/ns/net`,
-      '--',
-    ]
   }
 
-  /** Removes a cluster's record when the primary that made it ends (a restarted primary records its own). */
-  private forgetClusterNetwork(cluster: string, supervisor: number): void {
-    const file = join(this.o.dataDir, CLUSTER_NETWORKS, encodeURIComponent(cluster))
-    try {
-      const r = JSON.parse(readFileSync(file, 'utf8')) as { supervisor?: number }
-      if (r.supervisor === supervisor) rmSync(file, { force: true })
-    } catch {
-      // none recorded
-    }
-  }
-
-  private recordClusterNetwork(cluster: string, init: number, supervisor: number): void {
+  /**
+   * Records the primary's sandbox for its members: at once (so that they wait for it, or fail when it ends), then
+   * `ready` once its network is connected and its routes are in.
+   */
+  private recordClusterNetwork(cluster: string, init: number, supervisor: number, ready: boolean): void {
     const outer = Number(readFileSync(`/proc/${init}/stat`, 'utf8').split(') ')[1]?.split(' ')[1])
     const dir = join(this.o.dataDir, CLUSTER_NETWORKS)
     mkdirSync(dir, { recursive: true })
-    writeFileSync(
-      join(dir, encodeURIComponent(cluster)),
-      JSON.stringify({
-        pid: init,
-        marker: processStartMarker(init),
-        outer,
-        outerMarker: processStartMarker(outer),
-        supervisor,
-      }),
-    )
+    const record: ClusterNetworkRecord = {
+      supervisor,
+      supervisorMarker: processStartMarker(supervisor) ?? '',
+      pid: init,
+      marker: processStartMarker(init) ?? '',
+      outer,
+      outerMarker: processStartMarker(outer) ?? '',
+      ready,
+    }
+    writeFileSync(join(dir, encodeURIComponent(cluster)), JSON.stringify(record))
   }
 
   /**
@@ -723,6 +719,17 @@ async function diskUsage(path: string): Promise<number> {
 
 /** The longest a worker's supervisor waits for a control plane, whatever the worker's env says, seconds. */
 const MAX_ORPHAN_LIMIT_S = 86_400
+
+/** What a cluster's primary records of its sandbox: the processes (pid and start marker) and whether it is set up. */
+interface ClusterNetworkRecord {
+  supervisor: number
+  supervisorMarker: string
+  pid: number
+  marker: string
+  outer: number
+  outerMarker: string
+  ready: boolean
+}
 
 /** Where the network namespace of each cluster's primary is recorded (a file per cluster). */
 const CLUSTER_NETWORKS = 'cluster-networks'
