@@ -11,11 +11,13 @@ export const SUPERVISOR_NAME = 'hangar-supervise'
  * holding its start ticks: a restarted control plane, or another replica, which adopts it); after `limit`
  * seconds without one it kills the whole workload (SIGKILL to the process group), whatever SDK the worker uses.
  * The watcher ignores SIGTERM, so a stop reaches only the program.
- * When the command ends it also ends the sandbox's network (pasta, by the pid file it wrote).
+ * When the command ends, or the watcher ends the worker, it also ends the sandbox's network (pasta, by the pid
+ * file it wrote: pasta does not notice its namespace going, and no control plane is there to end it).
  * Arguments: that directory, pid and start ticks of the starting control plane, limit, pasta's pid file (or
  * ''), then the command.
  */
 const SCRIPT = `planes=$1; cp_pid=$2; cp_start=$3; limit=$4; net=$5; shift 5
+endnet() { if [ -n "$net" ] && n=$(cat "$net" 2>/dev/null); then case $(cat "/proc/$n/comm" 2>/dev/null) in pas*) kill "$n" ;; esac; fi; }
 started() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20; }
 alive() { [ -n "$1" ] && [ -n "$2" ] && [ "$(started "$1")" = "$2" ]; }
 watch() {
@@ -31,6 +33,7 @@ watch() {
     gone=$((gone + 1))
     if [ "$gone" -ge "$limit" ]; then
       echo "hangar: no control plane has run for $limit s: ending this worker" >&2
+      endnet
       kill -KILL 0
     fi
   done
@@ -40,7 +43,7 @@ if [ "$limit" -gt 0 ]; then watch 3>&- 4>&- 5<&- & w=$!; fi
 "$@"
 status=$?
 if [ -n "$w" ]; then kill -KILL "$w" 2>/dev/null; fi
-if [ -n "$net" ] && n=$(cat "$net" 2>/dev/null); then case $(cat "/proc/$n/comm" 2>/dev/null) in pas*) kill "$n" ;; esac; fi
+endnet
 if [ "$status" -gt 128 ] && [ "$status" -lt 160 ]; then kill -$((status - 128)) $$; fi
 exit $status
 `
