@@ -23,6 +23,8 @@ import { volumePath } from './volumePath.js'
  */
 export class WorkerLifecycle {
   private readonly placer: WorkerPlacer
+  /** Every watched worker's end (its exit recorded, its jobs given back), until it is done. */
+  private readonly ending = new Set<Promise<void>>()
 
   constructor(private readonly ctx: WorkerContext) {
     const { deps, live } = ctx
@@ -216,6 +218,9 @@ export class WorkerLifecycle {
   /** Stops every worker (shutdown). */
   async stopAll(reason: string): Promise<void> {
     await Promise.all([...this.ctx.live.keys()].map((id) => this.stop(id, reason)))
+    // Workers that ended just before (a deleted endpoint's) leave \`live\` at once but still record their
+    // end and give their jobs back: the store must outlive that.
+    await Promise.allSettled(this.ending)
   }
 
   /**
@@ -407,10 +412,14 @@ export class WorkerLifecycle {
   /** Follows a started or adopted workload until it ends, or until its host is given up on. */
   private watch(w: LiveWorker, handle: Workload): void {
     const abandoned = new Promise<WorkloadExit>((resolve) => (w.abandon = resolve))
-    w.finished = Promise.race([handle.exited, abandoned]).then((exit) => {
+    const finished = Promise.race([handle.exited, abandoned]).then((exit) => {
       w.abandon = null
       return this.onExit(w, exit)
     })
+    w.finished = finished
+    this.ending.add(finished)
+    const settled = () => this.ending.delete(finished)
+    finished.then(settled, settled)
   }
 
   private onStartPhase(
