@@ -41,6 +41,8 @@ import { WorkerJobService } from './services/jobs/WorkerJobService.js'
 import { DroppedTakes } from './services/jobs/DroppedTakes.js'
 import { WorkerService } from './services/workers/WorkerService.js'
 import { buildRuntime, hostEngines } from './runtime/buildRuntime.js'
+import { HostRuntimes } from './runtime/HostRuntimes.js'
+import type { RuntimeDriver } from './runtime/RuntimeDriver.js'
 import { probeCgroups } from './runtime/process/cgroups.js'
 import { probeSandbox } from './runtime/process/sandbox.js'
 import { openKubernetes } from './runtime/kubernetes/openKubernetes.js'
@@ -111,6 +113,11 @@ export interface StartOptions {
   configureApp?: (app: App) => void | Promise<void>
   /** Pod transitions go here (a caller that meters pods subscribes before the restart's recovery). */
   podEvents?: PodEvents
+  /**
+   * Replaces the runtime built from the configuration, given it (tests wrap it to slow a call down; the fleet
+   * bench runs virtual workers instead). The returned driver serves every host; its refs start with its name.
+   */
+  runtime?: (built: RuntimeDriver) => RuntimeDriver
 }
 
 /** The composition root: config -> store -> services -> api, then listen. */
@@ -278,12 +285,13 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
       }
     : undefined
   const trustedAccount = async (accountId: string) => (await store.accounts.get(accountId))?.name === ADMIN_ACCOUNT
-  const runtime = buildRuntime(
+  const built = buildRuntime(
     config,
     workerHostEnv(),
     { sandbox, trustedAccount, limits },
     kube ? { driver: kube.driver, hostIds: kube.hosts.map((h) => h.id) } : undefined,
   )
+  const runtime = opts.runtime ? new HostRuntimes(opts.runtime(built), new Map()) : built
   // Workers call the control plane at workerUrl, or on its local address (whatever publicUrl says); a
   // host's engine may say how its containers reach it. Known before listen unless the port is 0, so
   // workers of a previous run can be adopted.

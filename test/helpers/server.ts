@@ -41,7 +41,7 @@ export interface TestServer {
  */
 export async function startTestServer(
   overrides: Record<string, unknown> = {},
-  opts: Pick<StartOptions, 'clock' | 'monotonic' | 'configureApp' | 'logger'> & {
+  opts: Pick<StartOptions, 'clock' | 'monotonic' | 'configureApp' | 'logger' | 'runtime'> & {
     dataDir?: string
     sqlite?: boolean
   } = {},
@@ -70,6 +70,7 @@ export async function startTestServer(
     monotonic: opts.monotonic,
     logger: opts.logger ?? false,
     configureApp: opts.configureApp,
+    runtime: opts.runtime,
   })
   const adminKey = hangar.adminKey ?? (await import('node:fs')).readFileSync(join(dataDir, 'admin-key'), 'utf8').trim()
 
