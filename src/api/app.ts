@@ -1,8 +1,7 @@
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify'
-import type { IncomingMessage } from 'node:http'
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import FindMyWay from 'find-my-way'
 import type { CatalogService } from '../catalog/CatalogService.js'
 import type { AccountService } from '../services/accounts/AccountService.js'
@@ -60,15 +59,9 @@ import {
 } from './clientErrors.js'
 import type { LimitsConfig } from './limitsConfig.js'
 import { registerBodyBudget } from './bodyBudget.js'
-import { charsetOf, decodeJsonBody, readBody } from './jsonBody.js'
-import { JsonSyntaxError } from './jsonScan.js'
-import { DomainError } from '../domain/errors.js'
+import { registerJsonParser } from './jsonParser.js'
 
 declare module 'fastify' {
-  interface FastifyContextConfig {
-    /** A top-level member of the JSON body kept as RawJson text rather than parsed (job `input`). */
-    rawJsonField?: string
-  }
   interface FastifyInstance {
     /** Every route registered, for the OpenAPI completeness test and 405 answers. */
     hangarRoutes: ReadonlyArray<{ method: string; url: string }>
@@ -169,44 +162,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   app.setValidatorCompiler(validatorCompiler())
   // The management API speaks JSON only; any other body is a 415 rather than a string that fails validation.
   app.removeContentTypeParser('text/plain')
-  // One JSON parser for every route: read once into a buffer of the declared size, checked for UTF-8, depth
-  // and finite numbers before parsing (see jsonBody). An empty body labelled JSON is no body: clients such as
-  // the Python runpod SDK send the header on every request, also on bodyless POSTs (cancel, purge-queue).
-  // Keys that could pollute prototypes stay refused.
-  const secure = app.getDefaultJsonParser('error', 'error')
-  const parse = (text: string): unknown => {
-    let failed = false
-    let value: unknown
-    secure(undefined as never, text, (err, parsed) => {
-      failed = err !== null && err !== undefined
-      value = parsed
-    })
-    // The text was validated already: the secure parser refuses it only for a prototype key.
-    if (failed) throw new JsonSyntaxError('JSON keys "__proto__" and "constructor.prototype" are not accepted')
-    return value
-  }
-  app.removeContentTypeParser('application/json')
-  app.addContentTypeParser('application/json', async (req: FastifyRequest, payload: IncomingMessage) => {
-    const type = req.headers['content-type'] ?? ''
-    const charset = charsetOf(type)
-    if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8')
-      throw new DomainError(
-        'unsupported_media_type',
-        `unsupported charset ${JSON.stringify(charset)}: JSON bodies must be UTF-8`,
-      )
-    const buf = await readBody(payload, req.headers, req.routeOptions.bodyLimit ?? deps.bodyLimit)
-    const body = decodeJsonBody(buf, {
-      maxDepth: deps.limits.maxJsonDepth,
-      rawField: req.routeOptions.config.rawJsonField,
-      parse,
-    })
-    if (body !== undefined && !/^\s*application\/json\s*(;|$)/i.test(type))
-      throw new DomainError(
-        'unsupported_media_type',
-        `unsupported content type ${JSON.stringify(type)}: send application/json`,
-      )
-    return body
-  })
+  // One JSON parser for every route (see jsonParser): UTF-8, bounded depth, no prototype keys.
+  registerJsonParser(app, { bodyLimit: deps.bodyLimit, maxDepth: deps.limits.maxJsonDepth })
 
   // Every route pattern by method, to tell "wrong method" (405) from "no such path" (404).
   const shapes = FindMyWay({ ignoreTrailingSlash: true })
