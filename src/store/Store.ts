@@ -22,6 +22,7 @@ import type { JobStore } from './JobStore.js'
 import type { MetricStore } from './MetricStore.js'
 import type { NetworkVolumeStore } from './NetworkVolumeStore.js'
 import type { PodStore } from './PodStore.js'
+import type { QuotaStore } from './QuotaStore.js'
 import type { ClusterStore } from './ClusterStore.js'
 import type { SshKeyStore } from './SshKeyStore.js'
 import type { TemplateStore } from './TemplateStore.js'
@@ -53,6 +54,8 @@ export interface Collections {
   readonly clusters: ClusterStore
   /** The usage ledger (billing). */
   readonly usage: UsageStore
+  /** Quotas and fair-share settings of accounts. */
+  readonly quotas: QuotaStore
 }
 
 /**

@@ -228,6 +228,46 @@ export function storeContract(name: string, make: () => Promise<StoreUnderTest>)
       })
     })
 
+    describe('account quotas', () => {
+      it('keeps one record per account: put replaces, nulls stay null, delete says whether there was one', async () => {
+        expect(await store.quotas.get(acc)).toBeUndefined()
+        const q = {
+          accountId: acc,
+          gpus: 2,
+          workers: 5,
+          pods: null,
+          networkVolumeGb: 100,
+          spendPerHourMicros: 1_500_000,
+          // Beyond 2^31: BIGINT on PostgreSQL, read back as a number.
+          spendPerMonthMicros: 5_000_000_000,
+          atSpendLimit: 'FINISH' as const,
+          guaranteedGpus: 1,
+          weight: 3,
+          updatedAt: T0,
+        }
+        await store.quotas.put(q)
+        expect(await store.quotas.get(acc)).toEqual(q)
+        const changed = { ...q, gpus: null, atSpendLimit: 'STOP' as const, weight: 1, updatedAt: at(2) }
+        await store.quotas.put(changed)
+        await store.quotas.put({ ...q, accountId: other })
+        expect(await store.quotas.get(acc)).toEqual(changed)
+        expect((await store.quotas.list()).filter((r) => r.accountId === acc || r.accountId === other)).toEqual(
+          [changed, { ...q, accountId: other }].sort((a, b) => (a.accountId < b.accountId ? -1 : 1)),
+        )
+        await expect(store.quotas.put({ ...q, accountId: 'no-such-account' })).rejects.toThrow()
+        await expect(
+          store.transaction(async (tx) => {
+            await tx.quotas.put({ ...q, gpus: 9 })
+            throw new Error('undo')
+          }),
+        ).rejects.toThrow('undo')
+        expect((await store.quotas.get(acc))?.gpus).toBeNull()
+        expect(await store.quotas.delete(other)).toBe(true)
+        expect(await store.quotas.delete(other)).toBe(false)
+        expect(await store.quotas.get(other)).toBeUndefined()
+      })
+    })
+
     describe('owned collections', () => {
       const cases: Array<
         [

@@ -1,3 +1,5 @@
+import { PgQuotaStore } from './PgQuotaStore.js'
+import type { QuotaStore } from '../QuotaStore.js'
 import type { MetricStore } from '../MetricStore.js'
 import { PgMetricStore } from './PgMetricStore.js'
 import pg from 'pg'
@@ -102,6 +104,7 @@ export class PgStore implements Store {
   readonly clusters: ClusterStore
   readonly webhookSecrets: WebhookSecretStore
   readonly usage: UsageStore
+  readonly quotas: QuotaStore
   readonly metrics: MetricStore
   private readonly commits: PgGroupCommit
   private closed = false
@@ -143,6 +146,7 @@ export class PgStore implements Store {
     this.clusters = c.clusters
     this.webhookSecrets = c.webhookSecrets
     this.usage = c.usage
+    this.quotas = c.quotas
     this.metrics = new PgMetricStore(pool)
   }
 
@@ -195,5 +199,6 @@ function collections(q: PgQueryable, commits: PgGroupCommit | null): Collections
     clusters: new PgDocuments<ClusterRecord>(q, 'cluster'),
     webhookSecrets: new PgDocuments<WebhookSecretRecord>(q, 'webhook_secret'),
     usage: new PgUsageStore(q),
+    quotas: new PgQuotaStore(q),
   }
 }

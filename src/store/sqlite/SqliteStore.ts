@@ -16,6 +16,8 @@ import type { WebhookStore } from '../WebhookStore.js'
 import type { WorkerStore } from '../WorkerStore.js'
 import { Checkpointer } from './Checkpointer.js'
 import { migrate } from './migrate.js'
+import { SqliteQuotaStore } from './SqliteQuotaStore.js'
+import type { QuotaStore } from '../QuotaStore.js'
 import { SqliteAccountStore, SqliteApiKeyStore } from './SqliteAccountStore.js'
 import { SqliteEndpointStore, SqliteReleaseStore, SqliteSshKeyStore, SqliteTemplateStore } from './SqliteCollections.js'
 import { SqliteDocuments } from './SqliteDocuments.js'
@@ -48,6 +50,7 @@ export class SqliteStore implements Store {
   readonly clusters: ClusterStore
   readonly webhookSecrets: WebhookSecretStore
   readonly usage: UsageStore
+  readonly quotas: QuotaStore
   readonly metrics: MetricStore
   private readonly db: Database.Database
   private readonly checkpointer: Checkpointer | null
@@ -92,6 +95,7 @@ export class SqliteStore implements Store {
       clusters: new SqliteDocuments<ClusterRecord>(db, 'cluster'),
       webhookSecrets: new SqliteDocuments<WebhookSecretRecord>(db, 'webhook_secret'),
       usage: new SqliteUsageStore(db),
+      quotas: new SqliteQuotaStore(db),
     }
     const g = <T extends object>(c: T) => this.gate.guard(c)
     this.accounts = g(this.tx.accounts)
@@ -109,6 +113,7 @@ export class SqliteStore implements Store {
     this.clusters = g(this.tx.clusters)
     this.webhookSecrets = g(this.tx.webhookSecrets)
     this.usage = g(this.tx.usage)
+    this.quotas = g(this.tx.quotas)
     this.metrics = g(new SqliteMetricStore(db))
   }
 
