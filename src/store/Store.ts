@@ -30,6 +30,8 @@ import type { UsageStore } from './UsageStore.js'
 import type { WebhookStore } from './WebhookStore.js'
 import type { WebhookSecretStore } from './WebhookSecretStore.js'
 import type { WorkerStore } from './WorkerStore.js'
+import type { AuditStore } from './AuditStore.js'
+import type { SecretStore } from './SecretStore.js'
 
 export type { AccountRecord, AccountStore, ApiKeyRecord, ApiKeyStore } from './AccountStore.js'
 export type { Owned, OwnedCollection } from './OwnedCollection.js'
@@ -50,6 +52,8 @@ export interface Collections {
   readonly webhooks: WebhookStore
   /** Signing secrets of endpoints' webhooks. */
   readonly webhookSecrets: WebhookSecretStore
+  /** Accounts' secrets, their values sealed (referenced from env as `{{ RUNPOD_SECRET_<name> }}`). */
+  readonly secrets: SecretStore
   readonly pods: PodStore
   readonly clusters: ClusterStore
   /** The usage ledger (billing). */
@@ -73,6 +77,8 @@ export interface Store extends Collections {
   transaction<T>(fn: (tx: Collections) => Promise<T>): Promise<T>
   /** Endpoint metrics in time buckets (outside transactions: each replica flushes its own rows). */
   readonly metrics: MetricStore
+  /** The audit log (outside transactions: an entry is appended once the change it records is answered). */
+  readonly audit: AuditStore
   /** Which adapter this is, for logs and `hangar migrate` output. */
   readonly dialect: 'sqlite' | 'postgres'
   close(): Promise<void>

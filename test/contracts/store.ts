@@ -12,6 +12,8 @@ import type { WebhookDelivery } from '../../src/store/WebhookStore.js'
 import type { WorkerRecord } from '../../src/store/WorkerStore.js'
 import { usageCases } from './usageStore.js'
 import { metricCases } from './metricStore.js'
+import { auditCases } from './auditStore.js'
+import type { SecretRecord } from '../../src/store/SecretStore.js'
 import { jsonValue } from '../../src/domain/RawJson.js'
 
 /** A job read back with its JSON fields (input, output, progress: RawJson text) as plain values. */
@@ -326,6 +328,20 @@ export function storeContract(name: string, make: () => Promise<StoreUnderTest>)
           'endpoints',
           (s) => s.endpoints as OwnedCollection<Owned>,
           (a, i) => endpoint(a, { name: `e${i}`, createdAt: at(i) }),
+        ],
+        [
+          'secrets',
+          (s) => s.secrets as OwnedCollection<Owned>,
+          (a, i): SecretRecord => ({
+            id: uid('sec'),
+            accountId: a,
+            createdAt: at(i),
+            name: `s${i}`,
+            description: '',
+            value: 'v1:sealed',
+            updatedAt: at(i),
+            version: 1,
+          }),
         ],
       ]
       for (const [kind, of, make] of cases) {
@@ -827,5 +843,6 @@ export function storeContract(name: string, make: () => Promise<StoreUnderTest>)
     })
     usageCases(() => store)
     metricCases(() => store)
+    auditCases(() => store)
   })
 }

@@ -28,6 +28,9 @@ import { isRetryable, type PgQueryable } from './PgQueryable.js'
 import { PgUsageStore } from './PgUsageStore.js'
 import { PgWebhookStore } from './PgWebhookStore.js'
 import { PgWorkerStore } from './PgWorkerStore.js'
+import type { AuditStore } from '../AuditStore.js'
+import type { SecretRecord, SecretStore } from '../SecretStore.js'
+import { PgAuditStore } from './PgAuditStore.js'
 
 /** How to reach the database. */
 export interface PgStoreOptions {
@@ -103,6 +106,8 @@ export class PgStore implements Store {
   readonly pods: PodStore
   readonly clusters: ClusterStore
   readonly webhookSecrets: WebhookSecretStore
+  readonly secrets: SecretStore
+  readonly audit: AuditStore
   readonly usage: UsageStore
   readonly quotas: QuotaStore
   readonly metrics: MetricStore
@@ -145,6 +150,8 @@ export class PgStore implements Store {
     this.pods = c.pods
     this.clusters = c.clusters
     this.webhookSecrets = c.webhookSecrets
+    this.secrets = c.secrets
+    this.audit = new PgAuditStore(pool)
     this.usage = c.usage
     this.quotas = c.quotas
     this.metrics = new PgMetricStore(pool)
@@ -198,6 +205,7 @@ function collections(q: PgQueryable, commits: PgGroupCommit | null): Collections
     pods: new PgPodStore(q),
     clusters: new PgDocuments<ClusterRecord>(q, 'cluster'),
     webhookSecrets: new PgDocuments<WebhookSecretRecord>(q, 'webhook_secret'),
+    secrets: new PgDocuments<SecretRecord>(q, 'secret'),
     usage: new PgUsageStore(q),
     quotas: new PgQuotaStore(q),
   }

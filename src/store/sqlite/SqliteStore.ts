@@ -30,6 +30,9 @@ import type { NetworkVolumeRecord } from '../NetworkVolumeStore.js'
 import { SqliteWebhookStore } from './SqliteWebhookStore.js'
 import { SqliteWorkerStore } from './SqliteWorkerStore.js'
 import { TxGate } from './TxGate.js'
+import type { AuditStore } from '../AuditStore.js'
+import type { SecretRecord, SecretStore } from '../SecretStore.js'
+import { SqliteAuditStore } from './SqliteAuditStore.js'
 
 /** The embedded default store: one SQLite file in WAL mode. */
 export class SqliteStore implements Store {
@@ -49,6 +52,8 @@ export class SqliteStore implements Store {
   readonly pods: PodStore
   readonly clusters: ClusterStore
   readonly webhookSecrets: WebhookSecretStore
+  readonly secrets: SecretStore
+  readonly audit: AuditStore
   readonly usage: UsageStore
   readonly quotas: QuotaStore
   readonly metrics: MetricStore
@@ -94,6 +99,7 @@ export class SqliteStore implements Store {
       pods: new SqlitePodStore(db),
       clusters: new SqliteDocuments<ClusterRecord>(db, 'cluster'),
       webhookSecrets: new SqliteDocuments<WebhookSecretRecord>(db, 'webhook_secret'),
+      secrets: new SqliteDocuments<SecretRecord>(db, 'secret'),
       usage: new SqliteUsageStore(db),
       quotas: new SqliteQuotaStore(db),
     }
@@ -112,6 +118,8 @@ export class SqliteStore implements Store {
     this.pods = g(this.tx.pods)
     this.clusters = g(this.tx.clusters)
     this.webhookSecrets = g(this.tx.webhookSecrets)
+    this.secrets = g(this.tx.secrets)
+    this.audit = g(new SqliteAuditStore(db))
     this.usage = g(this.tx.usage)
     this.quotas = g(this.tx.quotas)
     this.metrics = g(new SqliteMetricStore(db))
