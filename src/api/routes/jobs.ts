@@ -69,14 +69,9 @@ export const jobRoutes =
         },
       },
       async (req) =>
-        jobs.submit(
-          req.principal,
-          req.params.endpointId,
-          req.body,
-          false,
-          undefined,
-          parseIdempotencyKey(req.headers[IDEMPOTENCY_HEADER]),
-        ),
+        jobs.submit(req.principal, req.params.endpointId, req.body, {
+          idempotencyKey: parseIdempotencyKey(req.headers[IDEMPOTENCY_HEADER]),
+        }),
     )
     app.post(
       '/v2/:endpointId/runsync',
@@ -96,14 +91,11 @@ export const jobRoutes =
       // Not awaited here, and the request lets go of its body: while the call waits for the result, the input
       // is held once, by the store (see JobService.submit).
       (req) =>
-        jobs.submit(
-          req.principal,
-          req.params.endpointId,
-          handOver(req),
-          true,
-          req.query.wait,
-          parseIdempotencyKey(req.headers[IDEMPOTENCY_HEADER]),
-        ),
+        jobs.submit(req.principal, req.params.endpointId, handOver(req), {
+          sync: true,
+          waitMs: req.query.wait,
+          idempotencyKey: parseIdempotencyKey(req.headers[IDEMPOTENCY_HEADER]),
+        }),
     )
     app.get(
       '/v2/:endpointId/status/:jobId',

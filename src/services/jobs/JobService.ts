@@ -72,6 +72,16 @@ export interface JobServiceDeps {
   idempotencyWindowMs?: number
 }
 
+/** How JobService.submit takes a job. */
+export interface SubmitOptions {
+  /** A /runsync: the call waits for a final state (up to `waitMs`), and the job is kept only briefly after. */
+  sync?: boolean
+  /** How long a /runsync waits for a final state before answering with the job as it is (default 90 s). */
+  waitMs?: number
+  /** The client's Idempotency-Key: a repeat of the same submission answers with the job it made. */
+  idempotencyKey?: string
+}
+
 /**
  * The queue operations clients call under /v2/{endpointId}: submit, status, stream, cancel, retry, purge,
  * health. Jobs are committed before the reply; waiting (runsync, status-sync, stream) sleeps on JobEvents.
@@ -93,25 +103,23 @@ export class JobService {
   }
 
   /**
-   * POST /run (`sync` false) and /runsync (waits up to `waitMs` for a final state). With an `idempotencyKey`,
-   * a submission repeating an earlier one (same key, operation and body, within the window) answers with
-   * that job instead of making another. Not async itself: once the job is stored, nothing of this call holds
+   * POST /run and /runsync (`sync`: waits up to `waitMs` for a final state). With an `idempotencyKey`, a
+   * submission repeating an earlier one (same key, operation and body, within the window) answers with that
+   * job instead of making another. Not async itself: once the job is stored, nothing of this call holds
    * `body` (a /runsync input can be 20 MB, and its call waits for the result), so the input is kept once, in
    * the store, until a worker takes it.
+   *
+   * @example jobs.submit(principal, endpointId, { input }, { sync: true, waitMs: 0 })
    */
-  submit(
-    p: Principal,
-    endpointId: string,
-    body: JobRequest,
-    sync: boolean,
-    waitMs?: number,
-    idempotencyKey?: string,
-  ): Promise<JobRef | JobStatusView> {
-    const queued = this.enqueue(p, endpointId, body, sync, waitMs, idempotencyKey)
+  submit(p: Principal, endpointId: string, body: JobRequest, o: SubmitOptions & { sync: true }): Promise<JobStatusView>
+  submit(p: Principal, endpointId: string, body: JobRequest, o?: SubmitOptions & { sync?: false }): Promise<JobRef>
+  submit(p: Principal, endpointId: string, body: JobRequest, o?: SubmitOptions): Promise<JobRef | JobStatusView>
+  submit(p: Principal, endpointId: string, body: JobRequest, o: SubmitOptions = {}): Promise<JobRef | JobStatusView> {
+    const queued = this.enqueue(p, endpointId, body, o)
     return queued.then((r) => {
       if (!('stored' in r)) return r
-      return sync
-        ? this.waitFinal(r.stored, waitMs ?? DEFAULT_SYNC_WAIT_MS, r.sub)
+      return o.sync
+        ? this.waitFinal(r.stored, o.waitMs ?? DEFAULT_SYNC_WAIT_MS, r.sub)
         : { id: r.stored, status: 'IN_QUEUE' as const }
     })
   }
@@ -124,10 +132,10 @@ export class JobService {
     p: Principal,
     endpointId: string,
     body: JobRequest,
-    sync: boolean,
-    waitMs?: number,
-    idempotencyKey?: string,
+    o: SubmitOptions,
   ): Promise<Stored | JobRef | JobStatusView> {
+    const { idempotencyKey, waitMs } = o
+    const sync = o.sync ?? false
     const ep = await this.endpoint(p, endpointId)
     // The schema checks that it is a URI (one error for "notaurl"); only http(s) can be POSTed to.
     if (body.webhook !== undefined && !/^https?:\/\//i.test(body.webhook)) {
@@ -181,7 +189,7 @@ export class JobService {
       return { stored: id, sub }
     }
     const original = await this.enqueueOnce(job, body, idempotencyKey)
-    if (original !== undefined) return this.replay(ep, original, idempotencyKey, sync, waitMs)
+    if (original !== undefined) return this.replay(ep, original, idempotencyKey, o)
     return { stored: id }
   }
 
@@ -211,8 +219,7 @@ export class JobService {
     ep: EndpointRecord,
     jobId: string,
     key: string,
-    sync: boolean,
-    waitMs?: number,
+    o: SubmitOptions,
   ): Promise<JobRef | JobStatusView> {
     const job = await this.deps.store.jobs.get(jobId)
     if (!job || job.endpointId !== ep.id || this.expired(job)) {
@@ -221,8 +228,8 @@ export class JobService {
         `job ${JSON.stringify(jobId)}, submitted earlier with Idempotency-Key ${JSON.stringify(key)}, is no longer kept (its TTL or result retention elapsed); it is not run again: send a new key to submit it anew`,
       )
     }
-    if (!sync) return { id: job.id, status: job.status }
-    return this.waitFinal(job.id, waitMs ?? DEFAULT_SYNC_WAIT_MS)
+    if (!o.sync) return { id: job.id, status: job.status }
+    return this.waitFinal(job.id, o.waitMs ?? DEFAULT_SYNC_WAIT_MS)
   }
 
   /** GET /status/{id}; `ttlMs` replaces the job's time-to-live (from submission, also keeping a result that long). */

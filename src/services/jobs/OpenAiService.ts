@@ -41,11 +41,11 @@ export class OpenAiService {
     const input = openAiJobInput(r.route, r.body)
     if (wantsStream(r.body)) {
       // An ordinary asynchronous job: its id stays valid for /status while the client reads the stream.
-      const ref = await this.jobs.submit(r.principal, r.endpointId, { input }, false)
+      const ref = await this.jobs.submit(r.principal, r.endpointId, { input })
       return { kind: 'sse', events: this.events(r, ref.id) }
     }
     // A sync job (short retention) submitted without waiting: the loop below waits in slices.
-    const ref = (await this.jobs.submit(r.principal, r.endpointId, { input }, true, 0)) as JobStatusView
+    const ref = await this.jobs.submit(r.principal, r.endpointId, { input }, { sync: true, waitMs: 0 })
     const cancel = () => void this.jobs.cancel(r.principal, r.endpointId, ref.id).catch(() => {})
     r.signal.addEventListener('abort', cancel, { once: true })
     try {
