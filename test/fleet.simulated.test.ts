@@ -3,6 +3,7 @@ import { SimulatedRuntime } from '../bench/fleet/SimulatedRuntime.js'
 import { VirtualWorkers } from '../bench/fleet/VirtualWorkers.js'
 import { createEndpoint, endpointBody, jobCall, waitFinal } from './helpers/endpoints.js'
 import { startTestServer, type TestServer } from './helpers/server.js'
+import { until } from './helpers/until.js'
 
 /** Four virtual hosts of 8 vCPUs: room for 16 two-vCPU workers. */
 const fleet = {
@@ -31,5 +32,46 @@ describe('the simulated fleet (bench/fleet)', () => {
     expect(workers.duplicates()).toEqual({ taken: 30, twice: [] })
     expect(workers.stats.firstError).toBeNull()
     expect(runtime.starts.begun).toBeGreaterThan(0)
+  })
+
+  it("stops the control plane only after a deleted endpoint's worker, slow to remove, gave its job back", async () => {
+    let removed = false
+    const rejections: unknown[] = []
+    const onRejection = (err: unknown) => rejections.push(err)
+    process.on('unhandledRejection', onRejection)
+    try {
+      workers = new VirtualWorkers({ jobMs: 600_000 })
+      const runtime = new SimulatedRuntime({
+        fleet: workers,
+        // An engine slow to remove a container (Podman in CI took seconds).
+        beforeRemove: async () => {
+          await new Promise((r) => setTimeout(r, 1_500))
+          removed = true
+        },
+      })
+      s = await startTestServer({ fleet, jobs: { pingIntervalMs: 1000 } }, { runtime: () => runtime })
+      const ep = await createEndpoint(
+        s,
+        endpointBody('sim/any:latest', { workers: { min: 0, max: 1, idleTimeout: 60 } }),
+      )
+      const job = (await jobCall(s, 'POST', `/v2/${ep.id}/run`, { input: {} })).body.id as string
+      await until(async () => (await jobCall(s!, 'GET', `/v2/${ep.id}/status/${job}`)).body.status === 'IN_PROGRESS')
+      expect((await s.api('DELETE', `/v2/serverless/${ep.id}`)).status).toBe(204)
+      // The scaler stops the deleted endpoint's worker; the server is stopped as soon as it has ended,
+      // while its runtime is still removing it.
+      await s.hangar.scaler.poke()
+      await until(async () => workers!.size === 0)
+      const server = s
+      s = undefined
+      await server.stop()
+      const removedBeforeStopped = removed
+      // An end left running would query the closed store once the remove returns.
+      await new Promise((r) => setTimeout(r, 2_000))
+      expect(rejections.map(String)).toEqual([])
+      // The worker's end (its job given back) came before the store closed, not after.
+      expect(removedBeforeStopped).toBe(true)
+    } finally {
+      process.off('unhandledRejection', onRejection)
+    }
   })
 })
