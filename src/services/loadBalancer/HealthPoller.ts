@@ -2,7 +2,8 @@ import { Agent, request } from 'undici'
 import { healthOf, type LbHealth } from '../../domain/workers/planLbScaling.js'
 import type { Log } from '../log.js'
 import type { LoadBalancerConfig } from './loadBalancerConfig.js'
-import type { HttpWorker, WorkerService } from '../workers/WorkerService.js'
+import type { HttpWorker } from '../workers/types.js'
+import type { WorkerService } from '../workers/WorkerService.js'
 
 export interface HealthPollerOptions {
   workers: Pick<WorkerService, 'httpWorkers' | 'contact' | 'lose'>

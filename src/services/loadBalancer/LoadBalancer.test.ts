@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { DomainError } from '../../domain/errors.js'
 import { LoadBalancer } from './LoadBalancer.js'
-import type { HttpWorker } from '../workers/WorkerService.js'
+import type { HttpWorker } from '../workers/types.js'
 
 /** Workers as the WorkerService would list them, with in-flight counts kept the way it keeps them. */
 function fleet(ids: string[]) {

@@ -1,6 +1,7 @@
 import { DomainError } from '../../domain/errors.js'
 import { pickWorker, type LbDemand, type LbHealth } from '../../domain/workers/planLbScaling.js'
-import type { HttpAddress, WorkerService } from '../workers/WorkerService.js'
+import type { HttpAddress } from '../workers/types.js'
+import type { WorkerService } from '../workers/WorkerService.js'
 
 export interface LoadBalancerDeps {
   workers: Pick<WorkerService, 'httpWorkers' | 'requestStarted' | 'requestEnded'>

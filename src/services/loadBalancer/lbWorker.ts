@@ -1,7 +1,7 @@
 import { healthCheckPath } from '../../domain/endpoints/endpoint.js'
 import { lbPorts } from '../../domain/workers/planLbScaling.js'
 import type { PublishedPort, WorkloadPort } from '../../runtime/RuntimeDriver.js'
-import type { HttpAddress } from '../workers/WorkerService.js'
+import type { HttpAddress } from '../workers/types.js'
 
 /**
  * The ports of a load-balancing worker's workload: its endpoint's declared ports, with PORT and

@@ -1,7 +1,7 @@
 import type { CrashBackoff } from './CrashBackoff.js'
 import type { LiveWorker } from './LiveWorker.js'
 import type { WorkerLogArchive } from './WorkerLogArchive.js'
-import type { HttpAddress, WorkerServiceDeps } from './WorkerService.js'
+import type { HttpAddress, WorkerServiceDeps } from './types.js'
 
 /**
  * What the parts of WorkerService (lifecycle, recovery, directories, read models) share: its deps and the state

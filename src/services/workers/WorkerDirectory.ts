@@ -4,7 +4,7 @@ import type { LiveWorker } from './LiveWorker.js'
 import type { WorkerContext } from './WorkerContext.js'
 import type { WorkerLifecycle } from './WorkerLifecycle.js'
 import { tokenHash } from './workerRecord.js'
-import type { TakeTurn } from './WorkerService.js'
+import type { TakeTurn } from './types.js'
 
 /**
  * The fleet's workers as the worker protocol and the read models see them from this process: the leader answers

@@ -13,7 +13,7 @@ import { newLiveWorker, type LiveWorker } from './LiveWorker.js'
 import type { WorkerContext } from './WorkerContext.js'
 import { WorkerPlacer } from './WorkerPlacer.js'
 import { newWorkerRecord, tokenHash } from './workerRecord.js'
-import type { HttpAddress, StartResult } from './WorkerService.js'
+import type { HttpAddress, StartResult } from './types.js'
 import { volumePath } from './volumePath.js'
 
 /**
@@ -29,7 +29,8 @@ export class WorkerLifecycle {
   constructor(private readonly ctx: WorkerContext) {
     const { deps, live } = ctx
     this.placer = new WorkerPlacer({
-      catalog: deps.catalog,
+      fleet: deps.catalog.fleet,
+      pools: () => deps.catalog.pools(),
       parked: () => [...live.values()].filter((w) => w.phase === 'parked'),
       evict: (w, why) => void this.stop(w.id, why),
     })
@@ -360,8 +361,24 @@ export class WorkerLifecycle {
     void w.handle.stop(0)
   }
 
-  /** Moves a worker by the table of domain/workers/workerState.ts; false, and no change, where `event` does not apply. */
-  move(w: LiveWorker, event: WorkerEvent): boolean {
+  /**
+   * Gives up on a worker whose host stopped answering (see WorkerRecovery.hostDown): its watch ends now as if it
+   * had exited with `reason`, so its jobs are requeued by the usual rules, without a word from that host's runtime.
+   * False where it has no workload being watched.
+   */
+  abandon(w: LiveWorker, reason: string): boolean {
+    if (!w.handle || !w.abandon) return false
+    w.lostReason = reason
+    if (this.move(w, 'lose')) this.ctx.deps.events.workerChanged(w.id)
+    w.abandon({ code: null, signal: null, reason })
+    return true
+  }
+
+  /**
+   * Moves a worker by the table of domain/workers/workerState.ts; false, and no change, where `event` does not
+   * apply. The one writer of a live worker's phase: private, so every move goes through a named step above.
+   */
+  private move(w: LiveWorker, event: WorkerEvent): boolean {
     const to = nextPhase(w.phase, event)
     if (to === null) return false
     w.phase = to

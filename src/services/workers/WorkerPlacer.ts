@@ -1,15 +1,20 @@
-import type { CatalogService } from '../../catalog/CatalogService.js'
-import type { Allocation, PlacementFailure, PlacementRequest } from '../../catalog/Fleet.js'
+import type { Allocation, Fleet, PlacementFailure, PlacementRequest } from '../../catalog/Fleet.js'
 import type { EndpointRecord } from '../../domain/endpoints/endpoint.js'
 import { placementRequest } from '../../domain/workers/placement.js'
 import type { LiveWorker } from './LiveWorker.js'
 
+/** A parked worker as placement weighs it: what it holds, its FlashBoot priority, since when it is parked. */
+export type ParkedWorker = Pick<LiveWorker, 'id' | 'allocation' | 'parkedPriority' | 'phaseSince'>
+
 export interface WorkerPlacerOptions {
-  catalog: CatalogService
+  /** The capacity ledger capacity is taken from and given back to. */
+  fleet: Pick<Fleet, 'reserve' | 'release'>
+  /** GPU pools and the types in each (CatalogService.pools). */
+  pools: () => Map<string, string[]>
   /** Parked (FlashBoot) workers of every endpoint: a cache that gives way when capacity is needed. */
-  parked: () => LiveWorker[]
+  parked: () => ParkedWorker[]
   /** Stops an evicted parked worker (its capacity is already given back). */
-  evict: (w: LiveWorker, why: string) => void
+  evict: (w: ParkedWorker, why: string) => void
 }
 
 /**
@@ -21,9 +26,10 @@ export interface WorkerPlacerOptions {
 export class WorkerPlacer {
   constructor(private readonly o: WorkerPlacerOptions) {}
 
-  reserve(id: string, ep: EndpointRecord): Allocation | PlacementFailure {
-    const { fleet } = this.o.catalog
-    const req = placementRequest(ep, this.o.catalog.pools())
+  /** Takes capacity for worker `id` of `ep`, evicting parked workers if that makes room; else says why nothing fits. */
+  reserve(id: string, ep: Pick<EndpointRecord, 'id' | 'gpu' | 'cpu' | 'dataCenterIds'>): Allocation | PlacementFailure {
+    const { fleet } = this.o
+    const req = placementRequest(ep, this.o.pools())
     let result = fleet.reserve(id, req)
     if (!('reason' in result)) return result
     const candidates = this.o

@@ -6,7 +6,7 @@ import type { WorkerHealth } from '../jobs/JobService.js'
 import { snapshotOf, type LiveWorker } from './LiveWorker.js'
 import type { WorkerContext } from './WorkerContext.js'
 import { workerHealth, workerList } from './workerList.js'
-import type { HealthReadings, HttpWorker, ScalingSignals } from './WorkerService.js'
+import type { HealthReadings, HttpWorker, ScalingSignals } from './types.js'
 
 /**
  * The read models of the workers: what the scaler, the rate limiter, /health, the workers list, the logs API

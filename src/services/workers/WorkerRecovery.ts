@@ -81,11 +81,12 @@ export class WorkerRecovery {
    */
   hostDown(hostId: string, reason: string): void {
     for (const w of this.ctx.live.values()) {
-      if (w.allocation?.hostId !== hostId || !w.handle || !w.abandon) continue
-      w.lostReason = `worker ${w.id} lost: host ${hostId} is down (${reason})`
-      this.ctx.deps.log.warn({ workerId: w.id, endpointId: w.endpointId, hostId, reason }, 'worker lost with its host')
-      if (this.lifecycle.move(w, 'lose')) this.ctx.deps.events.workerChanged(w.id)
-      w.abandon({ code: null, signal: null, reason: w.lostReason })
+      if (w.allocation?.hostId !== hostId) continue
+      if (this.lifecycle.abandon(w, `worker ${w.id} lost: host ${hostId} is down (${reason})`))
+        this.ctx.deps.log.warn(
+          { workerId: w.id, endpointId: w.endpointId, hostId, reason },
+          'worker lost with its host',
+        )
     }
   }
 

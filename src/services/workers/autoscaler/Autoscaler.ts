@@ -9,6 +9,7 @@ import {
   type ScaleAction,
   type ScalingDecision,
   type ScalingPolicy,
+  type WorkerSnapshot,
 } from '../../../domain/workers/planScaling.js'
 import { lbEndpointScaling, type LbDemand } from '../../../domain/workers/planLbScaling.js'
 import {
@@ -22,12 +23,12 @@ import { DROP_WINDOW_MS, type DroppedTakes } from '../../jobs/DroppedTakes.js'
 import type { JobEvents } from '../../jobs/JobEvents.js'
 import type { JobsConfig } from '../../jobs/jobsConfig.js'
 import type { Log } from '../../log.js'
-import type { WorkerService } from '../WorkerService.js'
+import type { StartResult } from '../types.js'
 import type { Store } from '../../../store/Store.js'
 
 export interface AutoscalerOptions {
   store: Store
-  workers: WorkerService
+  workers: ScaledWorkers
   events: JobEvents
   log: Log
   /** Business time: how long jobs have waited is measured against their submission time. */
@@ -43,6 +44,36 @@ export interface AutoscalerOptions {
   loadBalancer?: BalancerDemand
   /** Jobs requeued because their worker never acknowledged them: reported first by why-waiting once it repeats. */
   dropped?: DroppedTakes
+}
+
+/** What the scaler reads of an endpoint's workers and does to them (see WorkerService). */
+export interface ScaledWorkers {
+  /** The endpoint's workers as planScaling sees them; `version` is its current release. */
+  snapshot(endpointId: string, version: number | null): WorkerSnapshot[]
+  /** Endpoints that have workers (of any phase): each gets a decision. */
+  endpointsWithWorkers(): string[]
+  /** ms before another worker of the endpoint may start, after its workers failed (0 = go). */
+  backoffMs(endpointId: string): number
+  /** Consecutive failures of the endpoint's workers and the last one, for why-waiting. */
+  failures(endpointId: string): { consecutive: number; last: string | null }
+  /** Why the endpoint's throttled workers cannot be placed, or null. */
+  noCapacityReason(endpointId: string): string | null
+  /** Why the endpoint's starting workers wait for their runtime to place them, or null. */
+  pendingCapacityReason(endpointId: string): string | null
+  /** Adds a worker: placed and started when capacity allows, else kept THROTTLED. */
+  start(ep: EndpointRecord): Promise<StartResult>
+  /** Tries again to place a THROTTLED worker. */
+  place(workerId: string, ep: EndpointRecord): Promise<StartResult>
+  /** Puts a fresh worker in the place of an UNHEALTHY one whose back-off is over. */
+  replace(workerId: string, ep: EndpointRecord): Promise<StartResult>
+  /** Stops a worker; its running jobs go back to the queue. Settles once it has ended. */
+  stop(workerId: string, reason: string): Promise<void>
+  /** Stops a worker once its running jobs end. */
+  retire(workerId: string, reason: string): void
+  /** FlashBoot: keeps an idle worker's process but takes it out of service; false where it cannot be parked. */
+  park(workerId: string, reason: string, priority: boolean): boolean
+  /** Takes a parked worker back; false where it was not parked. */
+  unpark(workerId: string): boolean
 }
 
 /** What the scaler reads from the load balancer (see LoadBalancer). */
