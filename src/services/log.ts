@@ -8,3 +8,14 @@ export interface Log {
 
 /** Discards everything (tests, `logLevel: silent`). */
 export const silentLog: Log = { debug() {}, info() {}, warn() {}, error() {} }
+
+/**
+ * Writes warnings, errors and notices to stderr as `message {fields}`: for parts started where no logger reaches
+ * yet, so their failures are not lost.
+ */
+export const stderrLog: Log = {
+  debug() {},
+  info: (fields, message) => console.error(message, JSON.stringify(fields)),
+  warn: (fields, message) => console.error(message, JSON.stringify(fields)),
+  error: (fields, message) => console.error(message, JSON.stringify(fields)),
+}

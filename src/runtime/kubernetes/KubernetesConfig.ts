@@ -89,6 +89,12 @@ export const KubernetesConfig = Type.Object(
       default: 300_000,
       description: 'How long a Pod may stay unschedulable before its start fails with NO_CAPACITY, ms.',
     }),
+    watchStallMs: Type.Integer({
+      minimum: 10_000,
+      default: 300_000,
+      description:
+        "How long the watch of Hangar's Pods may go without an event or bookmark before it is taken as stalled (a connection that died without closing) and started again from a fresh list, ms.",
+    }),
     capacityRefreshMs: Type.Integer({
       minimum: 1_000,
       default: 30_000,

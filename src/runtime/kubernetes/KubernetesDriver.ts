@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { PassThrough } from 'node:stream'
-import { CoreV1Api, Log, VersionApi, type KubeConfig, type V1Pod } from '@kubernetes/client-node'
+import { CoreV1Api, Log as KubeLog, VersionApi, type KubeConfig, type V1Pod } from '@kubernetes/client-node'
 import { freePort } from '../freePort.js'
 import { LABELS } from '../labels.js'
 import {
@@ -16,6 +16,7 @@ import {
   type WorkloadSpec,
   type WorkloadStats,
 } from '../RuntimeDriver.js'
+import { type Log, stderrLog } from '../../services/log.js'
 import { lineSplitter, WorkerLog } from '../WorkerLog.js'
 import { kubeConfigOf, kubeMessageOf, kubeStatusOf } from './kubeClient.js'
 import type { KubernetesConfig } from './KubernetesConfig.js'
@@ -25,12 +26,12 @@ import {
   isLabel,
   LABELS_ANNOTATION,
   persistentClaim,
-  POD_NAME_LABEL,
   podManifest,
   PORTS_ANNOTATION,
-  shortHash,
   volumeClaim,
 } from './podManifest.js'
+import { CLUSTER_LABEL, PodResources } from './PodResources.js'
+import { containerStarted, exitOf, isLive, isRunning, startStateOf } from './podStatus.js'
 import { MANAGED_BY, PodWatch } from './PodWatch.js'
 
 /** Options of the Kubernetes driver (one for the whole cluster, whatever fleet hosts stand for it). */
@@ -42,20 +43,9 @@ export interface KubernetesDriverOptions {
   hostSelectors?: ReadonlyMap<string, Record<string, string>>
   /** Client settings; from `config` when not given. */
   kubeConfig?: KubeConfig
+  /** Where the watch of the Pods reports its failures; stderr when not given. */
+  log?: Log
 }
-
-/** Label of cluster members: the selector of their headless Service. */
-const CLUSTER_LABEL = 'hangar.io/cluster'
-/** Container waiting reasons that mean the image cannot be had. */
-const PULL_FAILURES = new Set([
-  'ErrImagePull',
-  'ImagePullBackOff',
-  'InvalidImageName',
-  'ErrImageNeverPull',
-  'RegistryUnavailable',
-])
-/** Container waiting reasons that mean it cannot be created or started at all. */
-const CREATE_FAILURES = new Set(['CreateContainerConfigError', 'CreateContainerError', 'RunContainerError'])
 
 /**
  * Workloads as Kubernetes Pods (never Deployments: Hangar's autoscaler decides how many run). Each Pod is
@@ -70,13 +60,21 @@ export class KubernetesDriver implements RuntimeDriver {
   readonly kc: KubeConfig
   readonly api: CoreV1Api
   private readonly watch: PodWatch
+  private readonly resources: PodResources
   private readonly ns: string
 
   constructor(private readonly o: KubernetesDriverOptions) {
     this.kc = o.kubeConfig ?? kubeConfigOf(o.config)
     this.api = this.kc.makeApiClient(CoreV1Api)
     this.ns = o.config.namespace
-    this.watch = new PodWatch(this.kc, this.api, this.ns)
+    this.watch = new PodWatch({
+      kubeConfig: this.kc,
+      api: this.api,
+      namespace: this.ns,
+      log: o.log ?? stderrLog,
+      stallMs: o.config.watchStallMs,
+    })
+    this.resources = new PodResources({ api: this.api, namespace: this.ns, storageClass: o.config.storageClass })
   }
 
   async ping(): Promise<void> {
@@ -100,23 +98,30 @@ export class KubernetesDriver implements RuntimeDriver {
       logs.end()
       throw err instanceof ImagePullError ? err : new Error(message)
     }
-    const ports: Omit<PublishedPort, 'ip'>[] = []
+    let ports: Omit<PublishedPort, 'ip'>[] = []
     for (const p of spec.ports)
       ports.push({ privatePort: p.port, publicPort: c.hostNetwork ? await freePort() : p.port, protocol: p.protocol })
     const labels = { ...spec.labels, [LABELS.kind]: spec.kind, [LABELS.id]: spec.id, [LABELS.host]: spec.hostId }
     logs.append('system', `creating Pod ${this.ns}/${name} from ${spec.image} for host ${spec.hostId}`)
     let pullSecret: string | null = null
     try {
-      if (spec.pullAuth) pullSecret = await this.ensurePullSecret(spec.pullAuth)
+      if (spec.pullAuth) pullSecret = await this.resources.ensurePullSecret(spec.pullAuth)
       for (const m of spec.mounts) {
         if (m.kind === 'persistent')
-          await this.ensureClaim(persistentClaim(m.name), 'ReadWriteOnce', m.sizeGb, { 'hangar.io/persistent': m.name })
+          await this.resources.ensureClaim(persistentClaim(m.name), {
+            mode: 'ReadWriteOnce',
+            sizeGb: m.sizeGb,
+            annotations: { 'hangar.io/persistent': m.name },
+          })
         else if (m.kind === 'volume' && c.networkVolumes === 'pvc')
-          await this.ensureClaim(volumeClaim(m.source), c.networkVolumeAccessMode, c.networkVolumeSizeGb, {
-            'hangar.io/volume': m.source,
+          await this.resources.ensureClaim(volumeClaim(m.source), {
+            mode: c.networkVolumeAccessMode,
+            sizeGb: c.networkVolumeSizeGb,
+            annotations: { 'hangar.io/volume': m.source },
           })
       }
-      if (c.traffic === 'nodePort' && ports.length > 0 && !c.hostNetwork) await this.createNodePortService(name, ports)
+      if (c.traffic === 'nodePort' && ports.length > 0 && !c.hostNetwork)
+        ports = await this.resources.createNodePortService(name, ports)
       const member = c.hostNetwork ? null : await this.clusterMember(spec)
       const pod = podManifest({
         spec: { ...spec, labels, env: { ...spec.env, ...member?.env } },
@@ -131,7 +136,7 @@ export class KubernetesDriver implements RuntimeDriver {
       if (member) pod.metadata!.labels![CLUSTER_LABEL] = member.dns.subdomain
       await this.api.createNamespacedPod({ namespace: this.ns, body: pod })
     } catch (err) {
-      await this.remove(ref).catch(() => undefined)
+      await this.removeAfterFailedStart(ref, logs)
       fail(`cannot create the Pod: ${kubeMessageOf(err)}`)
     }
     const argv = [...spec.entrypoint, ...spec.cmd]
@@ -143,10 +148,19 @@ export class KubernetesDriver implements RuntimeDriver {
     try {
       pod = await this.started(name, hooks)
     } catch (err) {
-      await this.remove(ref).catch(() => undefined)
+      await this.removeAfterFailedStart(ref, logs)
       return fail((err as Error).message, err)
     }
     return this.attach(name, ref, pod, logs, 0)
+  }
+
+  /** Removes what a failed start made; a failure to is noted in the workload's log (the start's own error wins). */
+  private async removeAfterFailedStart(ref: RuntimeRef, logs: WorkerLog): Promise<void> {
+    try {
+      await this.remove(ref)
+    } catch (err) {
+      logs.append('system', `cannot remove what the failed start made: ${kubeMessageOf(err)}`)
+    }
   }
 
   async adopt(ref: RuntimeRef): Promise<Workload | null> {
@@ -154,7 +168,7 @@ export class KubernetesDriver implements RuntimeDriver {
     if (!name) return null
     await this.watch.ready()
     const pod = await this.readPod(name)
-    if (!pod || !isRunning(pod) || pod.metadata?.deletionTimestamp) return null
+    if (!pod || !isLive(pod)) return null
     const all = labelsOf(pod)
     const kind = all[LABELS.kind] === 'pod' ? 'pod' : 'worker'
     const { log: logs, lastContainerTs } = WorkerLog.resume(this.logPath(kind, all[LABELS.id] ?? name))
@@ -197,6 +211,7 @@ export class KubernetesDriver implements RuntimeDriver {
         memoryBytes: b.memoryBytes,
       }
     } catch {
+      // Stats are best effort: a node whose kubelet does not answer (or a Pod that just ended) has none now.
       return null
     }
   }
@@ -205,13 +220,11 @@ export class KubernetesDriver implements RuntimeDriver {
     const name = this.podNameOf(ref)
     if (!name) return
     await this.deletePod(name, 0)
-    await this.api.deleteNamespacedService({ name, namespace: this.ns }).catch((err: unknown) => {
-      if (kubeStatusOf(err) !== 404) throw err
-    })
+    await this.resources.deleteService(name)
   }
 
   async removePersistent(_hostId: string, name: string): Promise<void> {
-    await this.deleteClaim(persistentClaim(name))
+    await this.resources.deleteClaim(persistentClaim(name))
   }
 
   async list(labels: Record<string, string>): Promise<ListedWorkload[]> {
@@ -230,7 +243,7 @@ export class KubernetesDriver implements RuntimeDriver {
       out.push({
         ref: `kubernetes:${encodeURIComponent(host)}:${pod.metadata!.name!}`,
         labels: all,
-        running: isRunning(pod) && !pod.metadata?.deletionTimestamp,
+        running: isLive(pod),
       })
     }
     return out
@@ -260,39 +273,35 @@ export class KubernetesDriver implements RuntimeDriver {
         f()
       }
       const off = this.watch.on(name, (pod) => {
-        if (!pod) return done(() => reject(new Error(`Pod ${this.ns}/${name} was deleted before it started`)))
-        const cs = pod.status?.containerStatuses?.find((s) => s.name === CONTAINER)
-        if (
-          cs?.state?.running ||
-          cs?.state?.terminated ||
-          pod.status?.phase === 'Succeeded' ||
-          pod.status?.phase === 'Failed'
-        )
-          return done(() => resolve(pod))
-        const waiting = cs?.state?.waiting
-        if (waiting?.reason && PULL_FAILURES.has(waiting.reason))
-          return done(() =>
-            reject(new ImagePullError(`${waiting.reason}: ${waiting.message ?? pod.spec?.containers[0]?.image}`)),
-          )
-        if (waiting?.reason && CREATE_FAILURES.has(waiting.reason))
-          return done(() =>
-            reject(new Error(`cannot start the container: ${waiting.reason}: ${waiting.message ?? ''}`)),
-          )
-        const unschedulable = pod.status?.conditions?.find(
-          (x) => x.type === 'PodScheduled' && x.status === 'False' && x.reason === 'Unschedulable',
-        )
-        if (unschedulable) {
-          const why = `NO_CAPACITY: ${unschedulable.message ?? 'no node fits'}`
-          if (why !== waitingFor) hooks.onWaiting?.(why)
-          waitingFor = why
-          timer ??= setTimeout(
-            () =>
-              done(() =>
-                reject(new Error(`${why} (unschedulable for ${Math.round(this.o.config.scheduleTimeoutMs / 1000)} s)`)),
-              ),
-            this.o.config.scheduleTimeoutMs,
-          )
-          return
+        const state = startStateOf(pod)
+        switch (state.kind) {
+          case 'started':
+            return done(() => resolve(pod!))
+          case 'deleted':
+            return done(() => reject(new Error(`Pod ${this.ns}/${name} was deleted before it started`)))
+          case 'pullFailed':
+            return done(() => reject(new ImagePullError(state.reason)))
+          case 'cannotStart':
+            return done(() => reject(new Error(`cannot start the container: ${state.reason}`)))
+          case 'ended':
+            return done(() =>
+              reject(new Error(`Pod ${this.ns}/${name} ended before its container ran: ${state.reason}`)),
+            )
+          case 'unschedulable': {
+            if (state.why !== waitingFor) hooks.onWaiting?.(state.why)
+            waitingFor = state.why
+            const why = state.why
+            timer ??= setTimeout(
+              () =>
+                done(() =>
+                  reject(
+                    new Error(`${why} (unschedulable for ${Math.round(this.o.config.scheduleTimeoutMs / 1000)} s)`),
+                  ),
+                ),
+              this.o.config.scheduleTimeoutMs,
+            )
+            return
+          }
         }
         if (waitingFor) {
           waitingFor = null
@@ -300,7 +309,7 @@ export class KubernetesDriver implements RuntimeDriver {
           if (timer) clearTimeout(timer)
           timer = null
         }
-        if (waiting?.reason === 'ContainerCreating' && pod.spec?.nodeName) hooks.onPhase?.('STARTING')
+        if (state.kind === 'creating') hooks.onPhase?.('STARTING')
       })
       if (hooks.signal?.aborted) onAbort()
       else hooks.signal?.addEventListener('abort', onAbort, { once: true })
@@ -322,24 +331,15 @@ export class KubernetesDriver implements RuntimeDriver {
     const exited = new Promise<WorkloadExit>((resolve) => {
       const off = this.watch.on(name, (pod) => {
         if (pod) last = pod
-        const cs = last.status?.containerStatuses?.find((s) => s.name === CONTAINER)
-        if (!logsDone && (cs?.state?.running || cs?.state?.terminated)) {
+        if (!logsDone && containerStarted(last)) {
           logsDone = this.followLogs(name, logs, sinceMs, (abort) => (abortLogs = abort)).catch((err: unknown) =>
             logs.append('system', `log stream failed: ${kubeMessageOf(err)}`),
           )
         }
-        const t = cs?.state?.terminated
-        if (t || !pod) {
+        const exit = exitOf(pod, last)
+        if (exit) {
           off()
-          if (t) {
-            const exit: WorkloadExit = { code: t.exitCode ?? null, signal: t.signal ? `SIG${t.signal}` : null }
-            if (t.reason === 'OOMKilled') exit.reason = `out of memory (OOM killed, code ${t.exitCode})`
-            else if (t.reason && t.reason !== 'Completed' && t.reason !== 'Error')
-              exit.reason = `${t.reason}${t.message ? `: ${t.message.trim()}` : ''} (code ${t.exitCode})`
-            resolve(exit)
-          } else {
-            resolve({ code: null, signal: 'SIGKILL', reason: `Pod ${this.ns}/${name} was deleted` })
-          }
+          resolve(exit)
         }
       })
     }).then(async (exit) => {
@@ -391,7 +391,7 @@ export class KubernetesDriver implements RuntimeDriver {
       })
       stream.once('close', resolve)
     })
-    const controller = await new Log(this.kc).log(this.ns, name, CONTAINER, stream, {
+    const controller = await new KubeLog(this.kc).log(this.ns, name, CONTAINER, stream, {
       follow: true,
       timestamps: true,
       sinceTime: sinceMs > 0 ? new Date(Math.floor(sinceMs / 1000) * 1000).toISOString() : undefined,
@@ -423,118 +423,6 @@ export class KubernetesDriver implements RuntimeDriver {
     }
   }
 
-  /** A `kubernetes.io/dockerconfigjson` Secret per registry and user, created or brought in step; returns its name. */
-  private async ensurePullSecret(auth: NonNullable<WorkloadSpec['pullAuth']>): Promise<string> {
-    const name = `hangar-registry-${dnsName(auth.server, 30)}-${shortHash(`${auth.server}\0${auth.username}`)}`
-    const config = {
-      auths: {
-        [auth.server]: {
-          username: auth.username,
-          password: auth.password,
-          auth: Buffer.from(`${auth.username}:${auth.password}`).toString('base64'),
-        },
-      },
-    }
-    const body = {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      type: 'kubernetes.io/dockerconfigjson',
-      metadata: { name, labels: { ...MANAGED_BY, 'hangar.io/registry': 'true' } },
-      data: { '.dockerconfigjson': Buffer.from(JSON.stringify(config)).toString('base64') },
-    }
-    try {
-      await this.api.replaceNamespacedSecret({ name, namespace: this.ns, body })
-    } catch (err) {
-      if (kubeStatusOf(err) !== 404) throw err
-      await this.api.createNamespacedSecret({ namespace: this.ns, body })
-    }
-    return name
-  }
-
-  /** Creates a claim unless it exists; one still being deleted (an earlier removePersistent) is waited for first. */
-  private async ensureClaim(
-    name: string,
-    mode: 'ReadWriteOnce' | 'ReadWriteMany',
-    sizeGb: number,
-    annotations: Record<string, string>,
-  ): Promise<void> {
-    for (let i = 0; i < 120; i++) {
-      let existing
-      try {
-        existing = await this.api.readNamespacedPersistentVolumeClaim({ name, namespace: this.ns })
-      } catch (err) {
-        if (kubeStatusOf(err) !== 404) throw err
-        existing = null
-      }
-      if (existing && !existing.metadata?.deletionTimestamp) return
-      if (!existing) {
-        try {
-          await this.api.createNamespacedPersistentVolumeClaim({
-            namespace: this.ns,
-            body: {
-              apiVersion: 'v1',
-              kind: 'PersistentVolumeClaim',
-              metadata: { name, labels: { ...MANAGED_BY }, annotations },
-              spec: {
-                accessModes: [mode],
-                storageClassName: this.o.config.storageClass,
-                resources: { requests: { storage: `${Math.max(1, sizeGb)}Gi` } },
-              },
-            },
-          })
-          return
-        } catch (err) {
-          if (kubeStatusOf(err) !== 409) throw err
-        }
-      }
-      await new Promise((r) => setTimeout(r, 250))
-    }
-    throw new Error(`PersistentVolumeClaim ${this.ns}/${name} is still being deleted`)
-  }
-
-  /** Deletes a claim and waits until it is gone (its Pods must be gone first: they are removed before). */
-  private async deleteClaim(name: string): Promise<void> {
-    try {
-      await this.api.deleteNamespacedPersistentVolumeClaim({ name, namespace: this.ns })
-    } catch (err) {
-      if (kubeStatusOf(err) === 404) return
-      throw err
-    }
-    for (let i = 0; i < 240; i++) {
-      try {
-        await this.api.readNamespacedPersistentVolumeClaim({ name, namespace: this.ns })
-      } catch (err) {
-        if (kubeStatusOf(err) === 404) return
-        throw err
-      }
-      await new Promise((r) => setTimeout(r, 250))
-    }
-  }
-
-  /** A NodePort Service for one Pod (`traffic: nodePort`): the control plane reaches it at its node's address. */
-  private async createNodePortService(name: string, ports: Omit<PublishedPort, 'ip'>[]): Promise<void> {
-    const svc = await this.api.createNamespacedService({
-      namespace: this.ns,
-      body: {
-        apiVersion: 'v1',
-        kind: 'Service',
-        metadata: { name, labels: { ...MANAGED_BY } },
-        spec: {
-          type: 'NodePort',
-          selector: { [POD_NAME_LABEL]: name },
-          ports: ports.map((p) => ({
-            name: `p${p.privatePort}`,
-            port: p.privatePort,
-            targetPort: p.privatePort,
-            protocol: 'TCP',
-          })),
-        },
-      },
-    })
-    for (const p of ports)
-      p.publicPort = svc.spec?.ports?.find((x) => x.port === p.privatePort)?.nodePort ?? p.publicPort
-  }
-
   /**
    * A cluster member without host networking: a headless Service per cluster (created with its first member)
    * gives each member the DNS name `rank-<n>.<service>.<namespace>.svc.cluster.local`, and the addresses of the
@@ -546,20 +434,7 @@ export class KubernetesDriver implements RuntimeDriver {
     const clusterId = spec.labels[LABELS.cluster]
     const rank = spec.labels[LABELS.clusterRank]
     if (!clusterId || rank === undefined) return null
-    const service = `hangar-cluster-${dnsName(clusterId, 40)}`
-    try {
-      await this.api.createNamespacedService({
-        namespace: this.ns,
-        body: {
-          apiVersion: 'v1',
-          kind: 'Service',
-          metadata: { name: service, labels: { ...MANAGED_BY } },
-          spec: { clusterIP: 'None', publishNotReadyAddresses: true, selector: { [CLUSTER_LABEL]: service } },
-        },
-      })
-    } catch (err) {
-      if (kubeStatusOf(err) !== 409) throw err
-    }
+    const service = await this.resources.ensureClusterService(clusterId)
     const fqdn = (r: string) => `rank-${r}.${service}.${this.ns}.svc.cluster.local`
     const env: Record<string, string> = {}
     const primary = spec.env.PRIMARY_ADDR ?? spec.env.MASTER_ADDR
@@ -618,9 +493,4 @@ function labelsOf(pod: V1Pod): Record<string, string> {
     ...(pod.metadata?.labels ?? {}),
     ...(fromAnnotation ? (JSON.parse(fromAnnotation) as Record<string, string>) : {}),
   }
-}
-
-/** Whether the Pod is scheduled or running (not ended). */
-function isRunning(pod: V1Pod): boolean {
-  return pod.status?.phase === 'Running' || pod.status?.phase === 'Pending'
 }

@@ -1,5 +1,6 @@
 import { CoreV1Api } from '@kubernetes/client-node'
 import type { Host } from '../../catalog/Fleet.js'
+import type { Log } from '../../services/log.js'
 import { clusterHosts, refreshClusterHosts } from './clusterHosts.js'
 import { kubeConfigOf, kubeMessageOf } from './kubeClient.js'
 import type { KubernetesConfig } from './KubernetesConfig.js'
@@ -19,6 +20,8 @@ export async function openKubernetes(
   c: KubernetesConfig,
   dataDir: string,
   dataCenterId: string,
+  /** Where the driver reports what it recovers from (the watch of its Pods); stderr when not given. */
+  log?: Log,
 ): Promise<KubernetesRuntime> {
   const kc = kubeConfigOf(c)
   const api = kc.makeApiClient(CoreV1Api)
@@ -30,7 +33,7 @@ export async function openKubernetes(
       `runtime.kubernetes: cannot read the Nodes of ${kc.getCurrentCluster()?.server}: ${kubeMessageOf(err)}`,
     )
   }
-  const driver = new KubernetesDriver({ config: c, dataDir, hostSelectors: found.selectors, kubeConfig: kc })
+  const driver = new KubernetesDriver({ config: c, dataDir, hostSelectors: found.selectors, kubeConfig: kc, log })
   const hosts = found.hosts
   return { driver, hosts, refresh: () => refreshClusterHosts(api, c, dataCenterId, hosts), close: () => driver.close() }
 }
