@@ -23,6 +23,8 @@ import { PriceBook } from './domain/billing/PriceBook.js'
 import { NetworkVolumeService } from './services/storage/NetworkVolumeService.js'
 import { RegistryService } from './services/storage/RegistryService.js'
 import { SecretBox } from './services/SecretBox.js'
+import { SecretService } from './services/secrets/SecretService.js'
+import { AuditLog } from './services/audit/AuditLog.js'
 import { WebhookSecrets } from './services/jobs/WebhookSecrets.js'
 import { SshKeyService } from './services/accounts/SshKeyService.js'
 import { TemplateService } from './services/endpoints/TemplateService.js'
@@ -173,6 +175,9 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   // Registry credentials and jobs' S3 secrets are sealed with a key kept beside (not inside) the database.
   const secrets = SecretBox.open(join(config.dataDir, 'secret.key'))
   const registries = new RegistryService({ store, clock, secrets })
+  // Accounts' secrets, sealed with the same key; the audit log of changes made through the API.
+  const secretService = new SecretService({ store, clock, box: secrets })
+  const audit = new AuditLog({ store, clock, log, retentionDays: config.audit.retentionDays })
   const templates = new TemplateService({ store, clock, registries })
   // Billing: prices from the catalog (GPU, CPU) and the config (storage); the meter writes the ledger.
   const prices = new PriceBook(
@@ -513,6 +518,8 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
     balancer,
     billing,
     loadBalancer: config.loadBalancer,
+    secrets: secretService,
+    audit,
     publicUrl: () => url,
     metrics,
     endpointMetrics,

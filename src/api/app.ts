@@ -23,6 +23,12 @@ import type { SshKeyService } from '../services/accounts/SshKeyService.js'
 import type { TemplateService } from '../services/endpoints/TemplateService.js'
 import type { PodService } from '../services/pods/PodService.js'
 import type { ClusterService } from '../services/pods/ClusterService.js'
+import type { AuditLog } from '../services/audit/AuditLog.js'
+import type { SecretService } from '../services/secrets/SecretService.js'
+import { registerAudit } from './audit.js'
+import { registerSecretReferenceCheck } from './secretReferences.js'
+import { auditRoutes } from './routes/audit.js'
+import { secretRoutes } from './routes/secrets.js'
 import { Problem } from '../contract/problem.js'
 import { registerAuth } from './auth.js'
 import { registerMetrics } from './metrics.js'
@@ -96,6 +102,10 @@ export interface AppDeps {
   clusters: ClusterService
   /** The /v2/billing histories. */
   billing: BillingService
+  /** Accounts' secrets (/v2/secrets; env references checked on every write with an env). */
+  secrets: SecretService
+  /** The audit log every change is recorded in (/v2/audit). */
+  audit: AuditLog
   /** Base URL clients use, for links in responses (e.g. endpoint requestUrls). */
   publicUrl: () => string
   /** Prometheus metrics; without it there is no /metrics route. */
@@ -212,6 +222,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   // After authentication: a caller without a valid key is refused before it can hold any budget.
   registerBodyBudget(app, deps.limits.bodyBytesInFlight, deps.bodyLimit)
   registerMetrics(app, deps)
+  // Every change is recorded once it is answered (refusals too); env naming missing secrets is refused.
+  registerAudit(app, deps.audit)
+  registerSecretReferenceCheck(app, deps.secrets)
 
   app.get('/v2/openapi.json', { schema: { hide: true }, config: { access: 'public' } }, async () => app.swagger())
   // A person opening the server's address in a browser lands on something readable: the console when there
@@ -236,6 +249,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(podProxyRoutes(deps))
   await app.register(clusterRoutes(deps))
   await app.register(billingRoutes(deps))
+  await app.register(secretRoutes(deps))
+  await app.register(auditRoutes(deps))
   if (deps.consoleDir) await app.register(consoleRoutes, { dir: deps.consoleDir, docsDir: deps.docsDir })
   await app.register(loadBalancerRoutes(deps))
   await app.register(retiredV1Routes(deps))
