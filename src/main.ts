@@ -24,6 +24,9 @@ import { NetworkVolumeService } from './services/storage/NetworkVolumeService.js
 import { RegistryService } from './services/storage/RegistryService.js'
 import { SecretBox } from './services/SecretBox.js'
 import { SecretService } from './services/secrets/SecretService.js'
+import { withSecretEnv } from './services/secrets/withSecretEnv.js'
+import { AuditLog } from './services/audit/AuditLog.js'
+import { SecretService } from './services/secrets/SecretService.js'
 import { AuditLog } from './services/audit/AuditLog.js'
 import { WebhookSecrets } from './services/jobs/WebhookSecrets.js'
 import { SshKeyService } from './services/accounts/SshKeyService.js'
@@ -296,7 +299,8 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
     { sandbox, trustedAccount, limits },
     kube ? { driver: kube.driver, hostIds: kube.hosts.map((h) => h.id) } : undefined,
   )
-  const runtime = opts.runtime ? new HostRuntimes(opts.runtime(built), new Map()) : built
+  // Secret references in env are resolved as each workload starts, the last step before its driver.
+  const runtime = withSecretEnv(opts.runtime ? new HostRuntimes(opts.runtime(built), new Map()) : built, secretService)
   // Workers call the control plane at workerUrl, or on its local address (whatever publicUrl says); a
   // host's engine may say how its containers reach it. Known before listen unless the port is 0, so
   // workers of a previous run can be adopted.
