@@ -10,6 +10,7 @@ import { ProcessRuntimeConfig } from './runtime/process/sandbox.js'
 import { KubernetesConfig } from './runtime/kubernetes/KubernetesConfig.js'
 import { described } from './described.js'
 import { BillingConfig } from './services/billing/billingConfig.js'
+import { QuotasConfig } from './services/accounts/quotasConfig.js'
 import { AuditConfig } from './services/audit/auditConfig.js'
 import { JobsConfig } from './services/jobs/jobsConfig.js'
 import { LoadBalancerConfig } from './services/loadBalancer/loadBalancerConfig.js'
@@ -107,6 +108,7 @@ export const Config = Type.Object(
         'How often each container engine is pinged, ms; one that does not answer marks its host down until it does.',
     }),
     billing: BillingConfig,
+    quotas: QuotasConfig,
     audit: AuditConfig,
     metricsToken: Type.Optional(
       Type.String({

@@ -65,6 +65,8 @@ import { clusterFor } from './replicas/clusterFor.js'
 import { installationId } from './installationId.js'
 import { pullAuth } from './services/storage/pullAuth.js'
 import type { Store } from './store/Store.js'
+import { QuotaService } from './services/accounts/QuotaService.js'
+import { spendEnforcer } from './services/accounts/spendEnforcer.js'
 
 /** The web console's build output: dist/console beside both src/ and dist/ (vite writes it, see console/). */
 const CONSOLE_DIR = fileURLToPath(new URL('../dist/console', import.meta.url))
@@ -97,6 +99,8 @@ export interface Hangar {
   /** Writes the usage ledger; `flush()` waits for what is queued (tests read billing after it). */
   readonly meter: UsageMeter
   readonly billing: BillingService
+  /** Quotas and spend limits; `check()` sums spend and re-reads quotas now (tests wait for this). */
+  readonly quotas: QuotaService
   /** Endpoint metrics buckets; `flush()` writes what this process counted (tests read the store after it). */
   readonly endpointMetrics: EndpointMetricsRecorder
   /** Stops accepting requests, finishes those in flight, then closes the store. */
@@ -189,12 +193,21 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   )
   const meter = new UsageMeter({ store, clock, prices, log, checkpointMs: config.billing.checkpointMs })
   const billing = new BillingService({ store, clock })
+  // Counted in the fleet ledger, where placement is decided (the leader): see QuotaService.
+  const quotas = new QuotaService({
+    store,
+    clock,
+    fleet: catalog.fleet,
+    log,
+    checkIntervalMs: config.quotas.checkIntervalMs,
+  })
   const networkVolumes = new NetworkVolumeService({
     store,
     clock,
     catalog,
     volumesDir: join(config.dataDir, 'volumes'),
     meter,
+    quotas,
   })
   const sshKeys = new SshKeyService({ store, clock })
 
@@ -410,6 +423,7 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
     dataDir: config.dataDir,
     stopGraceMs: config.jobs.stopGraceMs,
     installationId: installationId(config.dataDir),
+    quotas,
   })
   const clusters = new ClusterService({ store, clock, catalog, pods, networkVolumes, sshKeys })
   let url = ''
@@ -423,6 +437,7 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
     publicUrl: () => url,
     lbDomain: config.loadBalancer.domain,
     workerVersions: async (id) => workers.versions(id),
+    quotas,
     feed,
     webhookSecrets,
   })
@@ -451,6 +466,7 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
     hostMonitor.start()
     health.start()
     meter.start()
+    void quotas.start(spendEnforcer({ store, workers, pods, log }))
   }
   const onLead = async () => {
     // Workers of a previous run (or of a leader that died) are adopted or stopped, and the jobs of those not
@@ -478,6 +494,7 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   const onLose = async (_reason: string, handover: boolean) => {
     looping = false
     await hostMonitor.stop()
+    await quotas.stop()
     // A start still waiting on the runtime (an unschedulable Pod) would hold the scaler's run in flight.
     workers.cancelStarts()
     await scaler.stop()
@@ -521,6 +538,7 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
     clusters,
     balancer,
     billing,
+    quotas,
     loadBalancer: config.loadBalancer,
     secrets: secretService,
     audit,
@@ -585,6 +603,7 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
     podEvents,
     meter,
     billing,
+    quotas,
     endpointMetrics,
     stop: () =>
       (stopping ??= (async () => {

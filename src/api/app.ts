@@ -6,6 +6,7 @@ import FindMyWay from 'find-my-way'
 import type { CatalogService } from '../catalog/CatalogService.js'
 import type { AccountService } from '../services/accounts/AccountService.js'
 import type { BillingService } from '../services/billing/BillingService.js'
+import type { QuotaService } from '../services/accounts/QuotaService.js'
 import type { EndpointService } from '../services/endpoints/EndpointService.js'
 import type { JobService } from '../services/jobs/JobService.js'
 import type { OpenAiService } from '../services/jobs/OpenAiService.js'
@@ -51,6 +52,7 @@ import { openAiRoutes } from './routes/openai.js'
 import { workerRoutes } from './routes/workers.js'
 import { workerProtocolRoutes } from './routes/workerProtocol.js'
 import { accountRoutes } from './routes/account.js'
+import { quotaRoutes } from './routes/quotas.js'
 import { networkVolumeRoutes } from './routes/networkVolumes.js'
 import { registryRoutes } from './routes/registries.js'
 import { serverlessRoutes } from './routes/serverless.js'
@@ -102,6 +104,8 @@ export interface AppDeps {
   clusters: ClusterService
   /** The /v2/billing histories. */
   billing: BillingService
+  /** Quotas and spend limits per account; without it the quota routes answer 503. */
+  quotas?: QuotaService
   /** Accounts' secrets (/v2/secrets; env references checked on every write with an env). */
   secrets: SecretService
   /** The audit log every change is recorded in (/v2/audit). */
@@ -249,6 +253,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(podProxyRoutes(deps))
   await app.register(clusterRoutes(deps))
   await app.register(billingRoutes(deps))
+  await app.register(quotaRoutes(deps))
   await app.register(secretRoutes(deps))
   await app.register(auditRoutes(deps))
   if (deps.consoleDir) await app.register(consoleRoutes, { dir: deps.consoleDir, docsDir: deps.docsDir })

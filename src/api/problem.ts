@@ -37,8 +37,14 @@ const STATUS: Record<ErrorKind, number> = {
 export const BEARER_CHALLENGE = 'Bearer realm="hangar"'
 
 /** Sends an RFC 9457 problem. */
-export function sendProblem(reply: FastifyReply, status: number, detail: string, errors?: string[]): FastifyReply {
-  const body: Problem = { title: STATUS_CODES[status] ?? 'Error', status, detail }
+export function sendProblem(
+  reply: FastifyReply,
+  status: number,
+  detail: string,
+  errors?: string[],
+  extensions?: Partial<Problem>,
+): FastifyReply {
+  const body: Problem = { title: STATUS_CODES[status] ?? 'Error', status, detail, ...extensions }
   if (errors?.length) body.errors = errors
   if (status === 401) reply.header('www-authenticate', BEARER_CHALLENGE)
   return reply.code(status).type('application/problem+json').send(body)
@@ -63,7 +69,7 @@ export function registerProblemHandling(app: FastifyInstance, methodsFor: (url: 
   app.setErrorHandler((err: FastifyError | DomainError | Error, req: FastifyRequest, reply: FastifyReply) => {
     if (err instanceof DomainError) {
       if (err.headers) reply.headers(err.headers)
-      return sendProblem(reply, STATUS[err.kind], err.detail, err.errors)
+      return sendProblem(reply, STATUS[err.kind], err.detail, err.errors, err.extensions)
     }
     const fe = err as FastifyError
     if (fe.validation) {

@@ -35,7 +35,22 @@ export interface PlacementRequest {
   preferHostId?: string
   /** Only this host (a pod whose persistent disk lives there). */
   onlyHostId?: string
+  /** Whose work it is: counted against the account's quotas (see `setAdmission`). */
+  owner?: AllocationOwner
 }
+
+/** The account (and kind of work) an allocation is held for. */
+export interface AllocationOwner {
+  accountId: string
+  kind: 'worker' | 'pod'
+}
+
+/**
+ * Asked before capacity is taken for an owner: a reason to refuse (a quota it would pass), or null. `held` is
+ * what the account holds now, counted in this ledger, which only the leader keeps: quotas are counted where
+ * placement is decided, never per replica.
+ */
+export type Admission = (owner: AllocationOwner, gpus: number, held: { gpus: number; workers: number }) => string | null
 
 /** Capacity taken by one placed worker (or pod); give it back with `Fleet.release`. */
 export interface Allocation {
@@ -49,6 +64,8 @@ export interface Allocation {
   cpuFlavorId: string | null
   vcpus: number
   memoryGb: number
+  /** Whose work it is (absent on allocations made before owners were recorded). */
+  owner?: AllocationOwner
 }
 
 /** Why nothing fits, for users wondering why a job waits. */
@@ -65,6 +82,7 @@ export class Fleet {
   private readonly usedGpu = new Map<string, Set<number>>() // `${hostId}\0${typeId}` -> busy indices
   private readonly usedCpu = new Map<string, { vcpus: number; memoryGb: number }>()
   private readonly down = new Map<string, string>()
+  private admission: Admission | null = null
 
   constructor(readonly hosts: readonly Host[]) {}
 
@@ -121,8 +139,35 @@ export class Fleet {
     return [...versions].sort(compareCuda)
   }
 
+  /** Sets the check every reservation with an owner passes first (the quotas); null removes it. */
+  setAdmission(admission: Admission | null): void {
+    this.admission = admission
+  }
+
+  /** GPUs and workers an account's allocations hold now. */
+  heldBy(accountId: string): { gpus: number; workers: number } {
+    let gpus = 0
+    let workers = 0
+    for (const a of this.allocations.values()) {
+      if (a.owner?.accountId !== accountId) continue
+      gpus += a.gpuIndices.length
+      if (a.owner.kind === 'worker') workers++
+    }
+    return { gpus, workers }
+  }
+
+  /** Every allocation held now. */
+  allocationsHeld(): Allocation[] {
+    return [...this.allocations.values()]
+  }
+
   /** Takes capacity for one worker, trying each option in order; a failure says why nothing fits. */
   reserve(id: string, req: PlacementRequest): Allocation | PlacementFailure {
+    if (req.owner && this.admission) {
+      const refused = this.admission(req.owner, req.gpu?.count ?? 0, this.heldBy(req.owner.accountId))
+      if (refused !== null) return { reason: refused }
+    }
+    const owner = req.owner ? { owner: req.owner } : {}
     const hosts = [...this.hostsIn(req.dataCenterIds)].filter(
       (h) => req.onlyHostId === undefined || h.id === req.onlyHostId,
     )
@@ -172,6 +217,7 @@ export class Fleet {
               cpuFlavorId: null,
               vcpus: 0,
               memoryGb: 0,
+              ...owner,
             })
           }
         }
@@ -206,6 +252,7 @@ export class Fleet {
           cpuFlavorId: opt.flavorId,
           vcpus: opt.vcpus,
           memoryGb: opt.memoryGb,
+          ...owner,
         })
       }
     }

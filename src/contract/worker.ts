@@ -80,6 +80,7 @@ export const WaitingReasonCode = Type.Enum([
   'QUEUE_DELAY',
   'ROLLOUT',
   'LOW_PRIORITY',
+  'QUOTA',
 ])
 export type WaitingReasonCode = Static<typeof WaitingReasonCode>
 

@@ -27,6 +27,10 @@ export class DomainError extends Error {
     super(detail)
     this.name = 'DomainError'
   }
+  /** Extension members of the problem (RFC 9457 §3.2), e.g. the quota a refused request would pass. */
+  get extensions(): Record<string, unknown> | undefined {
+    return undefined
+  }
 }
 
 /** Shorthand for the common "not found" case, phrased the same for missing and foreign resources. */

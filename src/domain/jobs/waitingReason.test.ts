@@ -99,4 +99,21 @@ describe('waitingReason', () => {
         '1 worker(s) starting wait for the cluster to place them: 0/1 nodes are available: 1 Insufficient nvidia.com/gpu.',
     })
   })
+
+  it('QUOTA, with the numbers, when the placement was refused by a quota rather than for capacity', () => {
+    const r = waitingReason(
+      ep({ workers: [w('running'), w('throttled')] }),
+      {
+        ...ctx,
+        noCapacity:
+          'QUOTA: quota gpus (GPUs held by its workers and pods): 1 GPU in use + 1 requested would pass the limit of 1 GPU',
+      },
+      false,
+    )
+    expect(r).toEqual({
+      code: 'QUOTA',
+      message:
+        "1 wanted worker(s) wait for the account's quota: quota gpus (GPUs held by its workers and pods): 1 GPU in use + 1 requested would pass the limit of 1 GPU",
+    })
+  })
 })

@@ -1,5 +1,6 @@
 import type { WaitingReason } from '../../contract/worker.js'
 import { isCounted, type EndpointScaling } from '../workers/planScaling.js'
+import { QUOTA_PREFIX } from '../quotas/quotas.js'
 
 /** What the scaler knows beyond the snapshot about why workers are missing. */
 export interface WaitingContext {
@@ -17,7 +18,7 @@ export interface WaitingContext {
 /**
  * Why a waiting job of this endpoint is not running, or null when a worker is about to take it. Checked
  * in order: workers that drop the jobs they take (whatever else holds, nothing runs until that is fixed),
- * a free worker (null), lowPriority, workers.max 0, no capacity, crash loop, cold start, max
+ * a free worker (null), lowPriority, workers.max 0, a quota (QUOTA), no capacity, crash loop, cold start, max
  * reached (or a rollout holding the max), queueDelay not yet elapsed.
  */
 export function waitingReason(e: EndpointScaling, ctx: WaitingContext, lowPriority: boolean): WaitingReason | null {
@@ -39,6 +40,11 @@ export function waitingReason(e: EndpointScaling, ctx: WaitingContext, lowPriori
       }
   }
   if (e.max === 0) return { code: 'MAX_REACHED', message: 'workers.max is 0: no worker may run' }
+  if (n('throttled') > 0 && ctx.noCapacity?.startsWith(QUOTA_PREFIX))
+    return {
+      code: 'QUOTA',
+      message: `${n('throttled')} wanted worker(s) wait for the account's quota: ${ctx.noCapacity.slice(QUOTA_PREFIX.length)}`,
+    }
   if (n('throttled') > 0)
     return {
       code: 'NO_CAPACITY',

@@ -15,7 +15,8 @@ export interface PodPlacementContext {
  * back to its host when it can; one with a persistent disk must (the disk lives there).
  */
 export function podPlacementRequest(
-  pod: Pick<PodRecord, 'gpu' | 'cpu' | 'dataCenterIds' | 'globalNetworking' | 'mounts' | 'placement'>,
+  pod: Pick<PodRecord, 'gpu' | 'cpu' | 'dataCenterIds' | 'globalNetworking' | 'mounts' | 'placement'> &
+    Partial<Pick<PodRecord, 'accountId'>>,
   ctx: PodPlacementContext,
 ): PlacementRequest | { reason: string } {
   let dcs = [...pod.dataCenterIds]
@@ -30,6 +31,8 @@ export function podPlacementRequest(
   if (dcs.length === 0 && pod.globalNetworking)
     return { reason: 'no acceptable data center supports global networking' }
   const req: PlacementRequest = { dataCenterIds: dcs }
+  // Owned by the pod's account: its quotas apply where the pod is placed.
+  if (pod.accountId) req.owner = { accountId: pod.accountId, kind: 'pod' }
   if (pod.placement) {
     req.preferHostId = pod.placement.hostId
     if (pod.mounts.persistent) req.onlyHostId = pod.placement.hostId

@@ -7,14 +7,17 @@ import type { EndpointRecord } from '../endpoints/endpoint.js'
  * the flavor (vcpuCount x ramGbPerVcpu, as stored in `memory`).
  */
 export function placementRequest(
-  ep: Pick<EndpointRecord, 'gpu' | 'cpu' | 'dataCenterIds'>,
+  ep: Pick<EndpointRecord, 'gpu' | 'cpu' | 'dataCenterIds'> & Partial<Pick<EndpointRecord, 'accountId'>>,
   pools: Map<string, string[]>,
 ): PlacementRequest {
+  // Owned by the endpoint's account: its quotas apply where the worker is placed.
+  const owner = ep.accountId ? { owner: { accountId: ep.accountId, kind: 'worker' as const } } : {}
   if (ep.gpu) {
     const excluded = new Set(ep.gpu.excludedTypes ?? [])
     const typeIds = [...new Set(ep.gpu.pools.flatMap((p) => pools.get(p) ?? []))].filter((t) => !excluded.has(t))
     return {
       dataCenterIds: ep.dataCenterIds,
+      ...owner,
       gpu: {
         typeIds,
         count: ep.gpu.count,
@@ -25,6 +28,7 @@ export function placementRequest(
   }
   return {
     dataCenterIds: ep.dataCenterIds,
+    ...owner,
     cpu: (ep.cpu ?? []).map((c) => ({ flavorId: c.id, vcpus: c.vcpuCount, memoryGb: c.memory })),
   }
 }

@@ -1,4 +1,5 @@
 import type { ChangeFeed } from '../../replicas/ChangeFeed.js'
+import type { QuotaService } from '../accounts/QuotaService.js'
 import type { CatalogService } from '../../catalog/CatalogService.js'
 import type {
   CreatedEndpoint,
@@ -54,6 +55,8 @@ export interface EndpointServiceDeps {
   feed?: ChangeFeed
   /** The secrets signing each endpoint's job webhooks, made with the endpoint. */
   webhookSecrets: WebhookSecrets
+  /** Account quotas: workers.max summed over an account's endpoints, GPUs of workers.min (absent: none). */
+  quotas?: Pick<QuotaService, 'admitEndpoint'>
 }
 
 /**
@@ -82,6 +85,7 @@ export class EndpointService {
     const now = iso(this.deps.clock.now())
     const record: EndpointRecord = { id: newId(), accountId: p.accountId, createdAt: now, version: 1, ...spec }
     const webhookSecret = await this.deps.store.transaction(async (tx) => {
+      await this.deps.quotas?.admitEndpoint(tx, null, record)
       await tx.endpoints.insert(record)
       await tx.releases.insert(this.release(record, releaseDiff(null, spec), now))
       return this.deps.webhookSecrets.create(tx, record)
@@ -130,6 +134,7 @@ export class EndpointService {
         createdAt: current.createdAt,
         version: current.version + (diff.length ? 1 : 0),
       }
+      await this.deps.quotas?.admitEndpoint(tx, current, next)
       await tx.endpoints.update(next)
       if (diff.length) await tx.releases.insert(this.release(next, diff, iso(this.deps.clock.now())))
       return this.view(next)

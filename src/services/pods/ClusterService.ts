@@ -59,7 +59,7 @@ export class ClusterService {
       (d) => !volumeDc || d === volumeDc,
     )
     const ids = Array.from({ length: podCount }, () => newId('pod_'))
-    const placed = this.placeAll(ids, candidates, spec.member.gpu!)
+    const placed = this.placeAll(ids, candidates, spec.member.gpu!, p.accountId)
     if ('fits' in placed) {
       const line = `compute: no data center can hold all ${podCount} pods of ${gpuCountPerPod} x ${gpuTypeId}; ${placed.fits.map((f) => `${f.dc} fits ${f.n}`).join(', ') || 'no data center is acceptable'}`
       throw new DomainError('bad_request', line, [line])
@@ -156,6 +156,7 @@ export class ClusterService {
     ids: string[],
     candidates: string[],
     gpu: NonNullable<PodRecord['gpu']>,
+    accountId: string,
   ): { dc: string; allocations: Allocation[] } | { fits: Array<{ dc: string; n: number }> } {
     const { fleet } = this.deps.catalog
     const fits: Array<{ dc: string; n: number }> = []
@@ -165,6 +166,7 @@ export class ClusterService {
         const a = fleet.reserve(id, {
           dataCenterIds: [dc],
           gpu: { typeIds: [gpu.id], count: gpu.count, allowedCudaVersions: [], minCudaVersion: null },
+          owner: { accountId, kind: 'pod' },
         })
         if ('reason' in a) break
         allocations.push(a)

@@ -29,6 +29,7 @@ import type { RuntimeDriver, WorkloadExit } from '../../runtime/RuntimeDriver.js
 import type { RegistryService } from '../storage/RegistryService.js'
 import type { SshKeyService } from '../accounts/SshKeyService.js'
 import type { TemplateService } from '../endpoints/TemplateService.js'
+import type { QuotaService } from '../accounts/QuotaService.js'
 
 /** What PodService needs. */
 export interface PodServiceDeps {
@@ -47,6 +48,8 @@ export interface PodServiceDeps {
   stopGraceMs: number
   /** This installation's id (one per data dir), put on every pod workload's labels. */
   installationId: string
+  /** Account quotas: pods, GPUs, spend limits (absent: none). */
+  quotas?: Pick<QuotaService, 'admitPodCreate' | 'admitPodStart'>
 }
 
 /**
@@ -91,6 +94,7 @@ export class PodService {
       newPassword: () => randomBytes(12).toString('base64url'),
     })
     const pod = newPodRecord(spec, { id: newId('pod_'), accountId: p.accountId, createdAt: iso(this.deps.clock.now()) })
+    await this.deps.quotas?.admitPodCreate(p.accountId, pod.gpu?.count ?? 0)
     const allocation = await this.place(pod)
     try {
       await this.deps.store.pods.insert(pod)
@@ -365,6 +369,8 @@ export class PodService {
     const volumeDataCenter = volumeId ? (await this.deps.networkVolumes.get(pod.accountId, volumeId)).dataCenter : null
     const globalNetworkDataCenters = catalog.dataCenters.filter((d) => d.globalNetwork).map((d) => d.id)
     const req = podPlacementRequest(pod, { globalNetworkDataCenters, volumeDataCenter })
+    // A quota refusal is a 403 naming the quota, before the fleet would refuse it as capacity.
+    this.deps.quotas?.admitPodStart(pod.accountId, pod.gpu?.count ?? 0)
     const result =
       'reason' in req
         ? req
@@ -492,6 +498,7 @@ function allocationOf(pod: PodRecord): Allocation {
     cpuFlavorId: pod.cpu?.id ?? null,
     vcpus: pod.cpu?.vcpuCount ?? 0,
     memoryGb: pod.cpu?.memory ?? 0,
+    owner: { accountId: pod.accountId, kind: 'pod' },
   }
 }
 

@@ -9,6 +9,7 @@ import type { NetworkVolumeRecord, NetworkVolumeStore } from '../../store/Networ
 import type { Store } from '../../store/Store.js'
 import { refuseDeleteInUse } from '../inUse.js'
 import type { VolumeMeter } from '../billing/UsageMeter.js'
+import type { QuotaService } from '../accounts/QuotaService.js'
 
 /**
  * Network volumes: a directory per volume on its data center's storage, which for this machine's
@@ -25,6 +26,8 @@ export class NetworkVolumeService {
       catalog: CatalogService
       volumesDir: string /** Bills each volume's size while it exists. */
       meter?: VolumeMeter
+      /** Account quotas: GB of network volumes (absent: none). Set after construction (see main.ts). */
+      quotas?: Pick<QuotaService, 'admitVolume'>
     },
   ) {
     this.docs = deps.store.networkVolumes
@@ -48,6 +51,7 @@ export class NetworkVolumeService {
       )
     }
     v.throwIfAny('bad_request')
+    await this.deps.quotas?.admitVolume(accountId, body.size, 'network volume create')
     const record: NetworkVolumeRecord = {
       id: newId('vol_'),
       accountId,
@@ -91,6 +95,7 @@ export class NetworkVolumeService {
       throw new DomainError('bad_request', line, [line])
     }
     const next: NetworkVolumeRecord = { ...current, name: body.name ?? current.name, size: body.size ?? current.size }
+    await this.deps.quotas?.admitVolume(accountId, next.size - current.size, 'network volume grow')
     await this.docs.update(next)
     await this.deps.meter?.volumeChanged(next)
     return view(next)

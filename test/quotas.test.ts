@@ -1,0 +1,139 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createEndpoint, endpointBody } from './helpers/endpoints.js'
+import { createPod, podBody, waitPod } from './helpers/pods.js'
+import { startTestServer, type TestServer } from './helpers/server.js'
+
+const L4 = 'NVIDIA L4'
+
+/** One host with two virtual L4s: a fleet small enough to run out of. */
+const fleet = {
+  detectGpus: false,
+  hosts: [
+    {
+      id: 'h1',
+      dataCenterId: 'LOCAL-1',
+      vcpus: 16,
+      memoryGb: 64,
+      gpus: [{ typeId: L4, count: 2, cudaVersion: '12.4', virtual: true }],
+    },
+  ],
+}
+
+describe('quotas: refusals where requests are made', () => {
+  let s: TestServer
+  let team: string
+  let other: string
+  beforeAll(async () => {
+    s = await startTestServer({ fleet })
+    team = await s.accountKey('team-q')
+    other = await s.accountKey('team-free')
+  })
+  afterAll(() => s?.stop())
+
+  const setQuotas = (account: string, body: Record<string, unknown>) =>
+    s.api('PUT', `/v2/admin/accounts/${account}/quotas`, body)
+
+  it('lets only the admin set quotas, and answers a bad one with the field at fault', async () => {
+    expect((await setQuotas('team-q', { gpus: 1 })).status).toBe(200)
+    const own = await s.api('PUT', '/v2/admin/accounts/team-q/quotas', { gpus: 9 }, team)
+    expect(own.status).toBe(403)
+    const bad = await setQuotas('team-q', { gpus: -1, weight: 0, cpus: 2 })
+    expect(bad.status).toBe(422)
+    expect(bad.headers.get('content-type')).toMatch(/problem\+json/)
+    expect(bad.body.errors.join('\n')).toMatch(/gpus/)
+    expect(bad.body.errors.join('\n')).toMatch(/weight/)
+    expect(bad.body.errors.join('\n')).toMatch(/cpus/)
+    expect((await setQuotas('no-such-team', { gpus: 1 })).status).toBe(404)
+    // The bad request changed nothing.
+    expect((await s.api('GET', '/v2/admin/accounts/team-q/quotas')).body.quotas.gpus).toEqual({ use: 0, limit: 1 })
+  })
+
+  it('refuses an endpoint create, and a PATCH raising workers.max, past the workers quota, naming the numbers', async () => {
+    expect((await setQuotas('team-q', { workers: 3, gpus: 1 })).status).toBe(200)
+    const first = await createEndpoint(
+      s,
+      endpointBody('hangar/echo:latest', { name: 'q-first', workers: { min: 0, max: 2 } }),
+      team,
+    )
+    const second = await s.api(
+      'POST',
+      '/v2/serverless',
+      endpointBody('hangar/echo:latest', { name: 'q-second', workers: { min: 0, max: 2 } }),
+      team,
+    )
+    expect(second.status).toBe(403)
+    expect(second.headers.get('content-type')).toMatch(/problem\+json/)
+    expect(second.body.quota).toEqual({ name: 'workers', use: 2, requested: 2, limit: 3 })
+    expect(second.body.detail).toBe(
+      'endpoint create refused: quota workers (workers.max summed over its endpoints): 2 workers in use + 2 requested would pass the limit of 3 workers',
+    )
+    const raise = await s.api('PATCH', `/v2/serverless/${first.id}`, { workers: { min: 0, max: 4 } }, team)
+    expect(raise.status).toBe(403)
+    expect(raise.body.quota).toEqual({ name: 'workers', use: 2, requested: 2, limit: 3 })
+    expect((await s.api('GET', `/v2/serverless/${first.id}`, undefined, team)).body.workers.max).toBe(2)
+    // Up to the limit is fine, and so is lowering.
+    expect((await s.api('PATCH', `/v2/serverless/${first.id}`, { workers: { min: 0, max: 3 } }, team)).status).toBe(200)
+    expect((await s.api('PATCH', `/v2/serverless/${first.id}`, { workers: { min: 0, max: 1 } }, team)).status).toBe(200)
+    // workers.min alone needing more GPUs than the GPU quota could never be met.
+    const gpuMin = await s.api(
+      'POST',
+      '/v2/serverless',
+      endpointBody('hangar/echo:latest', {
+        name: 'q-min',
+        cpu: undefined,
+        gpu: { pools: ['ADA_24'], count: 1 },
+        workers: { min: 2, max: 2 },
+      }),
+      team,
+    )
+    expect(gpuMin.status).toBe(403)
+    expect(gpuMin.body.quota).toEqual({ name: 'gpus', use: 0, requested: 2, limit: 1 })
+    // Another account has no quota: the same request passes.
+    await createEndpoint(s, endpointBody('hangar/echo:latest', { name: 'free', workers: { min: 0, max: 5 } }), other)
+  })
+
+  it('refuses a network volume create or grow past the GB quota', async () => {
+    expect((await setQuotas('team-q', { networkVolumeGb: 50 })).status).toBe(200)
+    const v = await s.api('POST', '/v2/network-volumes', { name: 'a', size: 40, dataCenter: 'LOCAL-1' }, team)
+    expect(v.status).toBe(201)
+    const more = await s.api('POST', '/v2/network-volumes', { name: 'b', size: 20, dataCenter: 'LOCAL-1' }, team)
+    expect(more.status).toBe(403)
+    expect(more.body.quota).toEqual({ name: 'networkVolumeGb', use: 40, requested: 20, limit: 50 })
+    const grow = await s.api('PATCH', `/v2/network-volumes/${v.body.id}`, { size: 60 }, team)
+    expect(grow.status).toBe(403)
+    expect(grow.body.quota).toEqual({ name: 'networkVolumeGb', use: 40, requested: 20, limit: 50 })
+    expect((await s.api('PATCH', `/v2/network-volumes/${v.body.id}`, { size: 50 }, team)).status).toBe(200)
+  })
+
+  it('refuses a pod past the pods or GPU quota, and shows use against limits to the account', async () => {
+    expect((await setQuotas('team-q', { pods: 1, gpus: 1, networkVolumeGb: 50 })).status).toBe(200)
+    const big = await s.api('POST', '/v2/pods', podBody({ cpu: undefined, gpu: { id: L4, count: 2 } }), team)
+    expect(big.status).toBe(403)
+    expect(big.body.quota).toEqual({ name: 'gpus', use: 0, requested: 2, limit: 1 })
+    const pod = await createPod(s, podBody({ cpu: undefined, gpu: { id: L4, count: 1 } }), team)
+    await waitPod(s, pod.id, 'RUNNING', team)
+    const second = await s.api('POST', '/v2/pods', podBody(), team)
+    expect(second.status).toBe(403)
+    expect(second.body.quota).toEqual({ name: 'pods', use: 1, requested: 1, limit: 1 })
+    const view = (await s.api('GET', '/v2/account/quotas', undefined, team)).body
+    expect(view).toMatchObject({
+      accountName: 'team-q',
+      quotas: {
+        gpus: { use: 1, limit: 1 },
+        workers: { use: 1, limit: null },
+        pods: { use: 1, limit: 1 },
+        networkVolumeGb: { use: 50, limit: 50 },
+        spendPerHour: { limit: null },
+      },
+      atSpendLimit: 'FINISH',
+      spendLimitReached: null,
+      fairShare: { guaranteedGpus: null, weight: 1, borrowedGpus: 1 },
+    })
+    // The other account sees its own numbers only.
+    const theirs = (await s.api('GET', '/v2/account/quotas', undefined, other)).body
+    expect(theirs).toMatchObject({ accountName: 'team-free', quotas: { gpus: { use: 0, limit: null } } })
+    expect((await s.api('DELETE', `/v2/pods/${pod.id}`, undefined, team)).status).toBe(204)
+    expect((await s.api('DELETE', '/v2/admin/accounts/team-q/quotas')).status).toBe(204)
+    expect((await s.api('DELETE', '/v2/admin/accounts/team-q/quotas')).status).toBe(404)
+  }, 40_000)
+})
