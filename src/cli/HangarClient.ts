@@ -15,6 +15,8 @@ import type { Cluster, CreateCluster, UpdateCluster } from '../contract/cluster.
 import type { CreatePod, Pod, PodAction, UpdatePod } from '../contract/pod.js'
 import type { Problem } from '../contract/problem.js'
 import type { CreateRegistry, Registry } from '../contract/registry.js'
+import type { CreateSecret, Secret, UpdateSecret } from '../contract/secret.js'
+import type { AuditPage, AuditQuery } from '../contract/audit.js'
 import type { SshKeys } from '../contract/sshKeys.js'
 import type { CreateTemplate, Template, TemplateSource, UpdateTemplate } from '../contract/template.js'
 import type { WorkerList } from '../contract/worker.js'
@@ -49,6 +51,13 @@ export interface LogStreamOptions {
 }
 
 const enc = encodeURIComponent
+
+/** An audit query as a query string (absent fields left out). */
+function auditQuery(q: AuditQuery): string {
+  const params = new URLSearchParams()
+  for (const [k, v] of Object.entries(q)) if (v !== undefined) params.set(k, String(v))
+  return params.toString()
+}
 
 /** A typed client of the Hangar API (management and job operations), used by the CLI. */
 export class HangarClient {
@@ -274,6 +283,34 @@ export class HangarClient {
   }
   async deleteRegistry(id: string): Promise<void> {
     await this.call('DELETE', `/v2/registries/${enc(id)}`)
+  }
+
+  // secrets of the account (values are write-only)
+  async listSecrets(): Promise<Secret[]> {
+    return (await this.call<{ secrets: Secret[] }>('GET', '/v2/secrets')).secrets
+  }
+  getSecret(ref: string): Promise<Secret> {
+    return this.call('GET', `/v2/secrets/${enc(ref)}`)
+  }
+  createSecret(body: CreateSecret): Promise<Secret> {
+    return this.call('POST', '/v2/secrets', body)
+  }
+  updateSecret(ref: string, body: UpdateSecret): Promise<Secret> {
+    return this.call('PATCH', `/v2/secrets/${enc(ref)}`, body)
+  }
+  async deleteSecret(ref: string): Promise<void> {
+    await this.call('DELETE', `/v2/secrets/${enc(ref)}`)
+  }
+
+  // audit log
+  auditPage(query: AuditQuery): Promise<AuditPage> {
+    return this.call('GET', `/v2/audit?${auditQuery(query)}`)
+  }
+  /** Every matching entry as JSON lines (newest first), handed to `write` as they arrive. */
+  async exportAudit(query: AuditQuery, write: (chunk: string) => void): Promise<void> {
+    const res = await this.fetch('GET', `/v2/audit?${auditQuery({ ...query, format: 'jsonl' })}`)
+    if (!res.ok) throw await this.problemOf(res)
+    for await (const chunk of res.body!.pipeThrough(new TextDecoderStream())) write(chunk)
   }
 
   // SSH keys of the account

@@ -12,6 +12,8 @@ import { registerMigrate } from './commands/migrate.js'
 import { registerPods } from './commands/pods.js'
 import { registerClusters } from './commands/clusters.js'
 import { registerRegistries } from './commands/registries.js'
+import { registerSecrets } from './commands/secrets.js'
+import { registerAudit } from './commands/audit.js'
 import { registerServe } from './commands/serve.js'
 import { registerSshKeys } from './commands/sshKeys.js'
 import { registerTemplates } from './commands/templates.js'
@@ -49,6 +51,8 @@ export function buildProgram(): Command {
     registerRegistries,
     registerSshKeys,
     registerBilling,
+    registerSecrets,
+    registerAudit,
     registerCatalog,
     registerEngine,
   ]) {
