@@ -77,6 +77,7 @@ function readOwner(path: string): Owner | null {
       ? { pid: o.pid, host: o.host, startedAt: String(o.startedAt), procStart: o.procStart ?? null }
       : null
   } catch {
+    // Missing, or unreadable (its owner died while writing it): no holder, and the caller takes the lock over.
     return null
   }
 }

@@ -28,6 +28,7 @@ async function detectNvidiaGpus(): Promise<HostGpuSpec[]> {
     list = (await run('nvidia-smi', ['--query-gpu=index,name', '--format=csv,noheader'], { timeout: 10_000 })).stdout
     header = (await run('nvidia-smi', [], { timeout: 10_000 })).stdout
   } catch {
+    // No nvidia-smi, or no driver behind it: this machine has no GPUs to offer (the fleet shows CPUs only).
     return []
   }
   return parseNvidiaSmi(list, header)

@@ -125,6 +125,8 @@ export class RateLimiter {
     return () => {
       if (released) return
       released = true
+      // A release that fails (Redis unreachable) leaves the slot to expire with its lease (SLOT_TTL_MS); the
+      // response it guarded is sent already, and a store that keeps failing fails the next request's acquire.
       void this.opts.counters.release(key, lease).catch(() => {})
     }
   }

@@ -67,6 +67,7 @@ export class RedisCounterStore implements CounterStore {
   }
 
   async close() {
+    // A connection that cannot say QUIT (Redis down) is simply dropped: there is nothing to flush.
     await this.redis.quit().catch(() => this.redis.disconnect())
   }
 }

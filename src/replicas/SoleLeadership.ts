@@ -27,6 +27,7 @@ export class SoleLeadership implements Leadership {
     this.leading = true
     this.onLose = onLose
     const lead = onLead()
+    // Only awaited by stop() to let a lead in progress finish; its failure reaches start()'s caller below.
     this.leadDone = lead.catch(() => undefined)
     await lead
   }

@@ -76,6 +76,8 @@ export class HostRuntimes implements RuntimeDriver {
   async list(labels: Record<string, string>): Promise<ListedWorkload[]> {
     // One driver may serve several hosts (a Kubernetes cluster): each is asked once.
     const drivers = [...new Set([this.local, ...this.byHost.values()])]
+    // One engine that does not answer must not hide the others' workloads; HostMonitor's pings report that host
+    // as down (logged there, once), so this list does not log it again.
     const lists = await Promise.all(drivers.map((d) => d.list(labels).catch(() => [])))
     return lists.flat()
   }

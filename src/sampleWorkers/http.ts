@@ -77,6 +77,7 @@ function json(res: ServerResponse, body: unknown): void {
   res.end(JSON.stringify(body))
 }
 
+// A handler that fails ends its connection: the client sees the request fail, which is what the sample shows.
 const server = createServer((req, res) => void handle(req, res).catch(() => res.destroy()))
 const wss = new WebSocketServer({ server, path: '/ws' })
 wss.on('connection', (ws) => ws.on('message', (data, isBinary) => ws.send(data, { binary: isBinary })))

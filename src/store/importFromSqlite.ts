@@ -88,6 +88,7 @@ async function copy(db: Database.Database, source: string, opts: ImportOptions):
         await client.query('COMMIT')
         return { source, schema, migrated, ...report }
       } catch (err) {
+        // A ROLLBACK that fails means the connection broke; the error that matters is the one rethrown below.
         await client.query('ROLLBACK').catch(() => {})
         throw err
       }

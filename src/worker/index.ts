@@ -124,6 +124,8 @@ export async function serve(opts: ServeOptions): Promise<void> {
   })
   process.once('SIGINT', stopAll)
 
+  // A ping that fails (the control plane restarting) is retried at the next interval; the watchdog ends a worker
+  // that cannot reach it for long, so a failure needs no handling here.
   const pinger = s.ping ? setInterval(() => void ping(s, [...running.keys()]).catch(() => {}), s.pingIntervalMs) : null
   if (s.ping) void ping(s, []).catch(() => {})
   void stopChannel(s, running, () => stopping)
@@ -253,6 +255,7 @@ async function stopChannel(s: Settings, running: Map<string, AbortController>, s
         if (res.status !== 204) await sleep(1_000)
       }
     } catch {
+      // Unreachable for now: ask again shortly (the stop channel is a long-poll, retried as long as we run).
       await sleep(1_000)
     }
   }

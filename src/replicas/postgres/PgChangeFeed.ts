@@ -62,6 +62,7 @@ export class PgChangeFeed implements ChangeFeed {
     const c = this.client
     this.client = null
     c?.removeAllListeners('end')
+    // Stopping: a connection that is broken already has nothing left to close.
     await c?.end().catch(() => undefined)
   }
 
@@ -101,6 +102,7 @@ export class PgChangeFeed implements ChangeFeed {
     if (this.client !== c || this.stopped) return
     this.client = null
     c.on('error', () => undefined)
+    // Lost already (logged below): ending it only frees the socket.
     void c.end().catch(() => undefined)
     this.o.log.warn({ reason }, 'change feed disconnected; reconnecting')
     this.scheduleReconnect()

@@ -90,6 +90,7 @@ export class PgLeadership implements Leadership {
     const c = this.client
     this.client = null
     // Ending the session releases the lock: a follower takes over at its next try.
+    // A session already broken has released the lock with it: nothing is left to end.
     await c?.end().catch(() => undefined)
   }
 
@@ -149,6 +150,8 @@ export class PgLeadership implements Leadership {
     this.client = null
     c.removeAllListeners('end')
     c.on('error', () => undefined)
+    // The session is lost already (`reason` says how; a leader logs it as it loses, below): ending it only frees
+    // the socket, and an end that fails has nothing left to free.
     void c.end().catch(() => undefined)
     // Cut off from the database: the fleet goes on under whoever takes the lock (possibly this process again).
     if (this.leading) await this.lose(reason, true)
@@ -209,6 +212,7 @@ export class PgLeadership implements Leadership {
       )
       return (r.rows[0]?.n ?? 0) > 0
     } catch {
+      // Cannot tell (the session is failing, which its error handler reports): assume others contend, the safe side.
       return true
     }
   }

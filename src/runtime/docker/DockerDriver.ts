@@ -134,6 +134,8 @@ export class DockerDriver implements RuntimeDriver {
     try {
       info = await container.inspect()
     } catch {
+      // No such container (removed), or its engine does not answer: not adoptable either way; the caller
+      // treats the workload as gone, and HostMonitor reports an engine that is down.
       return null
     }
     if (!info.State.Running) return null
@@ -164,6 +166,7 @@ export class DockerDriver implements RuntimeDriver {
         memoryBytes: b.memory_stats?.usage ?? 0,
       }
     } catch {
+      // The container ended (or its engine went away) between the two samples: no stats, as for one not running.
       return null
     }
   }
@@ -211,6 +214,7 @@ export class DockerDriver implements RuntimeDriver {
       try {
         const r = (await container.wait()) as { StatusCode: number }
         exit = { code: r.StatusCode, signal: null }
+        // Only to tell an OOM kill apart; a container removed right after it ended has no record left to say it.
         const info = await container.inspect().catch(() => null)
         if (info?.State.OOMKilled) exit.reason = `out of memory (OOM killed, code ${r.StatusCode})`
       } catch (err) {
@@ -226,7 +230,8 @@ export class DockerDriver implements RuntimeDriver {
       logs.end()
       return exit
     })()
-    // The container's init forwards SIGTERM to the program; SIGKILL ends the whole container.
+    // The container's init forwards SIGTERM to the program; SIGKILL ends the whole container. A container that
+    // ended already refuses a kill (409): there is nothing left to end, and `exited` reports its end.
     return workload(ref, ports, exited, logs, (signal) => container.kill({ signal }).catch(() => undefined))
   }
 

@@ -133,6 +133,8 @@ export async function checkEngine(engine: EngineConfig, url: string): Promise<Ch
     }
     return steps
   } finally {
+    // Best effort: a remove that fails (the engine went away meanwhile) leaves one stopped container labelled
+    // io.hangar.check; what the check reports are its steps above.
     if (!(container instanceof Error)) await container.remove({ force: true }).catch(() => undefined)
     await new Promise((resolve) => (listener ? listener.close(resolve) : resolve(undefined)))
   }

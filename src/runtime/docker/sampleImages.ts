@@ -89,6 +89,7 @@ function nodeLibraries(): string[] {
   try {
     text = execFileSync('ldd', [process.execPath], { encoding: 'utf8' })
   } catch {
+    // No ldd (a minimal image): the libraries this process mapped say the same.
     text = readFileSync('/proc/self/maps', 'utf8')
       .split('\n')
       .filter((l) => /\/(lib|lib64|usr\/lib)\/.*\.so/.test(l))

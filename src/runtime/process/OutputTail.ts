@@ -43,6 +43,7 @@ export class OutputTail {
         if (fstatSync(this.fd).size <= this.offset) return
         n = readSync(this.fd, buf, 0, buf.length, this.offset)
       } catch {
+        // The file is gone with its workload: nothing more to read (the timer stops with the tail).
         return
       }
       if (n <= 0) return

@@ -424,6 +424,7 @@ export class ProcessDriver implements RuntimeDriver {
       try {
         ids = readdirSync(base)
       } catch {
+        // No workload of this kind ever ran here (the folder is made at the first start).
         continue
       }
       for (const id of ids) {
@@ -431,6 +432,7 @@ export class ProcessDriver implements RuntimeDriver {
         try {
           file = JSON.parse(readFileSync(join(base, id, 'workload.json'), 'utf8')) as WorkloadFile
         } catch {
+          // Half written (a start that died before recording it) or removed meanwhile: nothing to list.
           continue
         }
         if (!Object.entries(labels).every(([k, v]) => file.labels[k] === v)) continue
@@ -650,6 +652,7 @@ function parseUrl(s: string | undefined): URL | null {
   try {
     return s ? new URL(s) : null
   } catch {
+    // Not a URL: the caller treats it as no URL given.
     return null
   }
 }
@@ -762,6 +765,7 @@ function readPorts(dir: string): PublishedPort[] {
   try {
     return JSON.parse(readFileSync(join(dir, 'ports.json'), 'utf8')) as PublishedPort[]
   } catch {
+    // A workload that publishes no port has no ports.json.
     return []
   }
 }

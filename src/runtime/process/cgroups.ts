@@ -180,6 +180,7 @@ export class WorkloadCgroup {
           : readFileSync(join(this.dirs[0], 'memory.oom_control'), 'utf8')
       return Number(/oom_kill (\d+)/.exec(text)?.[1] ?? 0) > 0
     } catch {
+      // The cgroup is gone (removed with its workload) or has no OOM record: no OOM kill to report.
       return false
     }
   }

@@ -43,6 +43,7 @@ export function readSandboxPid(info: Readable, timeoutMs = 10_000): Promise<numb
       try {
         parsed = JSON.parse(text)
       } catch {
+        // Not all of it yet: the next chunk completes it (the timer above ends a wait that lasts).
         return
       }
       if (typeof parsed['child-pid'] === 'number') done(null, parsed['child-pid'])
@@ -196,6 +197,7 @@ export function stopNetwork(pidFile: string): void {
   try {
     pid = Number(readFileSync(pidFile, 'utf8').trim())
   } catch {
+    // No pid file: this workload had no network of its own, or it was ended already.
     return
   }
   try {

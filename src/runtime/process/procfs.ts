@@ -11,6 +11,7 @@ function statFields(pid: number | string): string[] | null {
     // The command name may hold spaces and parentheses; fields after the last ')' are fixed.
     return stat.slice(stat.lastIndexOf(')') + 2).split(' ')
   } catch {
+    // The process has ended (or there is no procfs): the caller reads null as gone.
     return null
   }
 }
@@ -27,6 +28,7 @@ export function processStartMarker(pid: number): string | null {
     const boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim()
     return fields[19] ? `${boot}:${fields[19]}` : null
   } catch {
+    // No boot id on this kernel: no marker, as documented (callers then go by the pid alone).
     return null
   }
 }
@@ -36,6 +38,7 @@ export function signalGroup(pid: number, signal: NodeJS.Signals): void {
   try {
     process.kill(-pid, signal)
   } catch {
+    // No such group (`pid` leads none): signal the process itself.
     try {
       process.kill(pid, signal)
     } catch {
@@ -53,6 +56,7 @@ export function groupUsage(pgid: number): { cpuSeconds: number; rssBytes: number
   try {
     entries = readdirSync('/proc')
   } catch {
+    // No procfs: no usage can be read, which reads as an idle group.
     return { cpuSeconds: 0, rssBytes: 0, processes: 0 }
   }
   for (const name of entries) {
@@ -78,6 +82,7 @@ export function groupMembers(pgid: number): { pid: number; ppid: number; comm: s
   try {
     entries = readdirSync('/proc')
   } catch {
+    // No procfs: no members can be listed.
     return out
   }
   for (const name of entries) {
@@ -86,6 +91,7 @@ export function groupMembers(pgid: number): { pid: number; ppid: number; comm: s
     try {
       stat = readFileSync(`/proc/${name}/stat`, 'utf8')
     } catch {
+      // Ended between the listing and this read: not a member any more.
       continue
     }
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
@@ -100,6 +106,7 @@ export function commandLine(pid: number): string {
   try {
     return readFileSync(`/proc/${pid}/cmdline`, 'utf8')
   } catch {
+    // Gone: '' as documented.
     return ''
   }
 }

@@ -196,6 +196,7 @@ export function sandboxArgv(
     try {
       st = lstatSync(dir)
     } catch {
+      // This system has no such directory: nothing to bind.
       continue
     }
     if (st.isSymbolicLink()) args.push('--symlink', readlinkSync(dir), dir)
@@ -336,6 +337,7 @@ export function gpuDevices(ids: string[], procDir = '/proc/driver/nvidia/gpus', 
   try {
     present = readdirSync(devDir)
   } catch {
+    // No device directory to look in: no GPU device nodes to give.
     return []
   }
   let minors: string[] = []
@@ -364,6 +366,7 @@ export function unreadableBySandbox(binds: SandboxBind[]): string[] {
         if (st.uid === SANDBOX_UID) return false
         return st.isDirectory() ? (st.mode & 0o005) !== 0o005 : (st.mode & 0o004) === 0
       } catch {
+        // Missing: bwrap says so itself when it binds it, more precisely than a permission warning would.
         return false
       }
     })
@@ -403,6 +406,7 @@ export function programPaths(
     try {
       st = statSync(abs)
     } catch {
+      // Not on this system: nothing to bind.
       return
     }
     found.add(abs)

@@ -46,6 +46,8 @@ export class OpenAiService {
     }
     // A sync job (short retention) submitted without waiting: the loop below waits in slices.
     const ref = await this.jobs.submit(r.principal, r.endpointId, { input }, { sync: true, waitMs: 0 })
+    // Best effort for a client that left: a job that finished meanwhile refuses the cancel (nothing to stop), and
+    // a store error leaves the job to run out its own timeout; nobody waits for an answer either way.
     const cancel = () => void this.jobs.cancel(r.principal, r.endpointId, ref.id).catch(() => {})
     r.signal.addEventListener('abort', cancel, { once: true })
     try {
@@ -114,7 +116,7 @@ export class OpenAiService {
         if (r.signal.aborted || this.jobs.closing) return
       }
     } finally {
-      // The client left before the end: stop the worker generating for nobody.
+      // The client left before the end: stop the worker generating for nobody (best effort, as `cancel` above).
       if (!finished) void this.jobs.cancel(r.principal, r.endpointId, jobId).catch(() => {})
     }
   }

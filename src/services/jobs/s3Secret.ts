@@ -22,6 +22,7 @@ export function openS3Config(
   try {
     return { ...stored, accessSecret: secrets.open(stored.accessSecret, context(jobId)) }
   } catch {
+    // Stored before secrets were sealed (plain text): handed on as it is, as the JSDoc says.
     return stored
   }
 }

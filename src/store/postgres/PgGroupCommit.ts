@@ -141,6 +141,7 @@ export class PgGroupCommit {
       await client.query('COMMIT')
       return { ok: true, values }
     } catch (error) {
+      // A ROLLBACK that fails means the connection broke; the error that matters is the one returned below.
       await client.query('ROLLBACK').catch(() => {})
       return { ok: false, error }
     } finally {

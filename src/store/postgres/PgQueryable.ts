@@ -21,6 +21,7 @@ export async function atomically<T>(q: PgQueryable, fn: (q: PgQueryable) => Prom
     await client.query('COMMIT')
     return result
   } catch (err) {
+    // A ROLLBACK that fails means the connection broke; the error that matters is the one rethrown below.
     await client.query('ROLLBACK').catch(() => {})
     throw err
   } finally {

@@ -42,6 +42,7 @@ export async function migrate(pool: pg.Pool, schema: string): Promise<string[]> 
     await client.query('COMMIT')
     return applied
   } catch (err) {
+    // A ROLLBACK that fails means the connection broke; the error that matters is the one rethrown below.
     await client.query('ROLLBACK').catch(() => {})
     throw err
   } finally {

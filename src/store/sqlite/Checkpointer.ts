@@ -19,6 +19,7 @@ const frames = () => {
     if (readSync(fd, header, 0, 20, 0) < 20) return Infinity
     return endianness() === 'LE' ? header.readUInt32LE(16) : header.readUInt32BE(16)
   } catch {
+    // No shared-memory file to read (not made yet, or a platform without one): checkpoint rather than let the WAL grow.
     return Infinity
   }
 }
