@@ -1,6 +1,12 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { CoreV1Api, type V1Pod } from '@kubernetes/client-node'
 import { afterEach, describe, expect, it } from 'vitest'
+import { parseConfig } from '../src/config.js'
+import { KubernetesDriver } from '../src/runtime/kubernetes/KubernetesDriver.js'
 import { PodWatch, type PodWatchOptions } from '../src/runtime/kubernetes/PodWatch.js'
+import type { WorkloadSpec } from '../src/runtime/RuntimeDriver.js'
 import type { Log } from '../src/services/log.js'
 import { fakePod, type KubeApiServer, startKubeApiServer } from './helpers/kubeApiServer.js'
 
@@ -220,5 +226,44 @@ describe('PodWatch against a Kubernetes API server', () => {
     await expect.poll(() => api.openWatches(), { timeout: 10_000 }).toBe(1)
     expect(waits).toEqual([null, 20, 40, 80])
     expect(rec.at('warn')).toHaveLength(1)
+  })
+})
+
+describe('KubernetesDriver when its Pods cannot be listed', () => {
+  it('fails a start saying why, before it makes anything', async () => {
+    const api = await startKubeApiServer('hangar')
+    const dataDir = mkdtempSync(join(tmpdir(), 'hangar-k8s-watch-'))
+    const rec = recordingLog()
+    const driver = new KubernetesDriver({
+      config: parseConfig({ runtime: { kubernetes: { namespace: 'hangar' } } }).runtime!.kubernetes!,
+      dataDir,
+      kubeConfig: api.kubeConfig(),
+      log: rec.log,
+    })
+    try {
+      api.listFaults.push(403)
+      const spec: WorkloadSpec = {
+        id: 'w1',
+        kind: 'worker',
+        hostId: 'k8s-cpu',
+        labels: {},
+        image: 'localhost/bb:latest',
+        entrypoint: [],
+        cmd: [],
+        env: {},
+        gpus: { ids: [], virtual: false },
+        resources: { vcpus: 1, memoryGb: 1 },
+        mounts: [],
+        ports: [],
+      }
+      await expect(driver.start(spec)).rejects.toThrow(
+        /cannot watch the Pods of namespace hangar .*: cannot list the Pods: HTTP 403: pods is forbidden/,
+      )
+      expect(api.requests.map((r) => `${r.method} ${r.kind}`)).toEqual(['GET list'])
+    } finally {
+      await driver.close()
+      await api.close()
+      rmSync(dataDir, { recursive: true, force: true })
+    }
   })
 })
