@@ -7,6 +7,7 @@ import { bullmqThroughput } from './workloads/bullmq.js'
 import { coldStart } from './workloads/coldStart.js'
 import { containers } from './workloads/containers.js'
 import { flashBoot } from './workloads/flashBoot.js'
+import { fleet } from './workloads/fleet.js'
 import { hangarThroughput } from './workloads/jobThroughput.js'
 import { limitOverhead } from './workloads/limitOverhead.js'
 import { loadBalancerBench } from './workloads/loadBalancer.js'
@@ -33,6 +34,7 @@ const WORKLOADS: Record<string, (ctx: BenchContext) => Promise<Row[]>> = {
   billing,
   lb: loadBalancerBench,
   sandbox: sandboxStart,
+  fleet,
 }
 
 async function main() {

@@ -29,7 +29,7 @@ describe('the simulated fleet (bench/fleet)', () => {
     const ids: string[] = []
     for (let i = 0; i < 30; i++) ids.push((await jobCall(s, 'POST', `/v2/${ep.id}/run`, { input: { i } })).body.id)
     for (const id of ids) expect((await waitFinal(s, ep.id, id)).status).toBe('COMPLETED')
-    expect(workers.duplicates()).toEqual({ taken: 30, twice: [] })
+    expect(workers.duplicates()).toEqual({ taken: 30, twice: [], rerun: 0 })
     expect(workers.stats.firstError).toBeNull()
     expect(runtime.starts.begun).toBeGreaterThan(0)
   })

@@ -16,7 +16,9 @@ import { WorkerLog } from '../../src/runtime/WorkerLog.js'
 export interface VirtualHostFleet {
   /** Starts a virtual worker from the workload's env; `onExit` once it has ended on its own. */
   start(id: string, env: Record<string, string>, onExit: () => void): void
-  /** Ends it (a killed process). */
+  /** Ends it because the runtime stopped or removed it. */
+  end(id: string): void
+  /** Ends it as a lost host would (churn): its running job is abandoned. */
   stop(id: string): void
 }
 
@@ -81,7 +83,7 @@ export class SimulatedRuntime implements RuntimeDriver {
       exited,
       logs,
       stop: async () => {
-        this.opts.fleet.stop(spec.id)
+        this.opts.fleet.end(spec.id)
         end({ code: null, signal: 'SIGTERM' })
         await exited
       },
@@ -100,7 +102,7 @@ export class SimulatedRuntime implements RuntimeDriver {
     await this.opts.beforeRemove?.(ref)
     const r = this.running.get(ref)
     if (!r) return
-    this.opts.fleet.stop(r.spec.id)
+    this.opts.fleet.end(r.spec.id)
     r.end({ code: null, signal: 'SIGKILL' })
     await r.exited
   }

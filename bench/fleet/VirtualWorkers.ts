@@ -21,6 +21,8 @@ export interface VirtualWorkerOptions {
 export interface Execution {
   workerId: string
   at: number
+  /** Its result was accepted (job-done answered 2xx). */
+  done: boolean
 }
 
 /** Figures of the protocol calls made so far. */
@@ -30,6 +32,8 @@ export interface ProtocolStats {
   takeMsWithJob: number[]
   pings: number
   dones: number
+  /** ms from a job-done post to its answer. */
+  doneMs: number[]
   streams: number
   errors: number
   firstError: string | null
@@ -54,6 +58,7 @@ export class VirtualWorkers {
     takeMsWithJob: [],
     pings: 0,
     dones: 0,
+    doneMs: [],
     streams: 0,
     errors: 0,
     firstError: null,
@@ -80,9 +85,17 @@ export class VirtualWorkers {
     w.run()
   }
 
-  /** Ends a worker as a killed process ends: nothing more is sent, its running job is abandoned. */
-  stop(id: string): void {
+  /** Ends a worker because its runtime stopped it (Hangar asked): nothing more is sent. */
+  end(id: string): void {
     this.workers.get(id)?.end()
+  }
+
+  /** Loses a worker (its host went away): nothing more is sent, its running job is abandoned. */
+  stop(id: string): void {
+    const w = this.workers.get(id)
+    if (!w) return
+    this.lost.add(id)
+    w.end()
   }
 
   /** Workers now running. */
@@ -101,12 +114,26 @@ export class VirtualWorkers {
     return n
   }
 
-  /** Jobs taken more than once, and how many jobs were taken at all. */
-  duplicates(): { taken: number; twice: string[] } {
+  /**
+   * Jobs taken more than once, and how many jobs were taken at all. `rerun` are jobs run again after a run
+   * whose worker was lost before its result was in (the platform gives such a job back); `twice` are the
+   * others: a job run again although a run had finished it, or two runs at once.
+   */
+  duplicates(): { taken: number; twice: string[]; rerun: number } {
     const twice: string[] = []
-    for (const [id, runs] of this.executions) if (runs.length > 1) twice.push(id)
-    return { taken: this.executions.size, twice }
+    let rerun = 0
+    for (const [id, runs] of this.executions) {
+      if (runs.length < 2) continue
+      const finished = runs.filter((r) => r.done).length
+      const earlierLost = runs.slice(0, -1).every((r) => !r.done && this.lost.has(r.workerId))
+      if (finished <= 1 && earlierLost) rerun++
+      else twice.push(id)
+    }
+    return { taken: this.executions.size, twice, rerun }
   }
+
+  /** Workers ended by `stop` (lost): their unfinished jobs may run again elsewhere. */
+  private readonly lost = new Set<string>()
 
   /** @internal */
   error(what: string, err: unknown): void {
@@ -268,7 +295,7 @@ class VirtualWorker {
   private runJob(job: { id: string; input: unknown }): void {
     this.job = job
     const runs = this.fleet.executions.get(job.id)
-    const run = { workerId: this.id, at: Date.now() }
+    const run: Execution = { workerId: this.id, at: Date.now(), done: false }
     if (runs) runs.push(run)
     else this.fleet.executions.set(job.id, [run])
     const o = this.fleet.opts
@@ -284,32 +311,41 @@ class VirtualWorker {
       }
       await this.sleep(steps ? ms / (steps + 1) : ms)
       if (this.job !== job) return
-      await this.post(this.doneUrl, job.id, { output: { ok: true, by: this.id } })
+      run.done = await this.post(this.doneUrl, job.id, { output: { ok: true, by: this.id } })
       if (this.job === job) this.job = null
     })()
   }
 
   /** `_transmit`: JSON text labelled form-urlencoded, `X-Request-ID`, up to 3 attempts. */
-  private async post(template: string, jobId: string, data: unknown, kind: 'done' | 'stream' = 'done') {
+  private async post(
+    template: string,
+    jobId: string,
+    data: unknown,
+    kind: 'done' | 'stream' = 'done',
+  ): Promise<boolean> {
     const url = `${template.replaceAll('$ID', jobId)}&isStream=false`
     const body = JSON.stringify(data)
     for (let attempt = 1; attempt <= 3 && !this.ended; attempt++) {
       try {
+        const t0 = performance.now()
         const r = await this.call('POST', url, {
           body,
           headers: { 'content-type': 'application/x-www-form-urlencoded', charset: 'utf-8', 'x-request-id': jobId },
         })
         if (r.status >= 200 && r.status < 300) {
-          if (kind === 'done') this.fleet.stats.dones++
-          else this.fleet.stats.streams++
-          return
+          if (kind === 'done') {
+            this.fleet.stats.dones++
+            this.fleet.stats.doneMs.push(performance.now() - t0)
+          } else this.fleet.stats.streams++
+          return true
         }
         if (attempt === 3) this.fleet.error(kind, new Error(`${kind} answered ${r.status}`))
       } catch (err) {
-        if (this.ended) return
+        if (this.ended) return false
         if (attempt === 3) this.fleet.error(kind, err)
       }
       await this.sleep(attempt * 1000)
     }
+    return false
   }
 }
