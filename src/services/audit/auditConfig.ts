@@ -12,7 +12,7 @@ export const AuditConfig = Type.Object(
   {
     additionalProperties: false,
     default: {},
-    description: 'The audit log of changes made through the API (`GET /v2/audit`; see docs/audit-log.md).',
+    description: 'The audit log of changes made through the API (`GET /v2/audit`; see docs/secrets-and-audit.md).',
   },
 )
 export type AuditConfig = Static<typeof AuditConfig>
