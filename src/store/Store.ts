@@ -32,6 +32,7 @@ import type { WebhookSecretStore } from './WebhookSecretStore.js'
 import type { WorkerStore } from './WorkerStore.js'
 import type { AuditStore } from './AuditStore.js'
 import type { SecretStore } from './SecretStore.js'
+import type { MemberStore } from './MemberStore.js'
 
 export type { AccountRecord, AccountStore, ApiKeyRecord, ApiKeyStore } from './AccountStore.js'
 export type { Owned, OwnedCollection } from './OwnedCollection.js'
@@ -60,6 +61,8 @@ export interface Collections {
   readonly usage: UsageStore
   /** Quotas and fair-share settings of accounts. */
   readonly quotas: QuotaStore
+  /** Members of accounts with their roles, sessions, own keys and invitations. */
+  readonly members: MemberStore
 }
 
 /**

@@ -13,6 +13,7 @@ import type { WorkerRecord } from '../../src/store/WorkerStore.js'
 import { usageCases } from './usageStore.js'
 import { metricCases } from './metricStore.js'
 import { auditCases } from './auditStore.js'
+import { memberCases } from './memberStore.js'
 import type { SecretRecord } from '../../src/store/SecretStore.js'
 import { jsonValue } from '../../src/domain/RawJson.js'
 
@@ -844,5 +845,6 @@ export function storeContract(name: string, make: () => Promise<StoreUnderTest>)
     usageCases(() => store)
     metricCases(() => store)
     auditCases(() => store)
+    memberCases(() => store)
   })
 }

@@ -1,3 +1,5 @@
+import { PgMemberStore } from './PgMemberStore.js'
+import type { MemberStore } from '../MemberStore.js'
 import { PgQuotaStore } from './PgQuotaStore.js'
 import type { QuotaStore } from '../QuotaStore.js'
 import type { MetricStore } from '../MetricStore.js'
@@ -110,6 +112,7 @@ export class PgStore implements Store {
   readonly audit: AuditStore
   readonly usage: UsageStore
   readonly quotas: QuotaStore
+  readonly members: MemberStore
   readonly metrics: MetricStore
   private readonly commits: PgGroupCommit
   private closed = false
@@ -154,6 +157,7 @@ export class PgStore implements Store {
     this.audit = new PgAuditStore(pool)
     this.usage = c.usage
     this.quotas = c.quotas
+    this.members = c.members
     this.metrics = new PgMetricStore(pool)
   }
 
@@ -208,5 +212,6 @@ function collections(q: PgQueryable, commits: PgGroupCommit | null): Collections
     secrets: new PgDocuments<SecretRecord>(q, 'secret'),
     usage: new PgUsageStore(q),
     quotas: new PgQuotaStore(q),
+    members: new PgMemberStore(q),
   }
 }

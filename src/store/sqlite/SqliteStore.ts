@@ -16,6 +16,8 @@ import type { WebhookStore } from '../WebhookStore.js'
 import type { WorkerStore } from '../WorkerStore.js'
 import { Checkpointer } from './Checkpointer.js'
 import { migrate } from './migrate.js'
+import { SqliteMemberStore } from './SqliteMemberStore.js'
+import type { MemberStore } from '../MemberStore.js'
 import { SqliteQuotaStore } from './SqliteQuotaStore.js'
 import type { QuotaStore } from '../QuotaStore.js'
 import { SqliteAccountStore, SqliteApiKeyStore } from './SqliteAccountStore.js'
@@ -56,6 +58,7 @@ export class SqliteStore implements Store {
   readonly audit: AuditStore
   readonly usage: UsageStore
   readonly quotas: QuotaStore
+  readonly members: MemberStore
   readonly metrics: MetricStore
   private readonly db: Database.Database
   private readonly checkpointer: Checkpointer | null
@@ -102,6 +105,7 @@ export class SqliteStore implements Store {
       secrets: new SqliteDocuments<SecretRecord>(db, 'secret'),
       usage: new SqliteUsageStore(db),
       quotas: new SqliteQuotaStore(db),
+      members: new SqliteMemberStore(db),
     }
     const g = <T extends object>(c: T) => this.gate.guard(c)
     this.accounts = g(this.tx.accounts)
@@ -122,6 +126,7 @@ export class SqliteStore implements Store {
     this.audit = g(new SqliteAuditStore(db))
     this.usage = g(this.tx.usage)
     this.quotas = g(this.tx.quotas)
+    this.members = g(this.tx.members)
     this.metrics = g(new SqliteMetricStore(db))
   }
 
