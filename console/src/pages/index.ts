@@ -7,6 +7,8 @@ import { EndpointList } from './endpoints/EndpointList.js'
 import { NewEndpoint } from './endpoints/NewEndpoint.js'
 import { Pods } from './Pods.js'
 import { Registries } from './Registries.js'
+import { Secrets } from './Secrets.js'
+import { Audit } from './Audit.js'
 import { SshKeys } from './SshKeys.js'
 import { Templates } from './Templates.js'
 import { Volumes } from './Volumes.js'
@@ -38,6 +40,8 @@ export const PAGES: PageModule[] = [
   { paths: ['/console/templates'], component: Templates, nav: { label: 'Templates', href: '/console/templates' } },
   { paths: ['/console/registries'], component: Registries, nav: { label: 'Registries', href: '/console/registries' } },
   { paths: ['/console/ssh-keys'], component: SshKeys, nav: { label: 'SSH keys', href: '/console/ssh-keys' } },
+  { paths: ['/console/secrets'], component: Secrets, nav: { label: 'Secrets', href: '/console/secrets' } },
+  { paths: ['/console/audit'], component: Audit, nav: { label: 'Audit log', href: '/console/audit' } },
   { paths: ['/console/billing'], component: Billing, nav: { label: 'Billing', href: '/console/billing' } },
   {
     paths: ['/console/api-keys'],
