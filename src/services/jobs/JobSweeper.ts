@@ -2,17 +2,22 @@ import type { Clock } from '../../domain/clock.js'
 import type { Store } from '../../store/Store.js'
 import type { JobLifecycle } from './JobLifecycle.js'
 import type { Log } from '../log.js'
-import type { WorkerService } from '../workers/WorkerService.js'
 
 const BATCH = 500
 /** Expired Idempotency-Keys are swept this often (a claim replaces an expired key by itself meanwhile). */
 const KEY_SWEEP_MS = 60_000
 
+/** What the sweeper asks of the workers: to give up on those that went silent or never called in. */
+export interface WorkerLiveness {
+  checkLiveness(): void
+}
+
 export interface JobSweeperOptions {
   store: Store
   clock: Clock
   lifecycle: JobLifecycle
-  workers: WorkerService
+  /** The workers' heartbeats are checked on every pass (see WorkerService.checkLiveness). */
+  workers: WorkerLiveness
   log: Log
   intervalMs: number
 }

@@ -15,7 +15,7 @@ import type { DroppedTakes } from './DroppedTakes.js'
 import type { JobEvents } from './JobEvents.js'
 import type { JobLifecycle } from './JobLifecycle.js'
 import { loseJob } from './loseJob.js'
-import type { WorkerService } from '../workers/WorkerService.js'
+import type { TakeTurn } from '../workers/types.js'
 import { openS3Config } from './s3Secret.js'
 import type { SecretBox } from '../SecretBox.js'
 
@@ -24,7 +24,7 @@ export interface WorkerJobServiceDeps {
   clock: Clock
   events: JobEvents
   lifecycle: JobLifecycle
-  workers: WorkerService
+  workers: ProtocolWorkers
   /** How long job-take and job-stop hold the request when there is nothing. */
   takeWaitMs: number
   /** Opens a job's sealed `s3Config.accessSecret` for the worker. */
@@ -32,6 +32,20 @@ export interface WorkerJobServiceDeps {
   /** Where jobs requeued because their worker never acknowledged them are counted (for why-waiting). */
   dropped?: DroppedTakes
   log?: Log
+}
+
+/** What the worker protocol tells the workers and asks of them (see WorkerService). */
+export interface ProtocolWorkers {
+  /** One pass of a worker's job-take: counts as contact, then says whether it may take jobs now. */
+  takeTurn(workerId: string): TakeTurn
+  /** Records the jobs a worker took. */
+  jobsTaken(workerId: string, jobIds: string[]): void
+  /** A sign of life of the worker (any protocol call). */
+  contact(workerId: string): void
+  /** True when the worker gets no more jobs and should not wait for one. */
+  isDraining(workerId: string): boolean
+  /** The worker asked to be replaced (stopPod): stop it once its running jobs have ended. */
+  recycle(workerId: string): void
 }
 
 /**
@@ -204,7 +218,7 @@ export class WorkerJobService {
       }
       this.unlisted.delete(job.id)
       const why = `its worker ${workerId} never acknowledged it (took it ${Math.round((now - job.startedAt) / 1000)} s ago; its pings do not list it): the job-take answer was lost, or the worker dropped it`
-      await loseJob(lifecycle, job, workerId, why, true, true)
+      await loseJob(lifecycle, job, { workerId, reason: why, counts: true, note: true })
       this.deps.dropped?.note(job.endpointId, workerId)
       this.deps.log?.info(
         { jobId: job.id, workerId, endpointId: job.endpointId, retries: job.retries + 1 },

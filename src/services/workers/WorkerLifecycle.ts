@@ -418,7 +418,8 @@ export class WorkerLifecycle {
       await deps.runtime
         .remove(w.record.runtimeRef)
         .catch((err: Error) => log.warn({ workerId: id, err: err.message }, 'cannot remove a stopped worker'))
-    for (const job of await store.jobs.listInProgress(id)) await loseJob(deps.lifecycle, job, id, reason, crashed)
+    for (const job of await store.jobs.listInProgress(id))
+      await loseJob(deps.lifecycle, job, { workerId: id, reason, counts: crashed })
     if (!replaced)
       log[crashed ? 'warn' : 'info'](
         { workerId: id, endpointId: w.endpointId, exit: how },

@@ -25,6 +25,7 @@ function host(id: string, gpus: Array<[typeId: string, count: number]>, dataCent
 function gpuEndpoint(id: string, pools: string[], dataCenterIds: string[] = []) {
   return {
     id,
+    accountId: 'a1',
     gpu: { pools, count: 1, allowedCudaVersions: [], minCudaVersion: null, excludedTypes: [] },
     dataCenterIds,
   }

@@ -63,15 +63,13 @@ export class WorkerRecovery {
       const adopted = opts.keepRunningJobs && job.workerId ? this.ctx.live.get(job.workerId) : undefined
       if (adopted) adopted.jobs.add(job.id)
       else
-        await loseJob(
-          deps.lifecycle,
-          job,
-          job.workerId ?? '',
-          opts.keepRunningJobs
+        await loseJob(deps.lifecycle, job, {
+          workerId: job.workerId ?? '',
+          reason: opts.keepRunningJobs
             ? 'its worker was lost while the control plane changed leader'
             : 'the control plane restarted while it ran',
-          true,
-        )
+          counts: true,
+        })
     }
   }
 

@@ -22,7 +22,8 @@ export interface WorkerServiceDeps {
   store: Store
   clock: Clock
   runtime: RuntimeDriver
-  catalog: CatalogService
+  /** The fleet's capacity ledger and the GPU pools (placement reads nothing else of the catalog). */
+  catalog: Pick<CatalogService, 'fleet' | 'pools'>
   lifecycle: JobLifecycle
   events: JobEvents
   config: JobsConfig
