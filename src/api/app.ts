@@ -33,6 +33,7 @@ import { secretRoutes } from './routes/secrets.js'
 import { Problem } from '../contract/problem.js'
 import { registerAuth } from './auth.js'
 import { registerMetrics } from './metrics.js'
+import { registerProbes } from './probes.js'
 import { consoleRoutes } from './console.js'
 import type { PromMetrics } from '../metrics/PromMetrics.js'
 import type { EndpointMetricsRecorder } from '../services/endpoints/EndpointMetricsRecorder.js'
@@ -229,6 +230,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   // Every change is recorded once it is answered (refusals too); env naming missing secrets is refused.
   registerAudit(app, deps.audit)
   registerSecretReferenceCheck(app, deps.secrets)
+  registerProbes(app, deps.replicas)
 
   app.get('/v2/openapi.json', { schema: { hide: true }, config: { access: 'public' } }, async () => app.swagger())
   // A person opening the server's address in a browser lands on something readable: the console when there

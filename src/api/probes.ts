@@ -1,0 +1,17 @@
+import type { FastifyInstance } from 'fastify'
+import type { LeaderView } from './leaderForwarding.js'
+
+/**
+ * Liveness and readiness for an orchestrator (deploy/kubernetes: the Deployment's probes), public like the worker
+ * protocol and without a body to parse. `/livez`: the process answers HTTP. `/readyz`: it serves the API, and
+ * says whether it leads (`role`: leader, follower, or single for one process on its own), which is how an
+ * operator, or the failover test, finds the leader among the replicas.
+ */
+export function registerProbes(app: FastifyInstance, replicas: { leadership: LeaderView } | undefined): void {
+  const config = { access: 'public' as const, quota: false }
+  app.get('/livez', { schema: { hide: true }, config }, async () => ({ status: 'ok' }))
+  app.get('/readyz', { schema: { hide: true }, config }, async () => ({
+    status: 'ready',
+    role: !replicas ? 'single' : replicas.leadership.isLeader ? 'leader' : 'follower',
+  }))
+}
