@@ -4,6 +4,7 @@ import type { Log } from '../../services/log.js'
 import { clusterHosts, refreshClusterHosts } from './clusterHosts.js'
 import { kubeConfigOf, kubeMessageOf } from './kubeClient.js'
 import type { KubernetesConfig } from './KubernetesConfig.js'
+import { checkPermissions } from './permissions.js'
 import { KubernetesDriver } from './KubernetesDriver.js'
 
 /** A cluster Hangar runs on: its driver, the fleet hosts it stands for, and how to bring them in step. */
@@ -25,6 +26,9 @@ export async function openKubernetes(
 ): Promise<KubernetesRuntime> {
   const kc = kubeConfigOf(c)
   const api = kc.makeApiClient(CoreV1Api)
+  // A Role short of a rule is a start-up error naming the verb and resource, not workers that never start. No
+  // logger reaches this far: the one warning (reviews unanswered) goes to stderr.
+  await checkPermissions(kc, c.namespace, (m) => console.warn(m))
   let found
   try {
     found = await clusterHosts(api, c, dataCenterId)
