@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyRequest, onResponseHookHandler, onSendHookHandler } from 'fastify'
 import type { AuditLog } from '../services/audit/AuditLog.js'
 
 /** What the audit log records of a route: its action and the type of resource it changes. */
@@ -91,62 +91,62 @@ export function auditSpecOf(method: string, url: string): AuditSpec | null {
  * Callers without a valid key (401) are not recorded: they are no one yet, and anyone could fill the log.
  */
 export function registerAudit(app: FastifyInstance, audit: AuditLog): void {
-  const specs = new Map<string, AuditSpec | null>()
-  const specOf = (req: FastifyRequest): AuditSpec | null => {
-    const configured = req.routeOptions.config.audit
-    if (configured === false) return null
-    if (configured) return configured
-    const key = `${req.method} ${req.routeOptions.url}`
-    let spec = specs.get(key)
-    if (spec === undefined) {
-      spec = auditSpecOf(req.method, req.routeOptions.url ?? '')
-      specs.set(key, spec)
-    }
-    return spec
-  }
   // Only requests write to the log, so it lives as long as the app: old entries are deleted while it serves
   // (by every replica: the same DELETE, harmless twice), and the last entries are written before it closes,
   // before the store does.
   app.addHook('onReady', async () => audit.start())
   app.addHook('onClose', async () => audit.stop())
   app.decorateRequest('auditCreatedId', null)
-  app.addHook('onSend', (req, reply, payload, done) => {
-    // A create's new id is in its answer only: read that one field of a 2xx JSON answer without path id.
-    if (
-      req.method === 'POST' &&
-      reply.statusCode < 300 &&
-      typeof payload === 'string' &&
-      !(req.params as { id?: string } | undefined)?.id &&
-      req.routeOptions.url &&
-      specOf(req)
-    ) {
-      try {
-        const id = (JSON.parse(payload) as { id?: unknown } | null)?.id
-        if (typeof id === 'string') req.auditCreatedId = id
-      } catch {
-        // Not JSON: no id to take from it.
-      }
+  // The hooks go on the audited routes only, decided once as each route is added: job traffic and the worker
+  // protocol pay nothing for the log.
+  app.addHook('onRoute', (route) => {
+    const configured = (route.config as { audit?: AuditSpec | false } | undefined)?.audit
+    const specs = new Map<string, AuditSpec>()
+    for (const method of [route.method].flat()) {
+      const spec = configured === false ? null : (configured ?? auditSpecOf(method, route.url))
+      if (spec) specs.set(method, spec)
     }
-    done(null, payload)
+    if (specs.size === 0) return
+    const onSend: onSendHookHandler = (req, reply, payload, done) => {
+      // A create's new id is in its answer only: read that one field of a 2xx JSON answer without a path id.
+      if (req.method === 'POST' && reply.statusCode < 300 && typeof payload === 'string' && !paramsOf(req).id) {
+        try {
+          const id = (JSON.parse(payload) as { id?: unknown } | null)?.id
+          if (typeof id === 'string') req.auditCreatedId = id
+        } catch {
+          // Not JSON: no id to take from it.
+        }
+      }
+      done(null, payload)
+    }
+    const onResponse: onResponseHookHandler = (req, reply, done) => {
+      const spec = specs.get(req.method)
+      // Callers without a valid key have no principal: not recorded (see above).
+      if (!spec || !req.principal) return done()
+      const params = paramsOf(req)
+      const status = reply.statusCode
+      audit.record({
+        // A member acting through a session or their own key is the member; the account's keys are themselves.
+        actor: req.principal.member
+          ? { type: 'member', id: req.principal.member.id, accountId: req.principal.accountId }
+          : { type: 'key', id: req.principal.keyId, accountId: req.principal.accountId },
+        action: actionOf(spec, req),
+        resourceType: spec.resourceType,
+        resourceId: params.id ?? params.endpointId ?? req.auditCreatedId,
+        outcome: status >= 500 ? 'failed' : status >= 400 ? 'refused' : 'success',
+        status,
+        ip: req.ip ?? null,
+        requestId: typeof req.id === 'string' ? req.id : null,
+      })
+      done()
+    }
+    route.onSend = [...[route.onSend ?? []].flat(), onSend]
+    route.onResponse = [...[route.onResponse ?? []].flat(), onResponse]
   })
-  app.addHook('onResponse', (req, reply, done) => {
-    if (!req.routeOptions.url || !req.principal) return done()
-    const spec = specOf(req)
-    if (!spec) return done()
-    const params = (req.params ?? {}) as { id?: string; endpointId?: string }
-    const status = reply.statusCode
-    audit.record({
-      actor: { type: 'key', id: req.principal.keyId, accountId: req.principal.accountId },
-      action: actionOf(spec, req),
-      resourceType: spec.resourceType,
-      resourceId: params.id ?? params.endpointId ?? req.auditCreatedId,
-      outcome: status >= 500 ? 'failed' : status >= 400 ? 'refused' : 'success',
-      status,
-      ip: req.ip ?? null,
-      requestId: typeof req.id === 'string' ? req.id : null,
-    })
-    done()
-  })
+}
+
+function paramsOf(req: FastifyRequest): { id?: string; endpointId?: string } {
+  return (req.params ?? {}) as { id?: string; endpointId?: string }
 }
 
 /** A pod's action names what was done (`pod.stop`), read from the body's `action` (an enum, never a secret). */
