@@ -16,7 +16,7 @@ import type { LiveWorker } from '../../src/services/workers/LiveWorker.js'
 import type { WorkerServiceDeps } from '../../src/services/workers/types.js'
 import type { WorkerContext } from '../../src/services/workers/WorkerContext.js'
 import { WorkerLogArchive } from '../../src/services/workers/WorkerLogArchive.js'
-import { newWorkerRecord } from '../../src/services/workers/workerRecord.js'
+import { newWorkerRecord, tokenHash } from '../../src/services/workers/workerRecord.js'
 import { SqliteStore } from '../../src/store/sqlite/SqliteStore.js'
 import type { WorkerRecord } from '../../src/store/WorkerStore.js'
 import { ManualClock } from './clock.js'
@@ -116,14 +116,17 @@ export function workload(ref = 'process:h1:1:test') {
   return { handle, exit, stops }
 }
 
-/** Stores a worker record of `ep` on `allocation`, as a start would have, without a runtime reference. */
+/**
+ * Stores a worker record of `ep` on `allocation`, as a start would have, without a runtime reference; its protocol
+ * key is `key-<id>`.
+ */
 export async function storedWorker(
   ctx: WorkerContext,
   id: string,
   ep: EndpointRecord,
   allocation: Allocation,
 ): Promise<WorkerRecord> {
-  const r = newWorkerRecord(id, ep, allocation, 'ab'.repeat(32), ctx.deps.clock.now())
+  const r = newWorkerRecord(id, ep, allocation, tokenHash(`key-${id}`), ctx.deps.clock.now())
   await ctx.deps.store.workers.insert(r)
   return r
 }
