@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { SimulatedRuntime } from '../bench/fleet/SimulatedRuntime.js'
+import { LABELS } from '../src/runtime/labels.js'
 import { VirtualWorkers } from '../bench/fleet/VirtualWorkers.js'
 import { createEndpoint, endpointBody, jobCall, waitFinal } from './helpers/endpoints.js'
 import { startTestServer, type TestServer } from './helpers/server.js'
@@ -73,5 +74,35 @@ describe('the simulated fleet (bench/fleet)', () => {
     } finally {
       process.off('unhandledRejection', onRejection)
     }
+  })
+
+  it("gives another endpoint its workers and runs its jobs while one endpoint's start never finishes", async () => {
+    workers = new VirtualWorkers({ jobMs: 50 })
+    let stuckEndpoint = ''
+    const runtime = new SimulatedRuntime({
+      fleet: workers,
+      // Endpoint A's workers never start (a Pod bound to a node that never runs it, an image pull of hours)
+      // until the start is called off.
+      beforeStart: (spec, signal) =>
+        spec.labels[LABELS.endpoint] !== stuckEndpoint
+          ? Promise.resolve()
+          : new Promise((_, reject) => signal?.addEventListener('abort', () => reject(new Error('called off')))),
+    })
+    s = await startTestServer({ fleet, jobs: { pingIntervalMs: 1000 } }, { runtime: () => runtime })
+    const a = await createEndpoint(
+      s,
+      endpointBody('sim/a:latest', { name: 'stuck', workers: { min: 0, max: 2, idleTimeout: 60 } }),
+    )
+    stuckEndpoint = a.id
+    await jobCall(s, 'POST', `/v2/${a.id}/run`, { input: {} })
+    await until(async () => runtime.starts.pending > 0, 20_000, 'a start of endpoint A in the runtime')
+    const b = await createEndpoint(
+      s,
+      endpointBody('sim/b:latest', { name: 'free', workers: { min: 0, max: 2, idleTimeout: 60 } }),
+    )
+    const job = (await jobCall(s, 'POST', `/v2/${b.id}/run`, { input: {} })).body.id as string
+    expect((await waitFinal(s, b.id, job, 20_000)).status).toBe('COMPLETED')
+    // A's start is still in the runtime's hands, and its worker is still shown starting.
+    expect(runtime.starts.pending).toBeGreaterThan(0)
   })
 })

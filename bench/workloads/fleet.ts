@@ -13,7 +13,7 @@ import { percentile, round, sleep, until, type BenchContext, type Row } from '..
  * - churn: 10 % of the workers lost per minute while jobs run: every job completes, lost ones are replaced.
  * Sizes are the issue's in a full run, a tenth or less with --quick (CI's smoke run). HANGAR_BENCH_FLEET_SCALE
  * multiplies the full sizes (0.2 = a fifth), HANGAR_BENCH_FLEET_PROF=<dir> writes a CPU profile of each
- * control plane there.
+ * control plane there, HANGAR_BENCH_FLEET_ONLY=idle,burst,churn runs only those.
  */
 export async function fleet(ctx: BenchContext): Promise<Row[]> {
   const scale = Number(process.env.HANGAR_BENCH_FLEET_SCALE) || 1
@@ -31,11 +31,12 @@ export async function fleet(ctx: BenchContext): Promise<Row[]> {
         burst: { endpoints: n(500), jobs: n(50_000) },
         churn: { endpoints: n(100), workers: n(1_000) },
       }
+  const only = process.env.HANGAR_BENCH_FLEET_ONLY?.split(',')
   const rows: Row[] = []
-  rows.push(...(await idle(ctx, sizes.idle)))
+  if (!only || only.includes('idle')) rows.push(...(await idle(ctx, sizes.idle)))
   const target = Math.min(1_000, sizes.burst.endpoints * 10)
-  rows.push(...(await burst(ctx, { ...sizes.burst, perEndpoint: 10, target })))
-  rows.push(...(await churn(ctx, sizes.churn)))
+  if (!only || only.includes('burst')) rows.push(...(await burst(ctx, { ...sizes.burst, perEndpoint: 10, target })))
+  if (!only || only.includes('churn')) rows.push(...(await churn(ctx, sizes.churn)))
   return rows
 }
 

@@ -7,6 +7,7 @@ import type {
   WorkloadSpec,
   WorkloadStats,
 } from './RuntimeDriver.js'
+import { Slots } from './Slots.js'
 
 /**
  * The fleet's runtimes behind one RuntimeDriver: each host's own (its container engine), the local one for
@@ -14,10 +15,14 @@ import type {
  */
 export class HostRuntimes implements RuntimeDriver {
   readonly name: string
+  /** Starts running at once on each host, and on each driver (a cluster's API server serves all its hosts). */
+  private readonly hostSlots = new Map<string, Slots>()
+  private readonly driverSlots = new Map<RuntimeDriver, Slots>()
 
   constructor(
     private readonly local: RuntimeDriver,
     private readonly byHost: ReadonlyMap<string, RuntimeDriver>,
+    private readonly limits: StartLimits = DEFAULT_START_LIMITS,
   ) {
     this.name =
       byHost.size === 0 ? local.name : [...new Set([local.name, ...[...byHost.values()].map((d) => d.name)])].join('+')
@@ -33,8 +38,23 @@ export class HostRuntimes implements RuntimeDriver {
     return [...this.byHost.keys()]
   }
 
-  start(spec: WorkloadSpec, hooks?: StartHooks): Promise<Workload> {
-    return this.of(spec.hostId).start(spec, hooks)
+  /**
+   * Starts run side by side (the autoscaler does not wait for them), bounded per host and per driver so an
+   * engine or a cluster's API server is not flooded by a burst from zero; a start waits for a slot first.
+   */
+  async start(spec: WorkloadSpec, hooks?: StartHooks): Promise<Workload> {
+    const driver = this.of(spec.hostId)
+    const host = slotsOf(this.hostSlots, spec.hostId, this.limits.perHost)
+    const all = slotsOf(this.driverSlots, driver, this.limits.perDriver)
+    const releaseHost = await host.acquire(hooks?.signal)
+    let releaseAll: (() => void) | undefined
+    try {
+      releaseAll = await all.acquire(hooks?.signal)
+      return await driver.start(spec, hooks)
+    } finally {
+      releaseAll?.()
+      releaseHost()
+    }
   }
 
   /**
@@ -99,6 +119,25 @@ export class HostRuntimes implements RuntimeDriver {
   private byRef(ref: RuntimeRef): RuntimeDriver {
     return runtimeOfRef(ref) === this.local.name ? this.local : this.of(hostOf(ref))
   }
+}
+
+/** How many starts run at once: on one host, and through one driver (one engine, one cluster's API server). */
+export interface StartLimits {
+  perHost: number
+  perDriver: number
+}
+
+/**
+ * A host's engine pulls and creates a few containers at a time well; a cluster's API server takes a burst of
+ * Pod creations, but a stuck start (a Pod its node never runs) holds its slot until it is called off, so the
+ * cluster's bound leaves room for many of those.
+ */
+export const DEFAULT_START_LIMITS: StartLimits = { perHost: 8, perDriver: 64 }
+
+function slotsOf<K>(map: Map<K, Slots>, key: K, limit: number): Slots {
+  let s = map.get(key)
+  if (!s) map.set(key, (s = new Slots(limit)))
+  return s
 }
 
 /** The runtime segment of a ref (`process`, `docker`). */

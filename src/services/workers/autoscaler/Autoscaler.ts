@@ -44,6 +44,8 @@ export interface AutoscalerOptions {
   loadBalancer?: BalancerDemand
   /** Jobs requeued because their worker never acknowledged them: reported first by why-waiting once it repeats. */
   dropped?: DroppedTakes
+  /** Fair share (issue 36): the order accounts get scarce GPUs in; their endpoints decide, and place, first. */
+  share?: { order(accountIds: Iterable<string>): string[] }
 }
 
 /** What the scaler reads of an endpoint's workers and does to them (see WorkerService). */
@@ -120,30 +122,37 @@ export class Autoscaler {
 
   start(): void {
     this.stopped = false
-    this.timer = setInterval(() => void this.poke(), this.o.config.scaleIntervalMs)
+    this.timer = setInterval(() => void this.run(), this.o.config.scaleIntervalMs)
     this.timer.unref()
     // A queued job or a request waiting for a load-balancing worker: decide now, not at the next interval.
     this.unsubscribe = [
       this.o.events.onQueued((endpointId) => this.queued(endpointId)),
       this.o.events.onJobQueued((endpointId, low) => this.scaleFromZero(endpointId, low)),
     ]
-    if (this.o.loadBalancer) this.unsubscribe.push(this.o.loadBalancer.onWaiting(() => void this.poke()))
-    void this.poke()
+    if (this.o.loadBalancer) this.unsubscribe.push(this.o.loadBalancer.onWaiting(() => void this.run()))
+    void this.run()
   }
 
-  /** Stops deciding; waits for a run in progress to finish. */
+  /** Stops deciding; waits for a run in progress and the starts it handed off (called off first: see cancelStarts). */
   async stop(): Promise<void> {
     this.stopped = true
     clearInterval(this.timer)
     for (const off of this.unsubscribe.splice(0)) off()
     await this.running
+    await Promise.allSettled([...this.starting])
   }
 
   /**
    * Asks for a run soon (coalesced). The promise settles once a run that started after this call has
-   * ended (sooner when the scaler stops or a run fails): tests move their monotonic clock, then await a decision.
+   * ended (sooner when the scaler stops or a run fails) and the starts handed off by then have settled:
+   * tests move their monotonic clock, then await a decision and its workers.
    */
   poke(): Promise<void> {
+    return this.run().then(() => this.started())
+  }
+
+  /** `poke` without waiting for starts: what the scaler's own triggers use. */
+  private run(): Promise<void> {
     if (this.stopped) return Promise.resolve()
     if (this.running) {
       this.again = true
@@ -171,6 +180,11 @@ export class Autoscaler {
     return this.running
   }
 
+  /** Settles once the starts handed off so far have (the runs themselves never wait for them). */
+  private async started(): Promise<void> {
+    await Promise.allSettled([...this.starting])
+  }
+
   /**
    * Jobs were queued: a decision follows unless a waiting worker took them. Checked on the next turn of the
    * event loop, after the take's own write: a lone /runsync on an idle worker costs no decision (the
@@ -180,7 +194,7 @@ export class Autoscaler {
    */
   private queued(endpointId: string): void {
     if (this.running) {
-      void this.poke()
+      void this.run()
       return
     }
     if (this.submitted.size === 0) setImmediate(() => void this.decideIfWaiting())
@@ -229,7 +243,7 @@ export class Autoscaler {
           const c = await this.o.store.jobs.counts(id)
           if (c.inQueue - c.inQueueLow === 0) continue
         }
-        await this.poke()
+        await this.run()
         return
       }
     } catch (err) {
@@ -240,6 +254,7 @@ export class Autoscaler {
   /** One decision for every endpoint that has demand, workers or a minimum: public so tests can run it. */
   async tick(): Promise<void> {
     const { endpoints, snapshots } = await this.snapshot()
+    this.byShare(snapshots, endpoints)
     const now = this.mono()
     for (const s of snapshots) {
       const decision = planScaling(s)
@@ -265,6 +280,15 @@ export class Autoscaler {
     for (const id of [...this.loggedDesired.keys()]) if (!seen.has(id)) this.loggedDesired.delete(id)
     for (const [id, h] of [...this.history])
       if (!seen.has(id) && now - h[h.length - 1].at > 3_600_000) this.history.delete(id)
+  }
+
+  /** Fair share: the endpoints of accounts first in line for scarce GPUs go first (a stable sort). */
+  private byShare(snapshots: EndpointScaling[], endpoints: Map<string, EndpointRecord>): void {
+    const share = this.o.share
+    if (!share || snapshots.length < 2) return
+    const accountOf = (s: EndpointScaling) => endpoints.get(s.endpointId)?.accountId ?? ''
+    const rank = new Map(share.order(new Set(snapshots.map(accountOf))).map((id, i) => [id, i]))
+    snapshots.sort((a, b) => (rank.get(accountOf(a)) ?? 0) - (rank.get(accountOf(b)) ?? 0))
   }
 
   /**
@@ -390,15 +414,30 @@ export class Autoscaler {
         return
     }
     if (!ep) return
-    if (action.type === 'place') await workers.place(action.workerId, ep)
-    else if (action.type === 'replace') await workers.replace(action.workerId, ep)
+    // Starts are handed off, not awaited: a worker is placed (or kept THROTTLED) before its start's first
+    // await, so the next decision counts it, and the runtime's part (an image pull, a Pod waiting for a
+    // node) delays only that worker; every endpoint gets its decision each pass. The runtime bounds how
+    // many starts run at once per host and per cluster (see LimitedStarts).
+    if (action.type === 'place') this.handOff(workers.place(action.workerId, ep), ep.id)
+    else if (action.type === 'replace') this.handOff(workers.replace(action.workerId, ep), ep.id)
     else {
-      for (let i = 0; i < action.count; i++) {
-        const r = await workers.start(ep)
-        // A broken worker would fail the same way again: one failure per decision is enough.
-        if (!r.ok && !r.capacity) break
-      }
+      // A broken worker would fail the same way again: after a failure, one start per decision is enough.
+      const count = workers.failures(ep.id).consecutive > 0 ? Math.min(1, action.count) : action.count
+      for (let i = 0; i < count; i++) this.handOff(workers.start(ep), ep.id)
     }
+  }
+
+  /** Starts handed off and not yet settled: `stop` and `poke` wait for them. */
+  private readonly starting = new Set<Promise<unknown>>()
+
+  private handOff(start: Promise<StartResult>, endpointId: string): void {
+    const settled = start.then(
+      () => undefined,
+      // The worker service records a failed start itself; a rejection here is a bug in it, said once.
+      (err: unknown) => this.o.log.error({ err, endpointId }, 'starting a worker failed'),
+    )
+    this.starting.add(settled)
+    void settled.then(() => this.starting.delete(settled))
   }
 
   private logDecision(s: EndpointScaling, d: ScalingDecision): void {
