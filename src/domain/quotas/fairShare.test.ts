@@ -53,4 +53,13 @@ describe('fair share', () => {
       ]),
     ).toEqual(['c', 'b', 'a'])
   })
+
+  it('puts accounts below their guarantee before any other', () => {
+    expect(
+      shareOrder([
+        { accountId: 'a', held: 0, guaranteed: null, weight: 1 },
+        { accountId: 'b', held: 1, guaranteed: 2, weight: 1 },
+      ]),
+    ).toEqual(['b', 'a'])
+  })
 })

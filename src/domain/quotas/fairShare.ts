@@ -5,7 +5,10 @@
  *  - GPUs held beyond `guaranteedGpus` are borrowed. When an account below its guarantee needs a GPU and none
  *    is free, borrowed GPUs are taken back: workers of the account borrowing most (per weight) first, idle
  *    ones before busy ones, the newest first; a borrowed worker is retired (its job finishes first).
- *  - When several accounts wait for GPUs, the one holding the fewest GPUs per unit of weight is placed first.
+ *  - While such an account waits for GPUs being given back, a free GPU that fits it is not lent to another
+ *    account beyond that one's guarantee.
+ *  - When several accounts wait for GPUs, those below their guarantee are placed first, then the one holding
+ *    the fewest GPUs per unit of weight.
  * Pods are never taken back: they hold GPUs like workers (and count as held), but only workers are retired.
  */
 
@@ -76,11 +79,18 @@ export function reclaimFrom(
   return freed >= need ? out : []
 }
 
-/** Accounts in the order they get scarce GPUs: fewest held per weight first, then by id for a stable order. */
+/**
+ * Accounts in the order they get scarce GPUs: those below their guarantee first, then fewest GPUs held per
+ * unit of weight, then by id for a stable order.
+ */
 export function shareOrder(standings: readonly ShareStanding[]): string[] {
+  const below = (s: ShareStanding) => (s.guaranteed !== null && s.held < s.guaranteed ? 0 : 1)
   return [...standings]
     .sort(
-      (a, b) => a.held / Math.max(1, a.weight) - b.held / Math.max(1, b.weight) || (a.accountId < b.accountId ? -1 : 1),
+      (a, b) =>
+        below(a) - below(b) ||
+        a.held / Math.max(1, a.weight) - b.held / Math.max(1, b.weight) ||
+        (a.accountId < b.accountId ? -1 : 1),
     )
     .map((s) => s.accountId)
 }

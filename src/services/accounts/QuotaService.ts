@@ -7,7 +7,7 @@ import type { Clock } from '../../domain/clock.js'
 import { iso } from '../../domain/clock.js'
 import type { EndpointRecord } from '../../domain/endpoints/endpoint.js'
 import { notFound } from '../../domain/errors.js'
-import { borrowedGpus, type ShareStanding } from '../../domain/quotas/fairShare.js'
+import { borrowedGpus, shareOrder, type ShareStanding } from '../../domain/quotas/fairShare.js'
 import {
   describeBreach,
   QUOTA_PREFIX,
@@ -291,6 +291,11 @@ export class QuotaService {
         weight: q?.weight ?? 1,
       }
     })
+  }
+
+  /** Accounts in the order they get scarce GPUs (see shareOrder). */
+  order(accountIds: Iterable<string>): string[] {
+    return shareOrder(this.standings(accountIds))
   }
 
   /**
