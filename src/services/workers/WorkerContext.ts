@@ -4,11 +4,12 @@ import type { WorkerLogArchive } from './WorkerLogArchive.js'
 import type { HttpAddress, WorkerServiceDeps } from './types.js'
 
 /**
- * What the parts of WorkerService (lifecycle, recovery, directories, read models) share: its deps and the state
- * of this process's live workers. Only the leader holds live workers; on a follower the maps are empty.
+ * What the parts of WorkerService (lifecycle, recovery, directories, read models) share: the state of this
+ * process's live workers, and those of WorkerService's deps a part uses (`D`: each part names its own, so what it
+ * depends on shows in its constructor). Only the leader holds live workers; on a follower the maps are empty.
  */
-export interface WorkerContext {
-  readonly deps: WorkerServiceDeps
+export interface WorkerContext<D extends keyof WorkerServiceDeps = keyof WorkerServiceDeps> {
+  readonly deps: Pick<WorkerServiceDeps, D>
   /** Monotonic ms for heartbeats, idle and parked times, crash back-off (see WorkerServiceDeps.monotonic). */
   readonly mono: () => number
   readonly live: Map<string, LiveWorker>

@@ -45,8 +45,8 @@ export class LeaderDirectory implements WorkerDirectory {
   private describeTimer: NodeJS.Timeout | null = null
 
   constructor(
-    private readonly ctx: WorkerContext,
-    private readonly lifecycle: WorkerLifecycle,
+    private readonly ctx: WorkerContext<'feed'>,
+    private readonly lifecycle: Pick<WorkerLifecycle, 'touch' | 'jobsTaken' | 'retire'>,
   ) {}
 
   /** Starts describing every live worker, now and each second (with a change feed). */

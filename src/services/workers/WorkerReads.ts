@@ -19,7 +19,7 @@ export class WorkerReads {
   private healthChecks: HealthReadings | null = null
 
   constructor(
-    private readonly ctx: WorkerContext,
+    private readonly ctx: WorkerContext<'store' | 'clock' | 'config' | 'runtimeOf' | 'baseUrl'>,
     private readonly workers: (endpointId?: string) => LiveWorker[],
   ) {}
 

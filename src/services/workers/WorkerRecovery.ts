@@ -14,8 +14,10 @@ import type { WorkerLifecycle } from './WorkerLifecycle.js'
  */
 export class WorkerRecovery {
   constructor(
-    private readonly ctx: WorkerContext,
-    private readonly lifecycle: WorkerLifecycle,
+    private readonly ctx: WorkerContext<
+      'store' | 'runtime' | 'catalog' | 'lifecycle' | 'installationId' | 'baseUrl' | 'log'
+    >,
+    private readonly lifecycle: Pick<WorkerLifecycle, 'takeBack' | 'recordEnded' | 'abandon'>,
   ) {}
 
   /**
