@@ -30,6 +30,7 @@ import { registerAudit } from './audit.js'
 import { registerSecretReferenceCheck } from './secretReferences.js'
 import { auditRoutes } from './routes/audit.js'
 import { secretRoutes } from './routes/secrets.js'
+import { memberRoutes } from './routes/members.js'
 import { Problem } from '../contract/problem.js'
 import { registerAuth } from './auth.js'
 import { registerMetrics } from './metrics.js'
@@ -258,6 +259,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(quotaRoutes(deps))
   await app.register(secretRoutes(deps))
   await app.register(auditRoutes(deps))
+  await app.register(memberRoutes(deps))
   if (deps.consoleDir) await app.register(consoleRoutes, { dir: deps.consoleDir, docsDir: deps.docsDir })
   await app.register(loadBalancerRoutes(deps))
   await app.register(retiredV1Routes(deps))

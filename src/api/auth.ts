@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { DomainError } from '../domain/errors.js'
 import type { AccountService, Principal } from '../services/accounts/AccountService.js'
+import { permissionOf } from './routePermissions.js'
 
 /**
  * Who may call a route. `read` allows ALL and READ_ONLY keys, `write` only ALL keys, `admin` only admin
@@ -94,6 +95,8 @@ function authorize(
 
 function check(req: FastifyRequest, access: Access, restricted: RestrictedUse | undefined): void {
   const p = req.principal
+  // A member (session or member key): the route table and the role decide, for every route alike.
+  if (p.member) return checkMember(req, p.member)
   if (access === 'admin') {
     if (!p.admin) throw new DomainError('forbidden', 'this route needs an admin key')
     return
@@ -118,4 +121,18 @@ function check(req: FastifyRequest, access: Access, restricted: RestrictedUse | 
   }
   if (access === 'write' && p.permission !== 'ALL')
     throw new DomainError('forbidden', `a ${p.permission} key cannot use ${req.method} ${req.routeOptions.url}`)
+}
+
+/** A member may call a route when its role is granted the route's permission in ROUTE_PERMISSIONS. */
+function checkMember(req: FastifyRequest, m: NonNullable<Principal['member']>): void {
+  const what = `${req.method} ${req.routeOptions.url}`
+  const needed = permissionOf(req.method, req.routeOptions.url ?? '')
+  if (needed === 'public') return
+  if (needed === undefined)
+    throw new DomainError('forbidden', `${what} is not open to members (only to the account's API keys)`)
+  if (!m.grants.has(needed))
+    throw new DomainError(
+      'forbidden',
+      `${what} needs the ${needed} permission, which ${m.sessionId ? `role ${m.role}` : `this member key (member role ${m.role})`} does not hold`,
+    )
 }

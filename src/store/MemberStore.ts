@@ -71,6 +71,8 @@ export interface MemberStore {
   list(accountId: string): Promise<MemberRecord[]>
   /** Sets the role (and updatedAt); false when the member is unknown. */
   setRole(id: string, role: Role, at: string): Promise<boolean>
+  /** Sets the password hash (and updatedAt); false when the member is unknown. */
+  setPassword(id: string, passwordHash: string, at: string): Promise<boolean>
   /** Deletes the member with its sessions and keys; false when unknown. */
   delete(id: string): Promise<boolean>
 
@@ -78,6 +80,8 @@ export interface MemberStore {
   findSession(tokenHash: string): Promise<SessionRecord | undefined>
   /** Sets revokedAt once; false when unknown or already revoked. */
   revokeSession(id: string, at: string): Promise<boolean>
+  /** Revokes every open session of a member but `exceptId`; returns how many. */
+  revokeSessions(memberId: string, at: string, exceptId?: string): Promise<number>
 
   insertKey(key: MemberKeyRecord): Promise<void>
   findKey(hash: string): Promise<MemberKeyRecord | undefined>

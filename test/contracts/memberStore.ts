@@ -42,6 +42,8 @@ export function memberCases(store: () => Store): void {
       expect(await s.members.setRole(m2.id, 'admin', at(9))).toBe(true)
       expect(await s.members.get(m2.id)).toEqual({ ...m2, role: 'admin', updatedAt: at(9) })
       expect(await s.members.setRole('mem_none', 'admin', at(9))).toBe(false)
+      expect(await s.members.setPassword(m1.id, 'scrypt$2', at(10))).toBe(true)
+      expect(await s.members.get(m1.id)).toEqual({ ...m1, passwordHash: 'scrypt$2', updatedAt: at(10) })
     })
 
     it('finds sessions and keys by hash, revokes them once, and deletes them with their member', async () => {
@@ -64,6 +66,11 @@ export function memberCases(store: () => Store): void {
       expect(await s.members.revokeSession(session.id, at(5))).toBe(true)
       expect(await s.members.revokeSession(session.id, at(6))).toBe(false)
       expect((await s.members.findSession(session.tokenHash))?.revokedAt).toBe(at(5))
+      const others = [1, 2, 3].map((i) => ({ ...session, id: uid('ses'), tokenHash: randomUUID(), revokedAt: null }))
+      for (const o of others) await s.members.insertSession(o)
+      expect(await s.members.revokeSessions(m.id, at(6), others[0].id)).toBe(2)
+      expect((await s.members.findSession(others[0].tokenHash))?.revokedAt).toBeNull()
+      expect((await s.members.findSession(others[2].tokenHash))?.revokedAt).toBe(at(6))
       const key = {
         id: uid('mkey'),
         memberId: m.id,

@@ -1,6 +1,8 @@
+import type { Role } from '../../contract/member.js'
+
+export type { Role }
 /** The roles a member of an account can have, most powerful first. */
-export const ROLES = ['owner', 'admin', 'developer', 'billing', 'read-only'] as const
-export type Role = (typeof ROLES)[number]
+export const ROLES: readonly Role[] = ['owner', 'admin', 'developer', 'billing', 'read-only']
 
 /**
  * What a route needs. `public` and `admin` (the control plane's admin keys) are granted to no role: members

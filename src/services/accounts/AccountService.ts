@@ -5,6 +5,7 @@ import { iso, type Clock } from '../../domain/clock.js'
 import { DomainError, notFound } from '../../domain/errors.js'
 import { newId } from '../../domain/ids.js'
 import type { AccountRecord, ApiKeyRecord, Store } from '../../store/Store.js'
+import { MemberService, type MemberPrincipal } from './MemberService.js'
 
 /** Who is calling, as established from a valid API key. */
 export interface Principal {
@@ -14,6 +15,8 @@ export interface Principal {
   endpointIds: string[]
   admin: boolean
   rateLimitExempt: boolean
+  /** Present when a member is calling (a session or the member's own key): its role decides, not `permission`. */
+  member?: MemberPrincipal
 }
 
 export const ADMIN_ACCOUNT = 'admin'
@@ -30,8 +33,12 @@ export class AccountService {
    * `feed` (several control-plane processes): a revocation made on another process clears this cache too,
    * so a revoked key stops working everywhere at once rather than after CACHE_MS.
    */
+  /** Members of accounts: sessions, members' keys and invitations (their tokens are authenticated here too). */
+  readonly members: MemberService
+
   constructor(private readonly deps: { store: Store; clock: Clock; feed?: ChangeFeed }) {
     deps.feed?.on('keys.revoked', () => this.cache.clear())
+    this.members = new MemberService({ store: deps.store, clock: deps.clock })
   }
 
   /**
@@ -160,6 +167,13 @@ export class AccountService {
     if (!presented) throw unauthorized('missing API key: send Authorization: Bearer <key>')
     if (presented.length < 16 || !/^[\x21-\x7e]+$/.test(presented)) throw unauthorized('malformed API key')
     const now = this.deps.clock.now()
+    // Sessions and members' keys are never cached: a sign-out, removal or role change applies to the next request.
+    if (MemberService.owns(presented)) {
+      const { principal, reason } = await this.members.authenticate(presented)
+      if (principal) return principal
+      // A preset admin key may begin like a member's token: it is still an API key.
+      if (!(await this.deps.store.apiKeys.findByHash(hashKey(presented)))) throw unauthorized(reason)
+    }
     // Keyed by the key as presented: a hit costs no sha256 (the hot path of every request).
     const hit = this.cache.get(presented)
     if (hit && now - hit.at < CACHE_MS && (!hit.principal || !this.expired(hit.principal, now))) {

@@ -35,6 +35,16 @@ export class PgMemberStore implements MemberStore {
   setRole(id: string, role: Role, at: string) {
     return this.changed('UPDATE members SET role = $1, updated_at = $2 WHERE id = $3', [role, at, id])
   }
+  setPassword(id: string, passwordHash: string, at: string) {
+    return this.changed('UPDATE members SET password_hash = $1, updated_at = $2 WHERE id = $3', [passwordHash, at, id])
+  }
+  async revokeSessions(memberId: string, at: string, exceptId?: string) {
+    const res = await this.q.query(
+      'UPDATE member_sessions SET revoked_at = $1 WHERE member_id = $2 AND id <> $3 AND revoked_at IS NULL',
+      [at, memberId, exceptId ?? ''],
+    )
+    return res.rowCount ?? 0
+  }
   delete(id: string) {
     return this.changed('DELETE FROM members WHERE id = $1', [id])
   }

@@ -17,6 +17,10 @@ export class SqliteMemberStore implements MemberStore {
       byEmail: p('SELECT * FROM members WHERE email = ?'),
       list: p('SELECT * FROM members WHERE account_id = ? ORDER BY created_at, id'),
       setRole: p('UPDATE members SET role = ?, updated_at = ? WHERE id = ?'),
+      setPassword: p('UPDATE members SET password_hash = ?, updated_at = ? WHERE id = ?'),
+      revokeSessions: p(
+        'UPDATE member_sessions SET revoked_at = ? WHERE member_id = ? AND id <> ? AND revoked_at IS NULL',
+      ),
       del: p('DELETE FROM members WHERE id = ?'),
       insSession:
         p(`INSERT INTO member_sessions (id, member_id, account_id, token_hash, created_at, expires_at, revoked_at, ip)
@@ -56,6 +60,12 @@ export class SqliteMemberStore implements MemberStore {
   }
   async setRole(id: string, role: Role, at: string) {
     return this.st.setRole.run(role, at, id).changes > 0
+  }
+  async setPassword(id: string, passwordHash: string, at: string) {
+    return this.st.setPassword.run(passwordHash, at, id).changes > 0
+  }
+  async revokeSessions(memberId: string, at: string, exceptId?: string) {
+    return this.st.revokeSessions.run(at, memberId, exceptId ?? '').changes
   }
   async delete(id: string) {
     return this.st.del.run(id).changes > 0

@@ -1,0 +1,404 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+import type {
+  AcceptInvitation,
+  CreatedInvitation,
+  CreatedMemberKey,
+  CreatedSession,
+  CreateInvitation,
+  CreateMemberKey,
+  Invitation,
+  InvitationPreview,
+  Me,
+  Member,
+  MemberKey,
+} from '../../contract/member.js'
+import { iso, type Clock } from '../../domain/clock.js'
+import { DomainError, notFound } from '../../domain/errors.js'
+import { newId } from '../../domain/ids.js'
+import { decoyHash, hashPassword, verifyPassword } from '../../domain/members/password.js'
+import { ROLE_GRANTS, type Permission, type Role } from '../../domain/members/roles.js'
+import type { InvitationRecord, MemberRecord } from '../../store/MemberStore.js'
+import type { Store } from '../../store/Store.js'
+import type { Principal } from './AccountService.js'
+
+/** What a principal carries when a member (a session or a member's own key) is calling. */
+export interface MemberPrincipal {
+  id: string
+  /** The member's role now (read at each request: a change applies at once). */
+  role: Role
+  /** What this caller may do: the role's grants, narrowed to a member key's own role. */
+  grants: ReadonlySet<Permission>
+  /** Only an owner's session (or owner key) may make or change owners. */
+  owner: boolean
+  /** The session presented; null for a member key. */
+  sessionId: string | null
+}
+
+const SESSION_PREFIX = 'hs_'
+const MEMBER_KEY_PREFIX = 'hm_'
+/** Sessions end 12 hours after sign-in (an absolute limit: a stolen token is not kept alive by use). */
+const SESSION_MS = 12 * 3600_000
+
+/**
+ * Members of accounts: sign-in and sessions, members' own keys, roles and invitations by link. Tokens and
+ * keys are random and stored as sha256; passwords as scrypt hashes (domain/members/password.ts).
+ */
+export class MemberService {
+  constructor(
+    private readonly deps: {
+      store: Store
+      clock: Clock
+      sessionMs?: number
+    },
+  ) {}
+
+  /** Whether `presented` is a session token or a member key (the rest are the account's API keys). */
+  static owns(presented: string): boolean {
+    return presented.startsWith(SESSION_PREFIX) || presented.startsWith(MEMBER_KEY_PREFIX)
+  }
+
+  /** The principal of a session token or member key, or undefined when it is not one (unknown, ended). */
+  async authenticate(presented: string): Promise<{ principal?: Principal; reason: string }> {
+    const { store } = this.deps
+    const hash = sha256(presented)
+    const now = this.deps.clock.now()
+    if (presented.startsWith(SESSION_PREFIX)) {
+      const s = await store.members.findSession(hash)
+      if (!s || !sameHash(s.tokenHash, hash)) return { reason: 'unknown session' }
+      if (s.revokedAt) return { reason: 'session was signed out' }
+      if (Date.parse(s.expiresAt) <= now) return { reason: 'session has expired: sign in again' }
+      const m = await store.members.get(s.memberId)
+      if (!m) return { reason: 'unknown session' }
+      return { principal: await this.principal(m, { keyRole: null, credentialId: s.id, sessionId: s.id }), reason: '' }
+    }
+    const k = await store.members.findKey(hash)
+    if (!k || !sameHash(k.hash, hash)) return { reason: 'unknown API key' }
+    if (k.revokedAt) return { reason: 'API key was revoked' }
+    if (k.expiresAt && Date.parse(k.expiresAt) <= now) return { reason: 'API key has expired' }
+    const m = await store.members.get(k.memberId)
+    if (!m) return { reason: 'unknown API key' }
+    return { principal: await this.principal(m, { keyRole: k.role, credentialId: k.id, sessionId: null }), reason: '' }
+  }
+
+  /**
+   * Signs a member in with email and password: a new session (never one the client names, so no session can be
+   * fixed in advance). Unknown emails cost a scrypt like wrong passwords, and both get the same answer.
+   * `onRefusedMember` hears of a wrong password for a known member (for the audit log).
+   */
+  async signIn(
+    email: string,
+    password: string,
+    opts: { ip: string | null; onRefusedMember?: (p: Principal) => void },
+  ): Promise<{ session: CreatedSession; principal: Principal }> {
+    const m = await this.deps.store.members.getByEmail(email.trim().toLowerCase())
+    const ok = await verifyPassword(password, m?.passwordHash ?? (await decoyHash()))
+    if (!m || !ok) {
+      if (m)
+        opts.onRefusedMember?.(await this.principal(m, { keyRole: null, credentialId: 'sign-in', sessionId: null }))
+      throw new DomainError('unauthorized', 'email or password is wrong')
+    }
+    return this.startSession(m, opts.ip)
+  }
+
+  /** Ends the session presented. */
+  async signOut(p: Principal): Promise<void> {
+    const sessionId = p.member?.sessionId
+    if (!sessionId) throw new DomainError('bad_request', 'only a session can sign out; revoke a key instead')
+    await this.deps.store.members.revokeSession(sessionId, this.now())
+  }
+
+  async me(p: Principal): Promise<Me> {
+    const member = p.member ? await this.deps.store.members.get(p.member.id) : undefined
+    const grants = p.member
+      ? [...p.member.grants]
+      : [...ROLE_GRANTS[p.permission === 'ALL' ? 'owner' : p.permission === 'READ_ONLY' ? 'read-only' : 'billing']]
+    return {
+      kind: p.member ? 'member' : 'key',
+      accountId: p.accountId,
+      member: member ? memberView(member) : null,
+      permissions: p.member ? grants : p.permission === 'RESTRICTED' ? [] : grants,
+      admin: p.admin,
+    }
+  }
+
+  async changePassword(p: Principal, current: string, next: string): Promise<void> {
+    const m = await this.self(p)
+    if (!(await verifyPassword(current, m.passwordHash)))
+      throw new DomainError('forbidden', 'currentPassword: is not the current password')
+    // Other sessions end (someone who knew the old password may hold one); this one and the member's keys stay.
+    await this.deps.store.members.setPassword(m.id, await hashPassword(next), this.now())
+    await this.deps.store.members.revokeSessions(m.id, this.now(), p.member?.sessionId ?? undefined)
+  }
+
+  /** Issues a key for the calling member, carrying at most the caller's own role. */
+  async createKey(p: Principal, body: CreateMemberKey): Promise<CreatedMemberKey> {
+    const m = await this.self(p)
+    const role = body.role ?? m.role
+    const missing = [...ROLE_GRANTS[role]].filter((g) => !p.member!.grants.has(g))
+    if (missing.length || (role === 'owner' && !p.member!.owner))
+      throw new DomainError(
+        'forbidden',
+        `role: a key cannot carry more than its member: ${role} needs ${missing.length ? missing.join(', ') : 'an owner'}, which this ${p.member!.sessionId ? 'session' : 'key'} (role ${m.role}) does not hold`,
+        [`role: at most ${m.role}`],
+      )
+    if (body.expiresAt && Date.parse(body.expiresAt) <= this.deps.clock.now())
+      throw new DomainError('bad_request', `expiresAt: ${body.expiresAt} is in the past`, [
+        'expiresAt: must be in the future',
+      ])
+    const key = MEMBER_KEY_PREFIX + randomBytes(24).toString('base64url')
+    const record = {
+      id: newId('mkey_'),
+      memberId: m.id,
+      accountId: m.accountId,
+      name: body.name ?? null,
+      role,
+      hash: sha256(key),
+      prefix: key.slice(0, MEMBER_KEY_PREFIX.length + 4),
+      createdAt: this.now(),
+      expiresAt: body.expiresAt ?? null,
+      revokedAt: null,
+    }
+    await this.deps.store.members.insertKey(record)
+    return { ...keyView(record), key }
+  }
+
+  async listKeys(p: Principal): Promise<MemberKey[]> {
+    return (await this.deps.store.members.listKeys((await this.self(p)).id)).map(keyView)
+  }
+
+  async revokeKey(p: Principal, id: string): Promise<MemberKey> {
+    const m = await this.self(p)
+    const key = (await this.deps.store.members.listKeys(m.id)).find((k) => k.id === id)
+    if (!key) throw notFound('key', id)
+    await this.deps.store.members.revokeKey(id, this.now())
+    return keyView({ ...key, revokedAt: key.revokedAt ?? this.now() })
+  }
+
+  async list(p: Principal): Promise<Member[]> {
+    return (await this.deps.store.members.list(p.accountId)).map(memberView)
+  }
+
+  /** Changes a member's role. Nobody changes their own; only owners touch owners; the last owner stays one. */
+  async setRole(p: Principal, id: string, role: Role): Promise<Member> {
+    const target = await this.ofAccount(p, id)
+    if (p.member?.id === target.id) throw new DomainError('forbidden', 'a member cannot change their own role')
+    this.mayGive(p, role, 'role')
+    if (target.role === 'owner' && !isOwner(p))
+      throw new DomainError('forbidden', `member ${target.id} is an owner: only an owner can change an owner's role`)
+    if (target.role === 'owner' && role !== 'owner') await this.keepAnOwner(target)
+    await this.deps.store.members.setRole(target.id, role, this.now())
+    return memberView((await this.deps.store.members.get(target.id))!)
+  }
+
+  /** Removes a member with their sessions and keys (a member may leave; the last owner may not). */
+  async remove(p: Principal, id: string): Promise<void> {
+    const target = await this.ofAccount(p, id)
+    if (target.role === 'owner' && !isOwner(p))
+      throw new DomainError('forbidden', `member ${target.id} is an owner: only an owner can remove an owner`)
+    if (target.role === 'owner') await this.keepAnOwner(target)
+    await this.deps.store.members.delete(target.id)
+  }
+
+  async invite(p: Principal, body: CreateInvitation): Promise<CreatedInvitation> {
+    let accountId = p.accountId
+    if (body.account !== undefined) {
+      if (!p.admin) throw new DomainError('forbidden', 'account: only an admin key invites to another account')
+      const a =
+        (await this.deps.store.accounts.get(body.account)) ?? (await this.deps.store.accounts.getByName(body.account))
+      if (!a) throw notFound('account', body.account)
+      accountId = a.id
+    }
+    this.mayGive(p, body.role, 'role')
+    const token = randomBytes(24).toString('base64url')
+    const now = this.deps.clock.now()
+    const record: InvitationRecord = {
+      id: newId('inv_'),
+      accountId,
+      role: body.role,
+      createdBy: p.member?.id ?? p.keyId,
+      tokenHash: sha256(token),
+      createdAt: iso(now),
+      expiresAt: iso(now + (body.expiresInHours ?? 72) * 3600_000),
+      acceptedAt: null,
+      memberId: null,
+      revokedAt: null,
+    }
+    await this.deps.store.members.insertInvitation(record)
+    // In the fragment: browsers do not send it, so the token stays out of every request log on the way.
+    const url = `/console/invite#${token}`
+    return { ...invitationView(record), token, url }
+  }
+
+  async invitations(p: Principal): Promise<Invitation[]> {
+    return (await this.deps.store.members.listInvitations(p.accountId)).map(invitationView)
+  }
+
+  async revokeInvitation(p: Principal, id: string): Promise<void> {
+    const inv = await this.deps.store.members.getInvitation(id)
+    if (!inv || inv.accountId !== p.accountId) throw notFound('invitation', id)
+    if (!(await this.deps.store.members.revokeInvitation(id, this.now())))
+      throw new DomainError('conflict', `invitation ${id} was already ${inv.acceptedAt ? 'accepted' : 'revoked'}`)
+  }
+
+  /** What an invitation offers, for the invitee's page; 404 for any token that cannot be accepted. */
+  async preview(token: string): Promise<InvitationPreview> {
+    const inv = await this.openInvitation(token)
+    const account = await this.deps.store.accounts.get(inv.accountId)
+    return { accountName: account?.name ?? inv.accountId, role: inv.role, expiresAt: inv.expiresAt }
+  }
+
+  /** Accepts an invitation once: makes the member with the password given and signs them in. */
+  async accept(body: AcceptInvitation, ip: string | null): Promise<{ session: CreatedSession; principal: Principal }> {
+    const inv = await this.openInvitation(body.token)
+    const email = body.email.trim().toLowerCase()
+    if (await this.deps.store.members.getByEmail(email))
+      throw new DomainError('conflict', `email: ${email} is already a member's; sign in instead`)
+    const now = this.now()
+    const member: MemberRecord = {
+      id: newId('mem_'),
+      accountId: inv.accountId,
+      email,
+      name: body.name ?? null,
+      role: inv.role,
+      passwordHash: await hashPassword(body.password),
+      createdAt: now,
+      updatedAt: now,
+    }
+    // One transaction: the invitation is used by exactly this member, or no member is made.
+    await this.deps.store.transaction(async (tx) => {
+      if (!(await tx.members.acceptInvitation(inv.id, member.id, now)))
+        throw new DomainError('not_found', 'this invitation was used, revoked or has expired')
+      await tx.members.insert(member)
+    })
+    return this.startSession(member, ip)
+  }
+
+  private async openInvitation(token: string): Promise<InvitationRecord> {
+    const inv = await this.deps.store.members.findInvitation(sha256(token))
+    if (!inv || inv.acceptedAt || inv.revokedAt || Date.parse(inv.expiresAt) <= this.deps.clock.now())
+      throw new DomainError('not_found', 'this invitation was used, revoked or has expired')
+    return inv
+  }
+
+  private async startSession(m: MemberRecord, ip: string | null) {
+    const token = SESSION_PREFIX + randomBytes(32).toString('base64url')
+    const now = this.deps.clock.now()
+    const session = {
+      id: newId('ses_'),
+      memberId: m.id,
+      accountId: m.accountId,
+      tokenHash: sha256(token),
+      createdAt: iso(now),
+      expiresAt: iso(now + (this.deps.sessionMs ?? SESSION_MS)),
+      revokedAt: null,
+      ip,
+    }
+    await this.deps.store.members.insertSession(session)
+    const principal = await this.principal(m, { keyRole: null, credentialId: session.id, sessionId: session.id })
+    return { session: { token, expiresAt: session.expiresAt, member: memberView(m) }, principal }
+  }
+
+  private async principal(
+    m: MemberRecord,
+    c: { keyRole: Role | null; credentialId: string; sessionId: string | null },
+  ): Promise<Principal> {
+    const grants = new Set(ROLE_GRANTS[m.role])
+    if (c.keyRole) for (const g of grants) if (!ROLE_GRANTS[c.keyRole].has(g)) grants.delete(g)
+    const account = await this.deps.store.accounts.get(m.accountId)
+    return {
+      accountId: m.accountId,
+      keyId: c.credentialId,
+      // What the routes that look at a key's permission (pod proxy, load balancer) see: billing reaches no endpoint.
+      permission: grants.has('workloads.write') ? 'ALL' : grants.has('workloads.read') ? 'READ_ONLY' : 'RESTRICTED',
+      endpointIds: [],
+      admin: false,
+      rateLimitExempt: account?.rateLimitExempt ?? false,
+      member: {
+        id: m.id,
+        role: m.role,
+        grants,
+        owner: m.role === 'owner' && (c.keyRole === null || c.keyRole === 'owner'),
+        sessionId: c.sessionId,
+      },
+    }
+  }
+
+  /** Refuses to give `role` (in an invitation or a role change) beyond what the caller holds. */
+  private mayGive(p: Principal, role: Role, field: string): void {
+    if (role === 'owner' && !isOwner(p))
+      throw new DomainError('forbidden', `${field}: only an owner can make an owner`, [`${field}: at most admin`])
+    const held = p.member ? p.member.grants : ROLE_GRANTS[p.permission === 'ALL' ? 'owner' : 'read-only']
+    const missing = [...ROLE_GRANTS[role]].filter((g) => !held.has(g))
+    if (missing.length)
+      throw new DomainError('forbidden', `${field}: ${role} holds ${missing.join(', ')}, which the caller does not`, [
+        `${field}: at most the caller's own role`,
+      ])
+  }
+
+  private async keepAnOwner(target: MemberRecord): Promise<void> {
+    const owners = (await this.deps.store.members.list(target.accountId)).filter((m) => m.role === 'owner')
+    if (owners.length <= 1)
+      throw new DomainError('conflict', `member ${target.id} is the account's last owner: make another owner first`)
+  }
+
+  private async ofAccount(p: Principal, id: string): Promise<MemberRecord> {
+    const m = await this.deps.store.members.get(id)
+    // Another account's member is "not found", as for every other resource.
+    if (!m || m.accountId !== p.accountId) throw notFound('member', id)
+    return m
+  }
+
+  private async self(p: Principal): Promise<MemberRecord> {
+    const m = p.member ? await this.deps.store.members.get(p.member.id) : undefined
+    if (!m)
+      throw new DomainError('forbidden', 'this route is for members signed in (an API key of the account is no member)')
+    return m
+  }
+
+  private now(): string {
+    return iso(this.deps.clock.now())
+  }
+}
+
+/** An owner's session or key, or an account's ALL key (which stands for the account as a whole). */
+function isOwner(p: Principal): boolean {
+  return p.member ? p.member.owner : p.permission === 'ALL'
+}
+
+function sha256(s: string): string {
+  return createHash('sha256').update(s).digest('hex')
+}
+
+function sameHash(a: string, b: string): boolean {
+  return timingSafeEqual(Buffer.from(a, 'hex'), Buffer.from(b, 'hex'))
+}
+
+function memberView(m: MemberRecord): Member {
+  const { passwordHash: _hash, ...rest } = m
+  return rest
+}
+
+function keyView(k: {
+  id: string
+  name: string | null
+  role: Role
+  prefix: string
+  createdAt: string
+  expiresAt: string | null
+  revokedAt: string | null
+}): MemberKey {
+  return {
+    id: k.id,
+    name: k.name,
+    role: k.role,
+    prefix: k.prefix,
+    createdAt: k.createdAt,
+    expiresAt: k.expiresAt,
+    revokedAt: k.revokedAt,
+  }
+}
+
+function invitationView(i: InvitationRecord): Invitation {
+  const { tokenHash: _hash, ...rest } = i
+  return rest
+}
