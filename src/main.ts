@@ -343,6 +343,7 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
     metrics: counted,
     lbDrainMs: config.loadBalancer.requestTimeoutMs,
     meter,
+    share: quotas,
     feed,
   })
   // LOAD_BALANCER endpoints: health checks make workers ready; the balancer hands requests to ready ones.
@@ -364,6 +365,7 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
     config: config.jobs,
     loadBalancer: balancer,
     dropped,
+    share: quotas,
   })
   // Cycles, closed once both ends exist (each part above is built on the ones before it): the workers list
   // shows the scaler's and the health checks' view of the workers they watch; a READY check hands waiting

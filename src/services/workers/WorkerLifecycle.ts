@@ -33,6 +33,12 @@ export class WorkerLifecycle {
       pools: () => deps.catalog.pools(),
       parked: () => [...live.values()].filter((w) => w.phase === 'parked'),
       evict: (w, why) => void this.stop(w.id, why),
+      share: deps.share && {
+        standings: (ids) => deps.share!.standings(ids),
+        placed: () => [...live.values()].filter((w) => w.allocation !== null && w.phase !== 'parked'),
+        retire: (w, why) => this.retire(w.id, why),
+        waiting: (id) => live.get(id)?.phase === 'throttled',
+      },
     })
   }
 

@@ -14,6 +14,7 @@ import type { Log } from '../log.js'
 import type { Metrics } from '../Metrics.js'
 import type { NetworkVolumeService } from '../storage/NetworkVolumeService.js'
 import type { WorkerListContext } from './workerList.js'
+import type { ShareStanding } from '../../domain/quotas/fairShare.js'
 
 // The types the parts of services/workers share with each other and with their consumers. They live here, not
 // in WorkerService.ts (the facade), so that no part and no consumer depends on the facade for a type.
@@ -45,6 +46,8 @@ export interface WorkerServiceDeps {
   monotonic?: () => number
   /** Billing: told when a worker starts serving (its first call, or unparked) and stops (parked, exited). */
   meter?: WorkerMeter
+  /** Fair share between accounts (see WorkerPlacer): their standing in GPUs held, guarantee and weight. */
+  share?: { standings(accountIds: Iterable<string>): ShareStanding[] }
   /** Observes cold starts. */
   metrics?: Metrics
   /** How long a retiring load-balancing worker may keep requests and WebSockets before it is stopped anyway. */
