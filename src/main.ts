@@ -26,8 +26,6 @@ import { SecretBox } from './services/SecretBox.js'
 import { SecretService } from './services/secrets/SecretService.js'
 import { withSecretEnv } from './services/secrets/withSecretEnv.js'
 import { AuditLog } from './services/audit/AuditLog.js'
-import { SecretService } from './services/secrets/SecretService.js'
-import { AuditLog } from './services/audit/AuditLog.js'
 import { WebhookSecrets } from './services/jobs/WebhookSecrets.js'
 import { SshKeyService } from './services/accounts/SshKeyService.js'
 import { TemplateService } from './services/endpoints/TemplateService.js'
@@ -343,7 +341,6 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
     metrics: counted,
     lbDrainMs: config.loadBalancer.requestTimeoutMs,
     meter,
-    share: quotas,
     feed,
   })
   // LOAD_BALANCER endpoints: health checks make workers ready; the balancer hands requests to ready ones.
@@ -365,7 +362,6 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
     config: config.jobs,
     loadBalancer: balancer,
     dropped,
-    share: quotas,
   })
   // Cycles, closed once both ends exist (each part above is built on the ones before it): the workers list
   // shows the scaler's and the health checks' view of the workers they watch; a READY check hands waiting
