@@ -13,6 +13,7 @@ import { JobsConfig } from '../../src/services/jobs/jobsConfig.js'
 import { silentLog } from '../../src/services/log.js'
 import { CrashBackoff } from '../../src/services/workers/CrashBackoff.js'
 import type { LiveWorker } from '../../src/services/workers/LiveWorker.js'
+import { LiveWorkers } from '../../src/services/workers/LiveWorkers.js'
 import type { WorkerServiceDeps } from '../../src/services/workers/types.js'
 import type { WorkerContext } from '../../src/services/workers/WorkerContext.js'
 import { WorkerLogArchive } from '../../src/services/workers/WorkerLogArchive.js'
@@ -57,7 +58,7 @@ export function workerContext(overrides: Partial<WorkerServiceDeps> = {}) {
   const ctx: WorkerContext = {
     deps,
     mono: () => mono,
-    live: new Map(),
+    live: new LiveWorkers(),
     http: new Map(),
     detached: new WeakSet(),
     endedLogs: new WorkerLogArchive((id) => join(dir, 'logs', id)),

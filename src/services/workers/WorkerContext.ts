@@ -1,5 +1,6 @@
 import type { CrashBackoff } from './CrashBackoff.js'
 import type { LiveWorker } from './LiveWorker.js'
+import type { LiveWorkers } from './LiveWorkers.js'
 import type { WorkerLogArchive } from './WorkerLogArchive.js'
 import type { HttpAddress, WorkerServiceDeps } from './types.js'
 
@@ -12,7 +13,7 @@ export interface WorkerContext<D extends keyof WorkerServiceDeps = keyof WorkerS
   readonly deps: Pick<WorkerServiceDeps, D>
   /** Monotonic ms for heartbeats, idle and parked times, crash back-off (see WorkerServiceDeps.monotonic). */
   readonly mono: () => number
-  readonly live: Map<string, LiveWorker>
+  readonly live: LiveWorkers
   /** HTTP addresses of load-balancing workers. */
   readonly http: Map<string, HttpAddress>
   /** Workers handed to the next leader (`follow`): their exit, seen here, is not ours to act on. */

@@ -103,8 +103,7 @@ export class LeaderDirectory implements WorkerDirectory {
   }
 
   workers(endpointId?: string): LiveWorker[] {
-    const all = [...this.ctx.live.values()]
-    return endpointId === undefined ? all : all.filter((w) => w.endpointId === endpointId)
+    return endpointId === undefined ? [...this.ctx.live.values()] : this.ctx.live.ofEndpoint(endpointId)
   }
 
   /** Tells followers how a worker stands now (coalesced per turn of the event loop). */

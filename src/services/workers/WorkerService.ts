@@ -9,6 +9,7 @@ import type { HealthReadings, HttpWorker, ScalingSignals, StartResult, TakeTurn,
 import type { WorkerContext } from './WorkerContext.js'
 import { FollowerDirectory, LeaderDirectory, type WorkerDirectory } from './WorkerDirectory.js'
 import { WorkerLifecycle } from './WorkerLifecycle.js'
+import { LiveWorkers } from './LiveWorkers.js'
 import { WorkerLogArchive } from './WorkerLogArchive.js'
 import { WorkerReads } from './WorkerReads.js'
 import { WorkerRecovery } from './WorkerRecovery.js'
@@ -41,7 +42,7 @@ export class WorkerService {
     const ctx: WorkerContext = {
       deps,
       mono,
-      live: new Map(),
+      live: new LiveWorkers(),
       http: new Map(),
       detached: new WeakSet(),
       endedLogs: new WorkerLogArchive((id) => deps.runtime.logPath('worker', id)),
