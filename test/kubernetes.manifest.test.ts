@@ -1,6 +1,9 @@
+import { readFileSync } from 'node:fs'
+import { loadAllYaml } from '@kubernetes/client-node'
 import { describe, expect, it } from 'vitest'
 import { parseConfig } from '../src/config.js'
 import { bytes, clusterHostId, cpu } from '../src/runtime/kubernetes/clusterHosts.js'
+import { describePermission, REQUIRED_PERMISSIONS } from '../src/runtime/kubernetes/permissions.js'
 import { isLabel, LABELS_ANNOTATION, podManifest, volumeClaim } from '../src/runtime/kubernetes/podManifest.js'
 import type { WorkloadSpec } from '../src/runtime/RuntimeDriver.js'
 
@@ -92,5 +95,45 @@ describe('the Pod of a workload', () => {
       128974848,
     ])
     expect([clusterHostId(null), clusterHostId('NVIDIA-A100-SXM4-80GB')]).toEqual(['k8s', 'k8s-nvidia-a100-sxm4-80gb'])
+  })
+})
+
+/** deploy/kubernetes/base, read as kubectl reads it (the end-to-end test, kubernetes.deploy, applies it). */
+describe('the manifests of deploy/kubernetes', () => {
+  const docs = (file: string): any[] =>
+    loadAllYaml(readFileSync(new URL(`../deploy/kubernetes/base/${file}`, import.meta.url), 'utf8'))
+  const rbac = docs('rbac.yaml')
+  const hangar = docs('hangar.yaml')
+  const granted = (kind: string): string[] =>
+    rbac
+      .filter((d) => d.kind === kind)
+      .flatMap((d) => d.rules as Array<{ resources: string[]; verbs: string[] }>)
+      .flatMap((r) => r.resources.flatMap((res) => r.verbs.map((v) => `${v} ${res}`)))
+      .sort()
+
+  it('grant exactly what the Kubernetes runtime calls, in its namespace and cluster-wide', () => {
+    const need = (cluster: boolean) =>
+      REQUIRED_PERMISSIONS.filter((p) => !!p.cluster === cluster)
+        .map((p) => `${p.verb} ${p.subresource ? `${p.resource}/${p.subresource}` : p.resource}`)
+        .sort()
+    expect(granted('Role')).toEqual(need(false))
+    expect(granted('ClusterRole')).toEqual(need(true))
+    expect(describePermission(REQUIRED_PERMISSIONS[5], 'hangar')).toBe('get pods/log in namespace hangar')
+  })
+
+  it('run two replicas as a non-root user, with probes on /readyz and /livez, requests and a disruption budget', () => {
+    const deployment = hangar.find((d) => d.kind === 'Deployment')
+    const pod = deployment.spec.template.spec
+    const c = pod.containers[0]
+    expect(deployment.spec.replicas).toBe(2)
+    expect(pod.serviceAccountName).toBe('hangar')
+    expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 10001 })
+    expect(c.readinessProbe.httpGet.path).toBe('/readyz')
+    expect(c.livenessProbe.httpGet.path).toBe('/livez')
+    expect(c.resources.requests).toMatchObject({ cpu: expect.any(String), memory: expect.any(String) })
+    expect(hangar.find((d) => d.kind === 'PodDisruptionBudget').spec).toMatchObject({ minAvailable: 1 })
+    expect(
+      JSON.parse(hangar.find((d) => d.kind === 'ConfigMap').data['config.json']).runtime.kubernetes.inCluster,
+    ).toBe(true)
   })
 })
