@@ -97,7 +97,7 @@ export interface Hangar {
   /** Writes the usage ledger; `flush()` waits for what is queued (tests read billing after it). */
   readonly meter: UsageMeter
   readonly billing: BillingService
-  /** Quotas and spend limits; `check()` sums spend and re-reads quotas now (tests wait for this). */
+  /** Quotas and spend limits; `check()` sums spend and re-reads quotas now (tests wait for it). */
   readonly quotas: QuotaService
   /** Endpoint metrics buckets; `flush()` writes what this process counted (tests read the store after it). */
   readonly endpointMetrics: EndpointMetricsRecorder
@@ -127,10 +127,57 @@ export interface StartOptions {
   runtime?: (built: RuntimeDriver) => RuntimeDriver
 }
 
-/** The composition root: config -> store -> services -> api, then listen. */
+/**
+ * The composition root: config -> store -> services -> api, then listen. Each phase builds on the ones before
+ * it and hands on what it built by name; the leader's loops start only once the server listens (leaderRole),
+ * and `stop` undoes it all in the reverse order (stopInOrder).
+ */
 export async function startHangar(config: Config, opts: StartOptions = {}): Promise<Hangar> {
+  const opened = await openStoreAndFeed(config, opts)
+  const resources = await buildCatalogAndSecrets(config, opened)
+  // Known once the server listens (port 0): the parts given them read them when called, not when built.
+  const addresses: Addresses = { url: '', workerUrl: initialWorkerUrl(config), internalUrl: '' }
+  // Built after the metrics (which the workers report to), and read by them only when scraped or sampled.
+  const late: Late = {}
+  const jobs = buildJobs(config, { opened, resources, late })
+  const fleet = buildWorkersAndRuntime(config, opts, { opened, resources, jobs, addresses })
+  const services = buildServices(config, opts, { opened, resources, jobs, fleet, addresses })
+  late.workers = fleet.workers
+  late.pods = services.pods
+  const role = await leaderRole({ opened, resources, jobs, fleet, services })
+  return listen(config, opts, { opened, resources, jobs, fleet, services, role, addresses })
+}
+
+/** This server's addresses, final once it listens (before that, from the config where its port is fixed). */
+interface Addresses {
+  /** Base URL clients use, for links in responses. */
+  url: string
+  /** Where workers call the control plane, unless their host's engine or cluster says otherwise. */
+  workerUrl: string
+  /** Where the other replicas forward what needs the leader. */
+  internalUrl: string
+}
+
+/** Parts the metrics read (when scraped or sampled) that are built after them. */
+interface Late {
+  workers?: WorkerService
+  pods?: PodService
+}
+
+type Opened = Awaited<ReturnType<typeof openStoreAndFeed>>
+type Resources = Awaited<ReturnType<typeof buildCatalogAndSecrets>>
+type Jobs = ReturnType<typeof buildJobs>
+type FleetParts = ReturnType<typeof buildWorkersAndRuntime>
+type Services = ReturnType<typeof buildServices>
+type Role = Awaited<ReturnType<typeof leaderRole>>
+
+/**
+ * Phase 1, what everything else writes to or listens on: the store, and the leadership and change feed of the
+ * replicas. The sandbox is probed first, so that a required one that cannot run stops the start before anything
+ * is opened; the data dir is locked before the store opens, and a store that cannot open unlocks it again.
+ */
+async function openStoreAndFeed(config: Config, opts: StartOptions) {
   const clock = opts.clock ?? systemClock
-  // First: a required sandbox that cannot run stops the start before anything is opened.
   const sandbox = probeSandbox(config.runtime.process)
   if (sandbox.kind === 'none' && config.runtime.process.sandbox === 'bwrap')
     throw new Error(`runtime.process.sandbox is "bwrap" but the sandbox cannot run: ${sandbox.reason}`)
@@ -159,9 +206,15 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   )
   await feed.start()
   const accounts = new AccountService({ store, clock, feed })
+  return { clock, sandbox, logger, log, lock, store, leadership, feed, accounts }
+}
 
+/**
+ * Phase 2, what the fleet offers and what it costs, and the key that seals secrets. A Kubernetes cluster
+ * replaces this machine in the fleet (configured hosts stay): its Nodes, by GPU label.
+ */
+async function buildCatalogAndSecrets(config: Config, { store, clock, log }: Opened) {
   const machine = await detectMachine(config.fleet.detectGpus)
-  // A Kubernetes cluster replaces this machine in the fleet (configured hosts stay): its Nodes, by GPU label.
   const kube = config.runtime?.kubernetes
     ? await openKubernetes(config.runtime.kubernetes, config.dataDir, config.fleet.localDataCenterId)
     : null
@@ -171,12 +224,7 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
     machine,
     kube ? new Fleet([...(config.fleet.hosts ? localHosts(config.fleet, machine) : []), ...kube.hosts]) : undefined,
   )
-  const kubeRefresh = kube
-    ? setInterval(
-        () => void kube.refresh().catch(() => undefined),
-        config.runtime!.kubernetes!.capacityRefreshMs,
-      ).unref()
-    : null
+  const kubeRefresh = kube ? refreshKubeCapacity(kube, config.runtime!.kubernetes!.capacityRefreshMs, log) : null
   // Registry credentials and jobs' S3 secrets are sealed with a key kept beside (not inside) the database.
   const secrets = SecretBox.open(join(config.dataDir, 'secret.key'))
   const registries = new RegistryService({ store, clock, secrets })
@@ -208,9 +256,53 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
     quotas,
   })
   const sshKeys = new SshKeyService({ store, clock })
+  return {
+    kube,
+    catalog,
+    kubeRefresh,
+    secrets,
+    secretService,
+    audit,
+    registries,
+    templates,
+    prices,
+    meter,
+    billing,
+    networkVolumes,
+    sshKeys,
+    quotas,
+  }
+}
 
-  // Jobs. The lifecycle is the only writer of job states; events wake waiting requests.
-  // Gauges are read when scraped: job tallies of every endpoint, and (below) workers by the status users see.
+/**
+ * Re-reads a cluster's Nodes on an interval. A refresh that fails keeps the capacity last read; said once when
+ * refreshes start failing and once when one works again, not at every interval.
+ */
+function refreshKubeCapacity(kube: { refresh(): Promise<unknown> }, intervalMs: number, log: Log): NodeJS.Timeout {
+  let failing = false
+  const refreshed = () => {
+    if (failing) log.info({ intervalMs }, 'the Kubernetes capacity is read again')
+    failing = false
+  }
+  const failed = (err: unknown) => {
+    if (!failing)
+      log.warn(
+        { err: err instanceof Error ? err.message : String(err), intervalMs },
+        'cannot read the Kubernetes capacity (Nodes): keeping the last read, trying again at each interval',
+      )
+    failing = true
+  }
+  return setInterval(() => void kube.refresh().then(refreshed, failed), intervalMs).unref()
+}
+
+/**
+ * Phase 3, jobs: the lifecycle is the only writer of job states; events wake waiting requests. The metrics come
+ * first, as the webhooks, the lifecycle and (next phase) the workers report to them.
+ */
+function buildJobs(config: Config, p: { opened: Opened; resources: Resources; late: Late }) {
+  const { store, clock, log, leadership, feed } = p.opened
+  const { late } = p
+  // Gauges are read when scraped: job tallies of every endpoint, and (next phase) workers by the status users see.
   const metrics = new PromMetrics({
     now: () => clock.now(),
     jobCounts: async () =>
@@ -218,8 +310,8 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
         (await store.endpoints.listAll()).map(async (e) => ({ endpointId: e.id, ...(await store.jobs.counts(e.id)) })),
       ),
     endpoints: async () => (await store.endpoints.listAll()).map((e) => ({ id: e.id, name: e.name, type: e.type })),
-    // Pods are built below; they are read only when scraped.
-    pods: () => pods.all(),
+    // Pods are built in a later phase; they are read only when scraped.
+    pods: () => late.pods!.all(),
   })
   // Endpoint metrics for the API and the console: counted in memory, flushed as buckets by every replica.
   // Gauges are sampled where the workers live (the leader).
@@ -232,7 +324,7 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
       if (!leadership.isLeader) return []
       return Promise.all(
         (await store.endpoints.listAll()).map(async (e) => {
-          const h = workers.health(e.id)
+          const h = late.workers!.health(e.id)
           const c = await store.jobs.counts(e.id)
           return {
             endpointId: e.id,
@@ -247,7 +339,12 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   })
   const counted = allMetrics(metrics, endpointMetrics)
   const events = new JobEvents(feed)
-  const webhookSecrets = new WebhookSecrets({ store, clock, secrets, overlapMs: config.jobs.webhookSecretOverlapMs })
+  const webhookSecrets = new WebhookSecrets({
+    store,
+    clock,
+    secrets: p.resources.secrets,
+    overlapMs: config.jobs.webhookSecretOverlapMs,
+  })
   const webhooks = new WebhookDispatcher({
     store,
     clock,
@@ -259,37 +356,24 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
     feed,
   })
   const lifecycle = new JobLifecycle({ store, clock, events, webhooks, metrics: counted })
-  // Workers are local processes, or containers on hosts that name a Docker/Podman engine.
+  return { metrics, endpointMetrics, counted, events, webhookSecrets, webhooks, lifecycle }
+}
+
+/**
+ * Phase 4, where workloads run and what drives the workers. Workers are local processes, or containers on hosts
+ * that name a Docker/Podman engine, or Pods of a cluster. What the runtime cannot keep apart is said here, once,
+ * before anything runs on it. Each part is built on the ones before it; the cycles between them are closed last.
+ */
+function buildWorkersAndRuntime(
+  config: Config,
+  opts: StartOptions,
+  p: { opened: Opened; resources: Resources; jobs: Jobs; addresses: Addresses },
+) {
+  const { store, clock, log, sandbox, feed } = p.opened
+  const { kube, catalog, registries, networkVolumes, meter } = p.resources
+  const { metrics, counted, events, lifecycle } = p.jobs
   const engines = hostEngines(config)
-  // Containers on the host's network reach its loopback (Redis, PostgreSQL, other workloads' ports): said once.
-  for (const [hostId, engine] of engines) {
-    if (engine.network === 'host') {
-      log.warn(
-        { host: hostId, network: 'host' },
-        `containers of host ${hostId} share its network, loopback included: with several tenants set the engine's "network" to "bridge" and a controlPlaneUrl containers reach (docs/security.md)`,
-      )
-    }
-  }
-  // Local processes run in a sandbox where this machine has one; without it only the admin's workloads run here.
-  if (sandbox.kind === 'none') {
-    log.warn(
-      { reason: sandbox.reason, trustTenants: config.runtime.process.trustTenants },
-      config.runtime.process.trustTenants
-        ? `local workers and pods run WITHOUT a sandbox (${sandbox.reason}): every account's programs can read this server's secrets (runtime.process.trustTenants is true)`
-        : `local workers and pods run without a sandbox (${sandbox.reason}): only the admin account's run on this host; install bubblewrap, or set runtime.process.trustTenants to run every account's`,
-    )
-  }
-  if (sandbox.kind === 'bwrap' && sandbox.network.mode === 'host')
-    log.warn(
-      { network: 'host' },
-      "local workers and pods share this host's network (runtime.process.network is \"host\"): every program reaches the host's loopback services and the others' ports",
-    )
-  // Root is not needed: with user namespaces the sandbox works for an ordinary user (see docs/security.md).
-  if (process.getuid?.() === 0)
-    log.warn(
-      { uid: 0 },
-      'running as root: Hangar does not need it (the sandbox uses user namespaces); run it as a user of its own, such as "hangar" (docs/security.md)',
-    )
+  warnOfWeakIsolation(config, engines, sandbox, log)
   const cgroups = config.runtime.process.limits ? probeCgroups() : null
   if (cgroups?.kind === 'none')
     log.warn(
@@ -311,17 +395,17 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
     kube ? { driver: kube.driver, hostIds: kube.hosts.map((h) => h.id) } : undefined,
   )
   // Secret references in env are resolved as each workload starts, the last step before its driver.
-  const runtime = withSecretEnv(opts.runtime ? new HostRuntimes(opts.runtime(built), new Map()) : built, secretService)
-  // Workers call the control plane at workerUrl, or on its local address (whatever publicUrl says); a
-  // host's engine may say how its containers reach it. Known before listen unless the port is 0, so
-  // workers of a previous run can be adopted.
-  let workerUrl =
-    config.workerUrl ?? (config.port === 0 ? '' : publicBaseUrl({ ...config, publicUrl: undefined }, config.port))
+  const runtime = withSecretEnv(
+    opts.runtime ? new HostRuntimes(opts.runtime(built), new Map()) : built,
+    p.resources.secretService,
+  )
+  // Workers call the control plane at workerUrl (see initialWorkerUrl); a host's engine may say how its
+  // containers reach it.
   const kubeHosts = new Set(kube?.hosts.map((h) => h.id))
   const workerUrlOf = (hostId: string) =>
     engines.get(hostId)?.controlPlaneUrl ??
     (kubeHosts.has(hostId) ? config.runtime?.kubernetes?.controlPlaneUrl : undefined) ??
-    workerUrl
+    p.addresses.workerUrl
   const monotonic = opts.monotonic
   const workers = new WorkerService({
     store,
@@ -363,9 +447,9 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
     loadBalancer: balancer,
     dropped,
   })
-  // Cycles, closed once both ends exist (each part above is built on the ones before it): the workers list
-  // shows the scaler's and the health checks' view of the workers they watch; a READY check hands waiting
-  // requests to the balancer's workers; the metrics, which the worker service reports to, count its workers.
+  // Cycles, closed once both ends exist: the workers list shows the scaler's and the health checks' view of
+  // the workers they watch; a READY check hands waiting requests to the balancer's workers; the metrics, which
+  // the worker service reports to, count its workers.
   workers.attach({ scaler, health })
   health.onChecked((endpointId, h) => h === 'READY' && balancer.dispatch(endpointId))
   metrics.countWorkers(() =>
@@ -373,7 +457,68 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
       .endpointsWithWorkers()
       .map((endpointId) => ({ endpointId, byStatus: workerCountsOf(workers.health(endpointId)) })),
   )
+  return { runtime, kubeHosts, workers, health, balancer, dropped, scaler }
+}
 
+/**
+ * Workers call the control plane at workerUrl, or on its local address (whatever publicUrl says). Known before
+ * listen unless the port is 0, so that workers of a previous run can be adopted (listen sets the bound one).
+ */
+function initialWorkerUrl(config: Config): string {
+  return config.workerUrl ?? (config.port === 0 ? '' : publicBaseUrl({ ...config, publicUrl: undefined }, config.port))
+}
+
+/** Says once, at start, what the runtime of this configuration does not keep apart. */
+function warnOfWeakIsolation(
+  config: Config,
+  engines: ReturnType<typeof hostEngines>,
+  sandbox: ReturnType<typeof probeSandbox>,
+  log: Log,
+): void {
+  // Containers on the host's network reach its loopback (Redis, PostgreSQL, other workloads' ports).
+  for (const [hostId, engine] of engines) {
+    if (engine.network === 'host') {
+      log.warn(
+        { host: hostId, network: 'host' },
+        `containers of host ${hostId} share its network, loopback included: with several tenants set the engine's "network" to "bridge" and a controlPlaneUrl containers reach (docs/security.md)`,
+      )
+    }
+  }
+  // Local processes run in a sandbox where this machine has one; without it only the admin's workloads run here.
+  if (sandbox.kind === 'none') {
+    log.warn(
+      { reason: sandbox.reason, trustTenants: config.runtime.process.trustTenants },
+      config.runtime.process.trustTenants
+        ? `local workers and pods run WITHOUT a sandbox (${sandbox.reason}): every account's programs can read this server's secrets (runtime.process.trustTenants is true)`
+        : `local workers and pods run without a sandbox (${sandbox.reason}): only the admin account's run on this host; install bubblewrap, or set runtime.process.trustTenants to run every account's`,
+    )
+  }
+  if (sandbox.kind === 'bwrap' && sandbox.network.mode === 'host')
+    log.warn(
+      { network: 'host' },
+      "local workers and pods share this host's network (runtime.process.network is \"host\"): every program reaches the host's loopback services and the others' ports",
+    )
+  // Root is not needed: with user namespaces the sandbox works for an ordinary user (see docs/security.md).
+  if (process.getuid?.() === 0)
+    log.warn(
+      { uid: 0 },
+      'running as root: Hangar does not need it (the sandbox uses user namespaces); run it as a user of its own, such as "hangar" (docs/security.md)',
+    )
+}
+
+/**
+ * Phase 5, the services the API calls: job operations for clients and for workers, deadline sweeps, engine
+ * pings, pods and clusters, endpoints and rate limits. Built on the workers and the scaler of phase 4.
+ */
+function buildServices(
+  config: Config,
+  opts: StartOptions,
+  p: { opened: Opened; resources: Resources; jobs: Jobs; fleet: FleetParts; addresses: Addresses },
+) {
+  const { store, clock, log, feed } = p.opened
+  const { catalog, secrets, templates, registries, networkVolumes, sshKeys } = p.resources
+  const { events, lifecycle, webhookSecrets } = p.jobs
+  const { runtime, kubeHosts, workers, scaler, dropped } = p.fleet
   const jobs = new JobService({
     store,
     clock,
@@ -421,10 +566,9 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
     dataDir: config.dataDir,
     stopGraceMs: config.jobs.stopGraceMs,
     installationId: installationId(config.dataDir),
-    quotas,
+    quotas: p.resources.quotas,
   })
   const clusters = new ClusterService({ store, clock, catalog, pods, networkVolumes, sshKeys })
-  let url = ''
   const endpoints = new EndpointService({
     store,
     catalog,
@@ -432,10 +576,10 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
     templates,
     registries,
     networkVolumes,
-    publicUrl: () => url,
+    publicUrl: () => p.addresses.url,
     lbDomain: config.loadBalancer.domain,
     workerVersions: async (id) => workers.versions(id),
-    quotas,
+    quotas: p.resources.quotas,
     feed,
     webhookSecrets,
   })
@@ -449,9 +593,27 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
     perWorker: config.rateLimits.perWorker,
     runningWorkers: (endpointId) => workers.runningCount(endpointId),
   })
+  return { jobs, workerJobs, sweeper, hostMonitor, podEvents, pods, clusters, endpoints, counters, rateLimiter }
+}
 
-  // What the leader does. The loops start once the server listens too (workers must be given its bound
-  // address, unknown before with port 0): a deviation from store -> runtime -> services -> scaler order.
+/**
+ * Phase 6, what the leader does, and taking part in the election. A sole process leads at once, before it
+ * listens (the recoveries of onLead run before anyone can call); the loops start only once the server listens
+ * too (workers must be given its bound address, unknown before with port 0): a deviation from the
+ * store -> runtime -> services -> scaler order. Returns `listening`, which listen calls once it does.
+ */
+async function leaderRole(p: {
+  opened: Opened
+  resources: Resources
+  jobs: Jobs
+  fleet: FleetParts
+  services: Services
+}) {
+  const { store, leadership } = p.opened
+  const { prices, meter, networkVolumes } = p.resources
+  const { webhooks } = p.jobs
+  const { workers, health, scaler } = p.fleet
+  const { sweeper, hostMonitor, pods, podEvents } = p.services
   let listening = false
   let looping = false
   let unmeterPods: (() => void) | null = null
@@ -464,7 +626,7 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
     hostMonitor.start()
     health.start()
     meter.start()
-    void quotas.start(spendEnforcer({ store, workers, pods, log }))
+    void p.resources.quotas.start(spendEnforcer({ store, workers, pods, log: p.opened.log }))
   }
   const onLead = async () => {
     // Workers of a previous run (or of a leader that died) are adopted or stopped, and the jobs of those not
@@ -492,7 +654,7 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   const onLose = async (_reason: string, handover: boolean) => {
     looping = false
     await hostMonitor.stop()
-    await quotas.stop()
+    await p.resources.quotas.stop()
     // A start still waiting on the runtime (an unschedulable Pod) would hold the scaler's run in flight.
     workers.cancelStarts()
     await scaler.stop()
@@ -511,10 +673,41 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   // Not the leader until the lock says so; a sole process leads at once, before it listens.
   workers.follow()
   await leadership.start(onLead, onLose)
+  return {
+    /** The server listens: the loops start now if this process leads (else when it comes to lead). */
+    listening: () => {
+      listening = true
+      startLoops()
+    },
+  }
+}
 
+/**
+ * Phase 7, serving: the API is built on the services and listens; only then is the admin key made (a start
+ * that fails, port in use, makes no key that would never be shown), the bound addresses handed to those that
+ * wait for them, and the leader's loops started. A listen that fails closes what the phases before opened.
+ */
+async function listen(
+  config: Config,
+  opts: StartOptions,
+  p: {
+    opened: Opened
+    resources: Resources
+    jobs: Jobs
+    fleet: FleetParts
+    services: Services
+    role: Role
+    addresses: Addresses
+  },
+): Promise<Hangar> {
+  const { store, leadership, feed, lock, logger, accounts, clock } = p.opened
+  const { catalog, templates, registries, networkVolumes, sshKeys, billing, secrets } = p.resources
+  const { metrics, endpointMetrics } = p.jobs
+  const { workers, balancer } = p.fleet
+  const { jobs, workerJobs, pods, clusters, endpoints, rateLimiter, counters } = p.services
+  const { addresses } = p
   // With several replicas, what needs the leader's live state is forwarded to it, at the address it advertises.
-  let internalUrl = ''
-  const replicas = leadership.shared ? { leadership, self: () => internalUrl } : undefined
+  const replicas = leadership.shared ? { leadership, self: () => addresses.internalUrl } : undefined
   const app = await buildApp({
     replicas,
     logger: logger || false,
@@ -536,14 +729,14 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
     clusters,
     balancer,
     billing,
-    quotas,
+    quotas: p.resources.quotas,
     loadBalancer: config.loadBalancer,
-    secrets: secretService,
-    audit,
-    publicUrl: () => url,
+    publicUrl: () => addresses.url,
     metrics,
     endpointMetrics,
     podLinks: new PodLinks({ secrets, clock }),
+    secrets: p.resources.secretService,
+    audit: p.resources.audit,
     metricsToken: config.metricsToken,
     consoleDir: CONSOLE_DIR,
     docsDir: DOCS_DIR,
@@ -562,8 +755,6 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
     lock?.release()
     throw err
   }
-  // The admin key is made only once the server listens: a start that fails (port in use) creates no key
-  // that would never be shown.
   const adminKey = await accounts.bootstrap(config.adminApiKey)
   let adminKeyFile: string | null = null
   if (adminKey && !config.adminApiKey) {
@@ -575,17 +766,19 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
   }
   const address = app.server.address()
   const port = typeof address === 'object' && address ? address.port : config.port
-  url = publicBaseUrl(config, port)
-  workerUrl = config.workerUrl ?? publicBaseUrl({ ...config, publicUrl: undefined }, port)
-  internalUrl = (config.internalUrl ?? publicBaseUrl({ ...config, publicUrl: undefined }, port)).replace(/\/+$/, '')
-  leadership.advertise(internalUrl)
-  listening = true
-  startLoops()
+  addresses.url = publicBaseUrl(config, port)
+  addresses.workerUrl = config.workerUrl ?? publicBaseUrl({ ...config, publicUrl: undefined }, port)
+  addresses.internalUrl = (config.internalUrl ?? publicBaseUrl({ ...config, publicUrl: undefined }, port)).replace(
+    /\/+$/,
+    '',
+  )
+  leadership.advertise(addresses.internalUrl)
+  p.role.listening()
   endpointMetrics.start()
 
   let stopping: Promise<void> | undefined
   return {
-    url,
+    url: addresses.url,
     adminKey,
     adminKeyFile,
     app,
@@ -593,45 +786,59 @@ export async function startHangar(config: Config, opts: StartOptions = {}): Prom
     catalog,
     jobs,
     workers,
-    sweeper,
-    scaler,
-    webhooks,
-    hostMonitor,
+    sweeper: p.services.sweeper,
+    scaler: p.fleet.scaler,
+    webhooks: p.jobs.webhooks,
+    hostMonitor: p.services.hostMonitor,
     pods,
-    podEvents,
-    meter,
+    podEvents: p.services.podEvents,
+    meter: p.resources.meter,
     billing,
-    quotas,
+    quotas: p.resources.quotas,
     endpointMetrics,
-    stop: () =>
-      (stopping ??= (async () => {
-        // Release long-polls (job-take, runsync, stream) so closing the server does not wait them out,
-        // then close the server (it finishes requests in flight).
-        events.close()
-        // Requests waiting for a load-balancing worker get a 503 now rather than after the cold-start limit.
-        balancer.close()
-        // Connections serving no request are closed as they appear, so close() waits only for requests.
-        connections.closeUnused()
-        const sweepIdle = setInterval(() => connections.closeUnused(), 50)
-        try {
-          await app.close()
-        } finally {
-          clearInterval(sweepIdle)
-        }
-        // The leader's work ends (onLose above: loops, then workers and pods), and leadership is released
-        // for another process to take. The feed goes after: stopping workers still wakes waiters elsewhere.
-        // The store goes last: everything above writes to it.
-        await leadership.stop()
-        if (kubeRefresh) clearInterval(kubeRefresh)
-        await kube?.close()
-        await feed.stop()
-        await counters.close()
-        // What was counted since the last flush is written before the store closes.
-        await endpointMetrics.stop()
-        await store.close()
-        lock?.release()
-      })()),
+    stop: () => (stopping ??= stopInOrder({ ...p, app, connections })),
   }
+}
+
+/**
+ * Stops a started control plane, the reverse of its start: requests first (so none is cut off half done),
+ * then the leader's work, then what everything above wrote to or listened on, the store last.
+ */
+async function stopInOrder(p: {
+  opened: Opened
+  resources: Resources
+  jobs: Jobs
+  fleet: FleetParts
+  services: Services
+  app: App
+  connections: ReturnType<typeof trackConnections>
+}): Promise<void> {
+  const { app, connections } = p
+  // Release long-polls (job-take, runsync, stream) so closing the server does not wait them out,
+  // then close the server (it finishes requests in flight).
+  p.jobs.events.close()
+  // Requests waiting for a load-balancing worker get a 503 now rather than after the cold-start limit.
+  p.fleet.balancer.close()
+  // Connections serving no request are closed as they appear, so close() waits only for requests.
+  connections.closeUnused()
+  const sweepIdle = setInterval(() => connections.closeUnused(), 50)
+  try {
+    await app.close()
+  } finally {
+    clearInterval(sweepIdle)
+  }
+  // The leader's work ends (leaderRole's onLose: loops, then workers and pods), and leadership is released
+  // for another process to take. The feed goes after: stopping workers still wakes waiters elsewhere.
+  // The store goes last: everything above writes to it.
+  await p.opened.leadership.stop()
+  if (p.resources.kubeRefresh) clearInterval(p.resources.kubeRefresh)
+  await p.resources.kube?.close()
+  await p.opened.feed.stop()
+  await p.services.counters.close()
+  // What was counted since the last flush is written before the store closes.
+  await p.jobs.endpointMetrics.stop()
+  await p.opened.store.close()
+  p.opened.lock?.release()
 }
 
 /** /health's worker counters under the status names GET .../workers uses (`ready` is idle + running, not a status). */
