@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import type { Allocation } from '../../catalog/Fleet.js'
 import { placementRequest } from '../../domain/workers/placement.js'
+import { job as contractJob } from '../../../test/contracts/store.js'
 import { cpuEndpoint, liveWorker, storedWorker, workerContext, workload } from '../../../test/helpers/workerContext.js'
 import type { WorkerMeter } from '../billing/UsageMeter.js'
 import { WorkerLifecycle } from './WorkerLifecycle.js'
@@ -106,6 +107,26 @@ describe('WorkerLifecycle', () => {
     expect(k.fleet.allocation('w1')).toBeUndefined()
     await k.lifecycle.stop('w1', 'scaled down')
     expect(k.ctx.live.has('w1')).toBe(false)
+  })
+
+  it("gives a crashed worker's running jobs back counted as a loss, a stopped worker's without counting it", async () => {
+    const k = setup()
+    const now = k.ctx.deps.clock.now()
+    await k.store.jobs.insert(contractJob('ep1', { id: 'j1', createdAt: now, expiresAt: now + 3_600_000 }))
+    await k.store.jobs.insert(contractJob('ep1', { id: 'j2', createdAt: now, expiresAt: now + 3_600_000 }))
+    const crashed = await adopted(k, 'w1')
+    await adopted(k, 'w2')
+    expect(await k.store.jobs.take('ep1', 'w1', 1, now)).toHaveLength(1)
+    expect(await k.store.jobs.take('ep1', 'w2', 1, now)).toHaveLength(1)
+    crashed.exit({ code: 137, signal: null })
+    await crashed.w.finished
+    await k.lifecycle.stop('w2', 'scaled down')
+    const after = await Promise.all(['j1', 'j2'].map((id) => k.store.jobs.get(id)))
+    expect(after.map((j) => [j?.status, j?.retries, j?.workerId])).toEqual([
+      ['IN_QUEUE', 1, null],
+      ['IN_QUEUE', 0, null],
+    ])
+    expect(after[0]?.error ?? null).toBeNull()
   })
 
   it('gives up on a worker that never called in, and on one that stopped sending heartbeats', async () => {
