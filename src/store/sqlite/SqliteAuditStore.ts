@@ -6,6 +6,8 @@ import { AUDIT_COLUMNS, auditRecord, auditSelect, auditValues } from '../auditSq
 export class SqliteAuditStore implements AuditStore {
   private readonly insert
   private readonly del
+  /** Prepared queries by their SQL: a page query has one of a few dozen shapes (which filters are set). */
+  private readonly queries = new Map<string, Database.Statement>()
 
   constructor(private readonly db: Database.Database) {
     this.insert = db.prepare(`INSERT INTO audit_log (${AUDIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
@@ -18,7 +20,9 @@ export class SqliteAuditStore implements AuditStore {
 
   async query(q: AuditQuery): Promise<AuditRecord[]> {
     const { sql, values } = auditSelect(q, () => '?')
-    return (this.db.prepare(sql).all(...values) as Array<Record<string, unknown>>).map(auditRecord)
+    let stmt = this.queries.get(sql)
+    if (!stmt) this.queries.set(sql, (stmt = this.db.prepare(sql)))
+    return (stmt.all(...values) as Array<Record<string, unknown>>).map(auditRecord)
   }
 
   async prune(before: number): Promise<number> {
