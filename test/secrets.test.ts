@@ -184,4 +184,30 @@ describe('secrets (/v2/secrets)', () => {
     expect((await api('GET', `/v2/serverless/${ep.id}`, undefined, alice)).body.env).toEqual({ TOKEN: REF })
     await api('DELETE', `/v2/serverless/${ep.id}`, undefined, alice)
   })
+
+  it("says why a job waits when its endpoint's secret is gone: the worker's start failed naming it", async () => {
+    await api('POST', '/v2/secrets', { name: 'gone', value: 'soon-deleted' }, alice)
+    const ep = await createEndpoint(
+      s,
+      endpointBody('test/env:1', { env: { TOKEN: '{{ RUNPOD_SECRET_gone }}' } }),
+      alice,
+    )
+    expect((await api('DELETE', '/v2/secrets/gone', undefined, alice)).status).toBe(204)
+    const job = await api('POST', `/v2/${ep.id}/run`, { input: {} }, alice)
+    expect(job.status).toBe(200)
+    const why = 'secret "gone" (referenced by env TOKEN) does not exist in this account'
+    const status = await until(
+      async () => {
+        const r = await api('GET', `/v2/${ep.id}/status/${job.body.id}`, undefined, alice)
+        return r.body?.waitingReason?.includes(why) ? r.body : undefined
+      },
+      20_000,
+      'a waiting reason naming the missing secret',
+    )
+    expect(status.status).toBe('IN_QUEUE')
+    const workers = await api('GET', `/v2/serverless/${ep.id}/workers`, undefined, alice)
+    expect(workers.body.workers[0].lastError).toBe(why)
+    expect(workers.body.waiting.reason.code).toBe('CRASH_LOOP')
+    await api('DELETE', `/v2/serverless/${ep.id}`, undefined, alice)
+  })
 })
