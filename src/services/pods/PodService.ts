@@ -292,6 +292,7 @@ export class PodService {
   serial<T>(podId: string, fn: () => Promise<T>): Promise<T> {
     const prev = this.queues.get(podId) ?? Promise.resolve()
     const next = prev.then(fn, fn)
+    // Only to order the next operation after this one: its failure goes to this call's caller through `next`.
     const settled = next.catch(() => {})
     this.queues.set(podId, settled)
     void settled.then(() => {
@@ -348,8 +349,18 @@ export class PodService {
     const pod = await this.deps.store.pods.get(podId)
     if (pod?.status !== 'RUNNING') return
     const how = exit.reason ?? (exit.signal ? `killed by signal ${exit.signal}` : `exit code ${exit.code}`)
-    // The program is gone; what remains of it (its container disk) goes too.
-    if (pod.runtimeRef) await this.deps.runtime.remove(pod.runtimeRef).catch(() => {})
+    // The program is gone; what remains of it (its container disk) goes too. A remove that fails leaves that
+    // behind (said here, once); the pod still moves on, as its program ended either way.
+    const ref = pod.runtimeRef
+    if (ref)
+      await this.deps.runtime
+        .remove(ref)
+        .catch((err: unknown) =>
+          this.deps.log.warn(
+            { podId, ref, err: err instanceof Error ? err.message : String(err) },
+            'cannot remove what remains of a pod whose program ended by itself',
+          ),
+        )
     if (exit.code === 0) {
       this.deps.catalog.fleet.release(podId)
       this.runner.note(podId, 'the program ended by itself (exit code 0): EXITED')

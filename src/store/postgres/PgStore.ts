@@ -172,6 +172,7 @@ export class PgStore implements Store {
         await client.query('COMMIT')
         return result
       } catch (err) {
+        // A ROLLBACK that fails means the connection broke; the error that matters is the one handled below.
         await client.query('ROLLBACK').catch(() => {})
         if (!isRetryable(err) || attempt >= TX_ATTEMPTS) throw err
       } finally {
