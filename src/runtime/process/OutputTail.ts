@@ -43,7 +43,7 @@ export class OutputTail {
         if (fstatSync(this.fd).size <= this.offset) return
         n = readSync(this.fd, buf, 0, buf.length, this.offset)
       } catch {
-        // The file is gone with its workload: nothing more to read (the timer stops with the tail).
+        // A read that fails (an I/O error) ends this round only: the next event or tick reads from the same offset.
         return
       }
       if (n <= 0) return
