@@ -1,5 +1,18 @@
 import type { Account, ApiKey, CreateAccount, CreateApiKey, CreatedApiKey } from '../contract/admin.js'
 import type {
+  AcceptInvitation,
+  CreatedInvitation,
+  CreatedMemberKey,
+  CreatedSession,
+  CreateInvitation,
+  CreateMemberKey,
+  Invitation,
+  Me,
+  Member,
+  MemberKey,
+  Role,
+} from '../contract/member.js'
+import type {
   CreatedEndpoint,
   CreateEndpoint,
   Endpoint,
@@ -300,6 +313,47 @@ export class HangarClient {
   }
   async deleteSecret(ref: string): Promise<void> {
     await this.call('DELETE', `/v2/secrets/${enc(ref)}`)
+  }
+
+  // members, sessions and invitations (docs/teams.md)
+  signIn(email: string, password: string): Promise<CreatedSession> {
+    return this.call('POST', '/v2/sessions', { email, password })
+  }
+  async signOut(): Promise<void> {
+    await this.call('DELETE', '/v2/sessions/current')
+  }
+  me(): Promise<Me> {
+    return this.call('GET', '/v2/me')
+  }
+  async listMembers(): Promise<Member[]> {
+    return (await this.call<{ members: Member[] }>('GET', '/v2/members')).members
+  }
+  setMemberRole(id: string, role: Role): Promise<Member> {
+    return this.call('PATCH', `/v2/members/${enc(id)}`, { role })
+  }
+  async removeMember(id: string): Promise<void> {
+    await this.call('DELETE', `/v2/members/${enc(id)}`)
+  }
+  invite(body: CreateInvitation): Promise<CreatedInvitation> {
+    return this.call('POST', '/v2/invitations', body)
+  }
+  async listInvitations(): Promise<Invitation[]> {
+    return (await this.call<{ invitations: Invitation[] }>('GET', '/v2/invitations')).invitations
+  }
+  async revokeInvitation(id: string): Promise<void> {
+    await this.call('DELETE', `/v2/invitations/${enc(id)}`)
+  }
+  acceptInvitation(body: AcceptInvitation): Promise<CreatedSession> {
+    return this.call('POST', '/v2/invitations/accept', body)
+  }
+  createMemberKey(body: CreateMemberKey): Promise<CreatedMemberKey> {
+    return this.call('POST', '/v2/me/keys', body)
+  }
+  async listMemberKeys(): Promise<MemberKey[]> {
+    return (await this.call<{ keys: MemberKey[] }>('GET', '/v2/me/keys')).keys
+  }
+  revokeMemberKey(id: string): Promise<MemberKey> {
+    return this.call('POST', `/v2/me/keys/${enc(id)}/revoke`)
   }
 
   // audit log

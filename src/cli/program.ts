@@ -14,6 +14,7 @@ import { registerClusters } from './commands/clusters.js'
 import { registerRegistries } from './commands/registries.js'
 import { registerSecrets } from './commands/secrets.js'
 import { registerAudit } from './commands/audit.js'
+import { registerMembers } from './commands/members.js'
 import { registerServe } from './commands/serve.js'
 import { registerSshKeys } from './commands/sshKeys.js'
 import { registerTemplates } from './commands/templates.js'
@@ -53,6 +54,7 @@ export function buildProgram(): Command {
     registerBilling,
     registerSecrets,
     registerAudit,
+    registerMembers,
     registerCatalog,
     registerEngine,
   ]) {
