@@ -3,6 +3,7 @@ import { LocationProvider, Route, Router, useLocation } from 'preact-iso'
 import { useEffect, useState } from 'preact/hooks'
 import { PAGES } from './pages/index.js'
 import { SignIn } from './pages/SignIn.js'
+import { Invite } from './pages/Invite.js'
 import { SessionContext, signIn, signOut, storedKey, type Session } from './session.js'
 import { NotFoundView } from './ui.js'
 import './styles.css'
@@ -73,6 +74,9 @@ function App() {
       .finally(() => setChecking(false))
   }, [])
   if (checking) return <p class="muted center">Signing in…</p>
+  // An invitation's link opens its own page (signed in or not): joining signs the invitee in.
+  if (location.pathname.replace(/\/$/, '') === '/console/invite')
+    return <Invite onSignedIn={setSession} onRefused={onRefused} />
   if (!session) return <SignIn onSignedIn={setSession} onRefused={onRefused} notice={notice} />
   return (
     <SessionContext.Provider value={session}>

@@ -1,12 +1,18 @@
 import { createContext } from 'preact'
 import { useContext } from 'preact/hooks'
+import type { CreatedSession, Me } from '../../src/contract/member.js'
 import { ApiError, Client } from './api.js'
 
-/** The signed-in user: the key lives in sessionStorage only (gone when the tab closes), never in a cookie or URL. */
+/**
+ * The signed-in user: the key (an API key, or the session token a member's sign-in gave) lives in
+ * sessionStorage only (gone when the tab closes), never in a cookie or URL.
+ */
 export interface Session {
   client: Client
   /** Admin keys see the API keys page. */
   admin: boolean
+  /** Who is calling, with the permissions the pages go by (a member's role; an API key's permission). */
+  me: Me
 }
 
 const KEY = 'hangar.apiKey'
@@ -30,12 +36,35 @@ export async function signIn(key: string, onRefused?: (detail: string) => void):
   } catch (err) {
     if (!(err instanceof ApiError) || err.status !== 403) throw err
   }
+  const me = await client.get<Me>('/v2/me')
   sessionStorage.setItem(KEY, client.key)
-  return { client, admin }
+  return { client, admin, me }
 }
 
+/** Signs a member in with email and password: the server makes a new session, kept like a key for this tab. */
+export async function signInWithPassword(
+  email: string,
+  password: string,
+  onRefused?: (detail: string) => void,
+): Promise<Session> {
+  const created = await new Client('').post<CreatedSession>('/v2/sessions', { email, password })
+  return signIn(created.token, onRefused)
+}
+
+/** Forgets the tab's key; a member's session is also ended on the server, so the token is worth nothing after. */
 export function signOut(): void {
+  const key = sessionStorage.getItem(KEY)
   sessionStorage.removeItem(KEY)
+  if (key?.startsWith('hs_'))
+    new Client(key).del('/v2/sessions/current').catch((err: unknown) => {
+      // Already ended or expired: nothing left to end. Anything else is worth seeing in the browser's console.
+      if (!(err instanceof ApiError && err.status === 401)) console.warn('signing out on the server failed', err)
+    })
+}
+
+/** Whether the signed-in caller holds `permission` (see the route table in docs/teams.md). */
+export function can(session: Session, permission: string): boolean {
+  return session.admin || session.me.permissions.includes(permission)
 }
 
 export const SessionContext = createContext<Session | null>(null)

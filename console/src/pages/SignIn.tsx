@@ -1,8 +1,11 @@
 import { useState } from 'preact/hooks'
-import { signIn, type Session } from '../session.js'
+import { signIn, signInWithPassword, type Session } from '../session.js'
 import { Field, Problems, useAction, inputValue } from '../ui.js'
 
-/** Asks for an API key; it is checked against the server and kept for this browser tab only. */
+/**
+ * Signs in: a member with email and password (a session the server makes), or anyone with an API key. The
+ * token or key is checked against the server and kept for this browser tab only.
+ */
 export function SignIn({
   onSignedIn,
   onRefused,
@@ -12,13 +15,18 @@ export function SignIn({
   onRefused: (detail: string) => void
   notice: string | null
 }) {
+  const [email, setEmail] = useState('')
+  const [password, setPassword] = useState('')
   const [key, setKey] = useState('')
+  const member = useAction(async () => onSignedIn(await signInWithPassword(email, password, onRefused)))
   const submit = useAction(async () => onSignedIn(await signIn(key, onRefused)))
   return (
     <main class="signin">
       <h1>Hangar</h1>
+      {notice && !submit.error && !member.error && <div class="problem">Signed out: {notice}</div>}
       <form
         class="form"
+        aria-label="Sign in with an API key"
         onSubmit={(e) => {
           e.preventDefault()
           void submit.run()
@@ -38,11 +46,44 @@ export function SignIn({
             autoFocus
           />
         </Field>
-        {notice && !submit.error && <div class="problem">Signed out: {notice}</div>}
         <Problems error={submit.error} />
         <div class="form-actions">
           <button class="primary" type="submit" disabled={submit.busy || key.trim() === ''}>
             Sign in
+          </button>
+        </div>
+      </form>
+      <p class="muted">or as a member, with email and password</p>
+      <form
+        class="form"
+        aria-label="Sign in as a member"
+        onSubmit={(e) => {
+          e.preventDefault()
+          void member.run()
+        }}
+      >
+        <Field label="Email" name="email">
+          <input
+            name="email"
+            type="email"
+            autoComplete="username"
+            value={email}
+            onInput={(e) => setEmail(inputValue(e))}
+          />
+        </Field>
+        <Field label="Password" name="password">
+          <input
+            name="password"
+            type="password"
+            autoComplete="current-password"
+            value={password}
+            onInput={(e) => setPassword(inputValue(e))}
+          />
+        </Field>
+        <Problems error={member.error} />
+        <div class="form-actions">
+          <button type="submit" disabled={member.busy || email === '' || password === ''}>
+            Sign in as a member
           </button>
         </div>
       </form>

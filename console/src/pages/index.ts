@@ -8,6 +8,7 @@ import { NewEndpoint } from './endpoints/NewEndpoint.js'
 import { Pods } from './Pods.js'
 import { Registries } from './Registries.js'
 import { Secrets } from './Secrets.js'
+import { Members } from './Members.js'
 import { Audit } from './Audit.js'
 import { SshKeys } from './SshKeys.js'
 import { Templates } from './Templates.js'
@@ -41,6 +42,7 @@ export const PAGES: PageModule[] = [
   { paths: ['/console/registries'], component: Registries, nav: { label: 'Registries', href: '/console/registries' } },
   { paths: ['/console/ssh-keys'], component: SshKeys, nav: { label: 'SSH keys', href: '/console/ssh-keys' } },
   { paths: ['/console/secrets'], component: Secrets, nav: { label: 'Secrets', href: '/console/secrets' } },
+  { paths: ['/console/members'], component: Members, nav: { label: 'Members', href: '/console/members' } },
   { paths: ['/console/audit'], component: Audit, nav: { label: 'Audit log', href: '/console/audit' } },
   { paths: ['/console/billing'], component: Billing, nav: { label: 'Billing', href: '/console/billing' } },
   {
