@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { main } from '../src/cli/main.js'
 import { createEndpoint, endpointBody } from './helpers/endpoints.js'
 import { createPod, podBody, waitPod } from './helpers/pods.js'
 import { startTestServer, type TestServer } from './helpers/server.js'
@@ -27,7 +28,7 @@ describe('quotas: refusals where requests are made', () => {
     s = await startTestServer({ fleet })
     team = await s.accountKey('team-q')
     other = await s.accountKey('team-free')
-  })
+  }, 60_000)
   afterAll(() => s?.stop())
 
   const setQuotas = (account: string, body: Record<string, unknown>) =>
@@ -136,4 +137,49 @@ describe('quotas: refusals where requests are made', () => {
     expect((await s.api('DELETE', '/v2/admin/accounts/team-q/quotas')).status).toBe(204)
     expect((await s.api('DELETE', '/v2/admin/accounts/team-q/quotas')).status).toBe(404)
   }, 40_000)
+
+  it('the CLI sets quotas keeping the ones not given, lists them and shows the caller its own', async () => {
+    const out: string[] = []
+    const write = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
+      out.push(String(chunk))
+      return true
+    })
+    const errs = vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => {
+      out.push(String(chunk))
+      return true
+    })
+    const cli = async (key: string, ...args: string[]) => {
+      out.length = 0
+      const code = await main([...args, '--url', s.url, '--api-key', key])
+      return { code, text: out.join('') }
+    }
+    try {
+      const first = await cli(s.adminKey, 'quotas', 'set', 'team-q', '--gpus', '2', '--spend-per-hour', '1.5')
+      expect(first.code, first.text).toBe(0)
+      expect((await cli(s.adminKey, 'quotas', 'set', 'team-q', '--pods', '3', '--weight', '2')).code).toBe(0)
+      const got = JSON.parse((await cli(s.adminKey, 'quotas', 'get', 'team-q', '--json')).text)
+      expect(got.quotas).toMatchObject({
+        gpus: { limit: 2 },
+        pods: { limit: 3 },
+        spendPerHour: { limit: 1.5 },
+        workers: { limit: null },
+      })
+      expect(got.fairShare.weight).toBe(2)
+      const cleared = await cli(s.adminKey, 'quotas', 'set', 'team-q', '--gpus', 'none')
+      expect(cleared.code, cleared.text).toBe(0)
+      const mine = await cli(team, 'quotas', 'show')
+      expect(mine.code).toBe(0)
+      expect(mine.text).toMatch(/account: team-q/)
+      expect(mine.text).toMatch(/spendPerHour\s+[0-9.]+\s+1\.5\n/)
+      expect(mine.text).toMatch(/gpus\s+0\s+-/)
+      expect((await cli(s.adminKey, 'quotas', 'list')).text).toMatch(/team-q/)
+      // Bad input is refused before any request; a tenant key cannot set quotas.
+      expect((await cli(s.adminKey, 'quotas', 'set', 'team-q', '--gpus', '-1')).code).not.toBe(0)
+      expect((await cli(team, 'quotas', 'set', 'team-q', '--gpus', '9')).code).not.toBe(0)
+      expect(JSON.parse((await cli(s.adminKey, 'quotas', 'get', 'team-q', '--json')).text).quotas.gpus.limit).toBeNull()
+    } finally {
+      write.mockRestore()
+      errs.mockRestore()
+    }
+  })
 })

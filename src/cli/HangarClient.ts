@@ -1,4 +1,5 @@
 import type { Account, ApiKey, CreateAccount, CreateApiKey, CreatedApiKey } from '../contract/admin.js'
+import type { AccountQuotas, SetQuotas } from '../contract/quota.js'
 import type {
   AcceptInvitation,
   CreatedInvitation,
@@ -78,6 +79,23 @@ export class HangarClient {
     private readonly baseUrl: string,
     private readonly apiKey: string,
   ) {}
+
+  // quotas (docs/quotas.md): the account's own, and any account's (admin)
+  myQuotas(): Promise<AccountQuotas> {
+    return this.call('GET', '/v2/account/quotas')
+  }
+  async listQuotas(): Promise<AccountQuotas[]> {
+    return (await this.call<{ accounts: AccountQuotas[] }>('GET', '/v2/admin/quotas')).accounts
+  }
+  getQuotas(account: string): Promise<AccountQuotas> {
+    return this.call('GET', `/v2/admin/accounts/${enc(account)}/quotas`)
+  }
+  setQuotas(account: string, body: SetQuotas): Promise<AccountQuotas> {
+    return this.call('PUT', `/v2/admin/accounts/${enc(account)}/quotas`, body)
+  }
+  async removeQuotas(account: string): Promise<void> {
+    await this.call('DELETE', `/v2/admin/accounts/${enc(account)}/quotas`)
+  }
 
   // accounts and keys (admin)
   createAccount(body: CreateAccount): Promise<Account> {

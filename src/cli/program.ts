@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { Command } from 'commander'
 import { registerAccounts } from './commands/accounts.js'
+import { registerQuotas } from './commands/quotas.js'
 import { registerBilling } from './commands/billing.js'
 import { registerCatalog } from './commands/catalog.js'
 import { registerEndpoints } from './commands/endpoints.js'
@@ -52,6 +53,7 @@ export function buildProgram(): Command {
     registerRegistries,
     registerSshKeys,
     registerBilling,
+    registerQuotas,
     registerSecrets,
     registerAudit,
     registerMembers,

@@ -10,6 +10,7 @@ import { Registries } from './Registries.js'
 import { Secrets } from './Secrets.js'
 import { Members } from './Members.js'
 import { Audit } from './Audit.js'
+import { Quotas } from './Quotas.js'
 import { SshKeys } from './SshKeys.js'
 import { Templates } from './Templates.js'
 import { Volumes } from './Volumes.js'
@@ -45,6 +46,7 @@ export const PAGES: PageModule[] = [
   { paths: ['/console/members'], component: Members, nav: { label: 'Members', href: '/console/members' } },
   { paths: ['/console/audit'], component: Audit, nav: { label: 'Audit log', href: '/console/audit' } },
   { paths: ['/console/billing'], component: Billing, nav: { label: 'Billing', href: '/console/billing' } },
+  { paths: ['/console/quotas'], component: Quotas, nav: { label: 'Quotas', href: '/console/quotas' } },
   {
     paths: ['/console/api-keys'],
     component: ApiKeys,
