@@ -1,4 +1,5 @@
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto'
+import { DomainError } from '../errors.js'
 
 /**
  * Passwords are hashed with scrypt (RFC 7914) from node:crypto: memory-hard, so guessing on GPUs costs
@@ -12,10 +13,42 @@ const KEY_LENGTH = 32
 export const MAX_PASSWORD_LENGTH = 1024
 export const MIN_PASSWORD_LENGTH = 12
 
+/**
+ * Hashes run at most this many at once (each holds 32 MiB and a thread of libuv's pool), and at most
+ * MAX_WAITING wait: a flood of sign-ins is answered 429 instead of exhausting memory or starving the pool that
+ * file and DNS calls share.
+ */
+const MAX_RUNNING = 4
+const MAX_WAITING = 64
+let running = 0
+const waiting: Array<() => void> = []
+
+async function withSlot<T>(fn: () => Promise<T>): Promise<T> {
+  if (running < MAX_RUNNING) running++
+  else {
+    if (waiting.length >= MAX_WAITING)
+      throw new DomainError('too_many_requests', 'too many sign-ins at once: try again in a moment', undefined, {
+        'retry-after': '1',
+      })
+    // The slot is handed over by the one that ends (running stays counted).
+    await new Promise<void>((resolve) => waiting.push(resolve))
+  }
+  try {
+    return await fn()
+  } finally {
+    const next = waiting.shift()
+    if (next) next()
+    else running--
+  }
+}
+
 function derive(password: string, salt: Buffer, params: { N: number; r: number; p: number }): Promise<Buffer> {
   const opts: ScryptOptions = { ...params, maxmem: 128 * params.N * params.r * 2 }
-  return new Promise((resolve, reject) =>
-    scrypt(password.normalize('NFC'), salt, KEY_LENGTH, opts, (err, key) => (err ? reject(err) : resolve(key))),
+  return withSlot(
+    () =>
+      new Promise((resolve, reject) =>
+        scrypt(password.normalize('NFC'), salt, KEY_LENGTH, opts, (err, key) => (err ? reject(err) : resolve(key))),
+      ),
   )
 }
 
