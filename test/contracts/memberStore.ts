@@ -66,7 +66,7 @@ export function memberCases(store: () => Store): void {
       expect(await s.members.revokeSession(session.id, at(5))).toBe(true)
       expect(await s.members.revokeSession(session.id, at(6))).toBe(false)
       expect((await s.members.findSession(session.tokenHash))?.revokedAt).toBe(at(5))
-      const others = [1, 2, 3].map((i) => ({ ...session, id: uid('ses'), tokenHash: randomUUID(), revokedAt: null }))
+      const others = [1, 2, 3].map(() => ({ ...session, id: uid('ses'), tokenHash: randomUUID(), revokedAt: null }))
       for (const o of others) await s.members.insertSession(o)
       expect(await s.members.revokeSessions(m.id, at(6), others[0].id)).toBe(2)
       expect((await s.members.findSession(others[0].tokenHash))?.revokedAt).toBeNull()

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { DomainError } from '../errors.js'
+import type { DomainError } from '../errors.js'
 import { decoyHash, hashPassword, verifyPassword } from './password.js'
 
 describe('password hashing', () => {
