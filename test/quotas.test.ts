@@ -3,6 +3,7 @@ import { main } from '../src/cli/main.js'
 import { createEndpoint, endpointBody } from './helpers/endpoints.js'
 import { createPod, podBody, waitPod } from './helpers/pods.js'
 import { startTestServer, type TestServer } from './helpers/server.js'
+import { until } from './helpers/until.js'
 
 const L4 = 'NVIDIA L4'
 
@@ -136,6 +137,35 @@ describe('quotas: refusals where requests are made', () => {
     expect((await s.api('DELETE', `/v2/pods/${pod.id}`, undefined, team)).status).toBe(204)
     expect((await s.api('DELETE', '/v2/admin/accounts/team-q/quotas')).status).toBe(204)
     expect((await s.api('DELETE', '/v2/admin/accounts/team-q/quotas')).status).toBe(404)
+  }, 40_000)
+
+  it('at a spend limit with STOP, stops the running pods (they keep their disk) and refuses new ones', async () => {
+    const stopper = await s.accountKey('team-stop')
+    const pod = await createPod(s, podBody({ name: 'spender' }), stopper)
+    await waitPod(s, pod.id, 'RUNNING', stopper)
+    await s.hangar.meter.flush()
+    const set = await setQuotas('team-stop', { spendPerHour: 0.000001, atSpendLimit: 'STOP' })
+    expect(set.status).toBe(200)
+    // The pod's spend passes a micro-dollar within moments of running.
+    await until(
+      async () =>
+        (await s.api('GET', '/v2/account/quotas', undefined, stopper)).body.spendLimitReached === 'spendPerHour',
+      10_000,
+      'the spend limit reached',
+    )
+    await s.hangar.quotas.check()
+    await waitPod(s, pod.id, 'EXITED', stopper)
+    const again = await s.api('POST', `/v2/pods/${pod.id}/action`, { action: 'start' }, stopper)
+    expect(again.status).toBe(403)
+    expect(again.body.quota).toMatchObject({ name: 'spendPerHour', limit: 0.000001 })
+    const more = await s.api('POST', '/v2/pods', podBody({ name: 'more' }), stopper)
+    expect(more.status).toBe(403)
+    expect(more.body.detail).toMatch(/^pod create refused: quota spendPerHour \(spend this UTC hour\): \$/)
+    // Removing the limit lets it start again.
+    expect((await s.api('DELETE', '/v2/admin/accounts/team-stop/quotas')).status).toBe(204)
+    expect((await s.api('POST', `/v2/pods/${pod.id}/action`, { action: 'start' }, stopper)).status).toBe(200)
+    await waitPod(s, pod.id, 'RUNNING', stopper)
+    expect((await s.api('DELETE', `/v2/pods/${pod.id}`, undefined, stopper)).status).toBe(204)
   }, 40_000)
 
   it('the CLI sets quotas keeping the ones not given, lists them and shows the caller its own', async () => {
