@@ -93,6 +93,7 @@ describe('audit log (/v2/audit)', () => {
     const only = (await s.api('GET', `/v2/audit?account=${aliceAccount}`)).body.entries
     expect(only).toHaveLength(7)
     expect(new Set(only.map((e: any) => e.actor.accountId))).toEqual(new Set([aliceAccount]))
+    expect((await s.api('GET', '/v2/audit?account=alice')).body.entries).toEqual(only)
   })
 
   it('filters by action (or prefix), resource, actor and time, and pages with a cursor', async () => {

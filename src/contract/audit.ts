@@ -41,7 +41,10 @@ export const AuditQuery = Type.Object(
     resourceType: Type.Optional(Type.String({ minLength: 1 })),
     resourceId: Type.Optional(Type.String({ minLength: 1 })),
     account: Type.Optional(
-      Type.String({ minLength: 1, description: "admin only: one account's entries (id); others see only their own" }),
+      Type.String({
+        minLength: 1,
+        description: "admin only: one account's entries (id or name); others see only their own",
+      }),
     ),
     since: Type.Optional(Type.String({ format: 'date-time', description: 'entries at or after' })),
     until: Type.Optional(Type.String({ format: 'date-time', description: 'entries before' })),

@@ -29,7 +29,7 @@ function withFilters(cmd: Command): Command {
     .option('--action <action>', 'one action (pod.create), or a prefix ending in . (pod.)')
     .option('--resource-type <type>', 'entries about one kind of resource (endpoint, pod, secret, key, ...)')
     .option('--resource <id>', 'entries about one resource')
-    .option('--account <id>', "admin only: one account's entries")
+    .option('--account <account>', "admin only: one account's entries (id or name)")
     .option('--since <time>', 'entries at or after this time (ISO 8601)')
     .option('--until <time>', 'entries before this time (ISO 8601)')
 }

@@ -58,7 +58,7 @@ export class AuditLog {
   async page(caller: Principal, q: AuditQuery): Promise<AuditPage> {
     await this.flush()
     const limit = q.limit ?? 100
-    const rows = await this.opts.store.audit.query({ ...this.scope(caller, q), limit: limit + 1 })
+    const rows = await this.opts.store.audit.query({ ...(await this.scope(caller, q)), limit: limit + 1 })
     const entries = rows.slice(0, limit).map(entryOf)
     return { entries, nextCursor: rows.length > limit ? entries[entries.length - 1].id : null }
   }
@@ -66,7 +66,7 @@ export class AuditLog {
   /** Every entry `caller` may see that matches, newest first (from `cursor` on), read a page at a time. */
   async *export(caller: Principal, q: AuditQuery): AsyncGenerator<AuditEntry> {
     await this.flush()
-    const scope = this.scope(caller, q)
+    const scope = await this.scope(caller, q)
     for (;;) {
       const rows = await this.opts.store.audit.query({ ...scope, limit: EXPORT_PAGE })
       for (const r of rows) yield entryOf(r)
@@ -105,12 +105,16 @@ export class AuditLog {
     await this.flush()
   }
 
-  private scope(caller: Principal, q: AuditQuery): Omit<StoreQuery, 'limit'> {
+  private async scope(caller: Principal, q: AuditQuery): Promise<Omit<StoreQuery, 'limit'>> {
     if (q.account !== undefined && !caller.admin)
       throw new DomainError('forbidden', 'only the admin may read the audit log of another account (`account`)')
+    // The admin names an account by id or name; one that does not exist (any more) is taken as an id, whose
+    // entries outlive it.
+    const account =
+      q.account === undefined ? undefined : ((await this.opts.store.accounts.getByName(q.account))?.id ?? q.account)
     const time = (field: 'since' | 'until') => (q[field] === undefined ? undefined : Date.parse(q[field]))
     return {
-      accountId: caller.admin ? q.account : caller.accountId,
+      accountId: caller.admin ? account : caller.accountId,
       actorId: q.actor,
       action: q.action,
       resourceType: q.resourceType,
