@@ -47,8 +47,8 @@ type Listener = (pod: V1Pod | null) => void
  * from the last resourceVersion seen; one whose resourceVersion is too old (410 Gone) or that stalls starts
  * again from a fresh list, which reports the Pods deleted meanwhile as deleted. A failure is tried again after
  * a wait that doubles up to `maxBackoffMs` and starts over once a watch is healthy (it brought an event or a
- * bookmark, or stayed open for `maxBackoffMs`). A run of failures is logged once, with the error (again only
- * when the error changes), and its end once.
+ * bookmark, or stayed open for `maxBackoffMs` or half the server's timeout). A run of failures is logged once,
+ * with the error (again only when the error changes), and its end once.
  *
  * Built on the client's `Watch` (the request, its authentication and the stream of events) rather than its
  * `ListWatch` informer: that one reports a failed first list as an event but resolves its `start()`, starts a
@@ -180,8 +180,7 @@ export class PodWatch {
           labelSelector: this.selector,
           resourceVersion: this.resourceVersion,
           allowWatchBookmarks: true,
-          // The server ends each watch before the stall check would, so a quiet one is not taken as stalled.
-          timeoutSeconds: Math.max(1, Math.floor((this.stallMs * 0.8) / 1000)),
+          timeoutSeconds: this.timeoutSeconds(),
         },
         (type: string, obj: unknown) => {
           if (current()) this.onEvent(type, obj)
@@ -231,7 +230,7 @@ export class PodWatch {
       if (status === 410) return this.gone()
       return this.failed(`the watch failed: ${describe(err)}`, { relist: false })
     }
-    if (this.healthy || Date.now() - this.connectedAt >= this.maxBackoffMs) return this.ended({ relist: false })
+    if (this.healthy || Date.now() - this.connectedAt >= this.healthyAfterMs()) return this.ended({ relist: false })
     // Ended at once without a word: waited for like a failure, so such a server is not asked again at once.
     this.failed('the API server ended the watch at once', { relist: false })
   }
@@ -305,12 +304,23 @@ export class PodWatch {
     this.retryInMs = null
   }
 
+  /** How long a watch must stay open to count as healthy without an event: the cap, or half the server's timeout. */
+  private healthyAfterMs(): number {
+    return Math.min(this.maxBackoffMs, this.timeoutSeconds() * 500)
+  }
+
+  /** The server is asked to end each watch before the stall check would, so a quiet one is not taken as stalled. */
+  private timeoutSeconds(): number {
+    return Math.max(1, Math.floor((this.stallMs * 0.8) / 1000))
+  }
+
   /** A try that lists or watches with no word for `stallMs` is ended and started again from a fresh list. */
   private checkStall(): void {
     if (this.state !== 'listing' && this.state !== 'watching') return
     const now = Date.now()
     // A watch open this long without an error is healthy even if its namespace is quiet.
-    if (this.state === 'watching' && this.controller && now - this.connectedAt >= this.maxBackoffMs) this.markHealthy()
+    if (this.state === 'watching' && this.controller && now - this.connectedAt >= this.healthyAfterMs())
+      this.markHealthy()
     const quiet = now - this.lastActivity
     if (quiet < this.stallMs) return
     this.healthy = false
