@@ -84,6 +84,11 @@ describe('members: sign-in, sessions, roles, keys and invitations, as an attacke
     expect(
       (await s.api('POST', '/v2/invitations', { role: 'owner', account: 'team-a' }, otherOwner.token)).status,
     ).toBe(403)
+    // The admin key invites into a tenant account, never into its own (whose workloads run unsandboxed).
+    expect((await s.api('POST', '/v2/invitations', { role: 'owner', account: 'team-b' })).status).toBe(201)
+    const admins = await s.api('POST', '/v2/invitations', { role: 'developer' })
+    expect(admins.status).toBe(403)
+    expect(admins.body.detail).toMatch(/admin account takes no members/)
   })
 
   it('uses an invitation once: a second accept, raced ones and a revoked one are refused (expiry: the store contract)', async () => {

@@ -19,7 +19,7 @@ import { decoyHash, hashPassword, verifyPassword } from '../../domain/members/pa
 import { ROLE_GRANTS, type Permission, type Role } from '../../domain/members/roles.js'
 import type { InvitationRecord, MemberRecord } from '../../store/MemberStore.js'
 import type { Store } from '../../store/Store.js'
-import type { Principal } from './AccountService.js'
+import { ADMIN_ACCOUNT, type Principal } from './AccountService.js'
 
 /** What a principal carries when a member (a session or a member's own key) is calling. */
 export interface MemberPrincipal {
@@ -208,6 +208,14 @@ export class MemberService {
       if (!a) throw notFound('account', body.account)
       accountId = a.id
     }
+    // The admin account is the operator's: its workloads run outside the sandbox (trusted), so a member there
+    // would hold the host. Members belong to tenant accounts only.
+    if ((await this.deps.store.accounts.get(accountId))?.name === ADMIN_ACCOUNT)
+      throw new DomainError(
+        'forbidden',
+        `account: the ${ADMIN_ACCOUNT} account takes no members (its workloads run unsandboxed); name a tenant account in "account"`,
+        ['account: a tenant account, not admin'],
+      )
     this.mayGive(p, body.role, 'role')
     const token = randomBytes(24).toString('base64url')
     const now = this.deps.clock.now()
