@@ -488,6 +488,8 @@ describe('podPlacementRequest', () => {
     ).toEqual({
       dataCenterIds: ['LOCAL-1'],
       gpu: { typeIds: ['NVIDIA L4'], count: 1, allowedCudaVersions: [], minCudaVersion: null },
+      // Counted against the pod's account's quotas where it is placed.
+      owner: { accountId: 'acc', kind: 'pod' },
     })
     expect(
       podPlacementRequest(record({ dataCenterIds: ['GLOBAL-1'] }), {
