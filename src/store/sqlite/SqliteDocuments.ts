@@ -33,6 +33,7 @@ export class SqliteDocuments<T extends Owned> implements OwnedCollection<T> {
       ofParent: db.prepare('SELECT data FROM documents WHERE kind = ? AND parent_id = ? ORDER BY seq').pluck(),
       publicAll: db.prepare('SELECT data FROM documents WHERE kind = ? AND public = 1 ORDER BY seq').pluck(),
       all: db.prepare('SELECT data FROM documents WHERE kind = ? ORDER BY seq').pluck(),
+      allIds: db.prepare('SELECT id FROM documents WHERE kind = ? ORDER BY seq').pluck(),
       update: db.prepare(
         'UPDATE documents SET data = @data, public = @public, parent_id = @parentId WHERE kind = @kind AND id = @id',
       ),
@@ -47,6 +48,10 @@ export class SqliteDocuments<T extends Owned> implements OwnedCollection<T> {
   }
 
   async get(id: string): Promise<T | undefined> {
+    return this.cached(id)
+  }
+
+  private cached(id: string): T | undefined {
     const hit = this.cache?.get(id)
     if (hit) return hit
     const data = this.s.get.get(this.kind, id) as string | undefined
@@ -78,7 +83,15 @@ export class SqliteDocuments<T extends Owned> implements OwnedCollection<T> {
   }
 
   async listAll(): Promise<T[]> {
-    return this.parse(this.s.all.all(this.kind))
+    if (!this.cache) return this.parse(this.s.all.all(this.kind))
+    // Kept parsed (endpoints): every scaling pass lists them all, and parsing 500 endpoints 4 times a second
+    // was 5 % of a busy leader (issue 35). Documents come back frozen, as `get` gives them.
+    const out: T[] = []
+    for (const id of this.s.allIds.all(this.kind) as string[]) {
+      const record = this.cached(id)
+      if (record) out.push(record)
+    }
+    return out
   }
 
   async listPublic(): Promise<T[]> {
