@@ -1,3 +1,4 @@
+import { join } from 'node:path'
 import { Pool } from 'undici'
 import { FleetServer, type ControlPlaneStats } from '../fleet/FleetServer.js'
 import { percentile, round, sleep, until, type BenchContext, type Row } from '../lib.js'
@@ -51,7 +52,8 @@ const GPU_ENDPOINT = (name: string, workers: { min: number; max: number }) => ({
 
 function profileArgs(name: string): string[] {
   const dir = process.env.HANGAR_BENCH_FLEET_PROF
-  return dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-name=fleet-${name}.cpuprofile`] : []
+  // No fixed file name: tsx's loader thread writes a profile of its own, which would overwrite the main one.
+  return dir ? ['--cpu-prof', `--cpu-prof-dir=${join(dir, name)}`] : []
 }
 
 async function setUp(s: FleetServer, endpoints: number, workers: { min: number; max: number }) {
@@ -137,15 +139,16 @@ async function idle(ctx: BenchContext, o: { endpoints: number; workers: number }
   }
 }
 
-/** Burst: `jobs` jobs across `endpoints` endpoints from zero workers (max `perEndpoint` each), jobs of 1 s. */
+/** Burst: `jobs` jobs across `endpoints` endpoints from zero workers (max `perEndpoint` each), jobs of 1 s (0.2 s quick). */
 async function burst(
   ctx: BenchContext,
   o: { endpoints: number; jobs: number; perEndpoint: number; target: number },
 ): Promise<Row[]> {
   const w = `fleet burst ${o.jobs}j/${o.endpoints}ep`
+  const jobMs = ctx.quick ? 200 : 1000
   const s = await FleetServer.start({
     hosts: Math.ceil((o.endpoints * o.perEndpoint) / 8),
-    workers: { jobMs: 1000 },
+    workers: { jobMs },
     nodeArgs: profileArgs('burst'),
   })
   try {
@@ -222,7 +225,7 @@ async function burst(
         metric: 'queue drained',
         value: round(drainMs / 1000, 1),
         unit: 's',
-        note: `jobs of 1 s, and a worker asks again up to 1 s after each (the SDK looks each second while busy); submitted in ${round(submitMs / 1000, 1)} s (${round((o.jobs / submitMs) * 1000)} jobs/s); ${round((o.jobs / drainMs) * 1000)} jobs/s end to end`,
+        note: `jobs of ${jobMs} ms, and a worker asks again up to 1 s after each (the SDK looks each second while busy); submitted in ${round(submitMs / 1000, 1)} s (${round((o.jobs / submitMs) * 1000)} jobs/s); ${round((o.jobs / drainMs) * 1000)} jobs/s end to end`,
       },
       {
         workload: w,
@@ -258,7 +261,7 @@ async function churn(ctx: BenchContext, o: { endpoints: number; workers: number 
     await until(`${total} virtual workers`, () => s.workers.size >= total, 600_000, 200)
     await sleep(2_000)
     s.resetStats()
-    const runMs = ctx.quick ? 10_000 : 180_000
+    const runMs = ctx.quick ? 8_000 : 180_000
     const rate = total / 2 / 2 // jobs/s: half the fleet busy with 2 s jobs
     const pool = new Pool(s.url, { connections: 16 })
     const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' }
