@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import WebSocket from 'ws'
 import { addMember, type TestMember } from './helpers/members.js'
 import { startTestServer, type TestServer } from './helpers/server.js'
 
@@ -154,6 +155,27 @@ describe('members: sign-in, sessions, roles, keys and invitations, as an attacke
     expect((await s.api('POST', `/v2/me/keys/${ro.body.id}/revoke`, undefined, admin.token)).status).toBe(200)
     for (const key of [ro.body.key, full.key, dev.token])
       expect((await s.api('GET', '/v2/templates', undefined, key)).status).toBe(401)
+  })
+
+  it('holds load-balancer WebSocket upgrades to the same table: a read-only member is refused before any endpoint is looked up', async () => {
+    const upgrade = (token: string) =>
+      new Promise<{ status: number; detail: string }>((resolve) => {
+        const ws = new WebSocket(`${s.url.replace('http', 'ws')}/lb/no-such-endpoint/ws`, {
+          headers: { authorization: `Bearer ${token}` },
+        })
+        ws.once('unexpected-response', (_req, res) => {
+          let body = ''
+          res.on('data', (c) => (body += c))
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, detail: body }))
+        })
+        ws.once('error', () => resolve({ status: -1, detail: '' }))
+      })
+    const reader = await addMember(s, owner.token, 'read-only', 'lb-reader')
+    const builder = await addMember(s, owner.token, 'developer', 'lb-builder')
+    const refused = await upgrade(reader.token)
+    expect(refused.status).toBe(403)
+    expect(refused.detail).toMatch(/workloads\.write/)
+    expect((await upgrade(builder.token)).status).toBe(404)
   })
 
   it('leaves the account keys as they were: READ_ONLY reads members, only ALL invites, RESTRICTED neither', async () => {

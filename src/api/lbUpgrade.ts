@@ -1,3 +1,4 @@
+import { permissionOf } from './routePermissions.js'
 import type { IncomingMessage, Server } from 'node:http'
 import { STATUS_CODES } from 'node:http'
 import type { Duplex } from 'node:stream'
@@ -61,6 +62,13 @@ export function registerLbUpgrades(server: Server, deps: LbUpgradeDeps): void {
     const replicas = deps.replicas
     if (replicas && !replicas.leadership.isLeader) return toLeader(req, socket, head, replicas)
     const principal = await deps.accounts.authenticate(bearer(req.headers.authorization, false))
+    // A member needs what the route table asks of load-balancer traffic, on upgrades as on requests.
+    const needed = permissionOf('GET', '/lb/:endpointId/*')
+    if (principal.member && needed && !principal.member.grants.has(needed))
+      throw new DomainError(
+        'forbidden',
+        `load-balancer traffic needs the ${needed} permission, which role ${principal.member.role} does not hold`,
+      )
     if (principal.permission === 'RESTRICTED' && !principal.endpointIds.includes(target.endpointId)) {
       throw new DomainError(
         'forbidden',
