@@ -176,6 +176,31 @@ describe('audit log retention', () => {
   })
 })
 
+describe('audit log retention on a running server', () => {
+  it('deletes entries past the retention when it starts', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'hangar-audit-serve-'))
+    const clock = new ManualClock()
+    const config = { audit: { retentionDays: 30 } }
+    let s = await startTestServer(config, { dataDir, clock })
+    try {
+      const t = await s.api('POST', '/v2/templates', { name: 'old-change', image: 'hangar/echo:latest' })
+      expect(t.status).toBe(201)
+      expect((await s.api('GET', '/v2/audit?action=template.create')).body.entries).toHaveLength(1)
+      await s.stop()
+      clock.advance(31 * 86_400_000)
+      s = await startTestServer(config, { dataDir, clock })
+      const left = async () =>
+        (await s.api('GET', '/v2/audit?action=template.create')).body.entries.map((e: any) => e.resourceId)
+      // Pruning runs in the background once the server is ready.
+      for (let i = 0; i < 100 && (await left()).length > 0; i++) await new Promise((r) => setTimeout(r, 50))
+      expect(await left()).toEqual([])
+    } finally {
+      await s.stop()
+      rmSync(dataDir, { recursive: true, force: true })
+    }
+  })
+})
+
 describe('audit names of routes', () => {
   it.each([
     ['POST', '/v2/serverless', 'endpoint.create'],
