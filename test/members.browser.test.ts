@@ -70,6 +70,11 @@ describe.skipIf(skip !== null)('members in the web console, in a real browser', 
     await invitee.waitForSelector('h1:has-text("Endpoints")')
     const token = await invitee.evaluate(() => sessionStorage.getItem('hangar.apiKey'))
     expect(token).toMatch(/^hs_/)
+    // A developer's navigation leaves out what the role cannot read; the owner's has it.
+    expect(await invitee.isVisible('nav a:has-text("Members")')).toBe(true)
+    expect(await invitee.isVisible('nav a:has-text("Audit log")')).toBe(false)
+    expect(await invitee.isVisible('nav a:has-text("Billing")')).toBe(false)
+    expect(await page.isVisible('nav a:has-text("Audit log")')).toBe(true)
     // The link is spent: opened again, it offers nothing.
     const again = await (await browser.newContext()).newPage()
     await again.goto(link)

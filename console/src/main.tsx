@@ -4,7 +4,8 @@ import { useEffect, useState } from 'preact/hooks'
 import { PAGES } from './pages/index.js'
 import { SignIn } from './pages/SignIn.js'
 import { Invite } from './pages/Invite.js'
-import { SessionContext, signIn, signOut, storedKey, type Session } from './session.js'
+import { can, SessionContext, signIn, signOut, storedKey, type Session } from './session.js'
+import { NAV_PERMISSIONS } from './navPermissions.js'
 import { NotFoundView } from './ui.js'
 import './styles.css'
 
@@ -16,6 +17,9 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
   const { path } = useLocation()
   const [menu, setMenu] = useState(false)
   const pages = PAGES.filter((p) => !p.admin || session.admin)
+  // A member's navigation lists the pages their role may read (an API key's lists them all, as before).
+  const shown = (href: string) =>
+    session.me.kind !== 'member' || !NAV_PERMISSIONS[href] || can(session, NAV_PERMISSIONS[href])
   useEffect(() => setMenu(false), [path])
   return (
     <div class="shell">
@@ -28,7 +32,7 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
         </button>
         <nav class={menu ? 'nav open' : 'nav'} aria-label="Main">
           {pages
-            .filter((p) => p.nav)
+            .filter((p) => p.nav && shown(p.nav.href))
             .map((p) => (
               <a key={p.nav!.href} href={p.nav!.href} class={path.startsWith(p.nav!.href) ? 'active' : ''}>
                 {p.nav!.label}
