@@ -216,7 +216,7 @@ async function openStoreAndFeed(config: Config, opts: StartOptions) {
 async function buildCatalogAndSecrets(config: Config, { store, clock, log }: Opened) {
   const machine = await detectMachine(config.fleet.detectGpus)
   const kube = config.runtime?.kubernetes
-    ? await openKubernetes(config.runtime.kubernetes, config.dataDir, config.fleet.localDataCenterId)
+    ? await openKubernetes(config.runtime.kubernetes, config.dataDir, config.fleet.localDataCenterId, log)
     : null
   const catalog = new CatalogService(
     config.catalog,
