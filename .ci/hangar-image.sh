@@ -17,13 +17,15 @@ cleanup() {
 trap cleanup EXIT
 t0=$(date +%s)
 
-# The base: busybox (sh, wget and flock for the test cluster's overlay), node and its shared libraries, a user
+# The base: busybox (sh and wget for the test cluster's overlay) and flock, node and its shared libraries, a user
 # 10001 (hangar) and a writable /tmp.
 base="$tmp/base"
 mkdir -p "$base/bin" "$base/etc" "$base/usr/bin" "$base/tmp" "$base/proc" "$base/sys" "$base/dev"
 chmod 1777 "$base/tmp"
 cp /bin/busybox "$base/bin/"
 for a in $(/bin/busybox --list); do [ -e "$base/bin/$a" ] || ln -s busybox "$base/bin/$a"; done
+# Debian's busybox has no flock applet: util-linux's, as in node:20-bookworm-slim (it needs only libc).
+cp /usr/bin/flock "$base/bin/flock"
 printf 'root:x:0:0:root:/root:/bin/sh\nhangar:x:10001:10001:hangar:/data:/bin/sh\n' >"$base/etc/passwd"
 printf 'root:x:0:\nhangar:x:10001:\n' >"$base/etc/group"
 cp "$(readlink -f "$(command -v node)")" "$base/usr/bin/node"

@@ -23,6 +23,8 @@ if [ -n "$cache" ] && [ -d "$cache/node_modules-$lock" ]; then
 else
   cp -a node_modules "$out/node_modules"
   (cd "$out" && npm prune --omit=dev --offline --no-audit --no-fund --loglevel=error >/dev/null)
+  # prune leaves the emptied scope folders (@biomejs, @types, ...) behind.
+  find "$out/node_modules" -mindepth 1 -maxdepth 1 -type d -empty -delete
   if [ -n "$cache" ]; then
     mkdir -p "$cache" && rm -rf "$cache"/node_modules-* && cp -a "$out/node_modules" "$cache/node_modules-$lock"
   fi
