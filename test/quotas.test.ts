@@ -7,7 +7,7 @@ import { until } from './helpers/until.js'
 
 const L4 = 'NVIDIA L4'
 
-/** One host with two virtual L4s: a fleet small enough to run out of. */
+/** Two virtual L4s and a virtual A5000: a fleet small enough to run out of. */
 const fleet = {
   detectGpus: false,
   hosts: [
@@ -17,6 +17,13 @@ const fleet = {
       vcpus: 16,
       memoryGb: 64,
       gpus: [{ typeId: L4, count: 2, cudaVersion: '12.4', virtual: true }],
+    },
+    {
+      id: 'h2',
+      dataCenterId: 'LOCAL-1',
+      vcpus: 8,
+      memoryGb: 32,
+      gpus: [{ typeId: 'NVIDIA RTX A5000', count: 1, cudaVersion: '12.4', virtual: true }],
     },
   ],
 }
@@ -166,6 +173,36 @@ describe('quotas: refusals where requests are made', () => {
     expect((await s.api('POST', `/v2/pods/${pod.id}/action`, { action: 'start' }, stopper)).status).toBe(200)
     await waitPod(s, pod.id, 'RUNNING', stopper)
     expect((await s.api('DELETE', `/v2/pods/${pod.id}`, undefined, stopper)).status).toBe(204)
+  }, 40_000)
+
+  it("evicts the account's own parked worker when the GPU quota refuses a worker of another of its endpoints", async () => {
+    const parker = await s.accountKey('team-park')
+    expect((await setQuotas('team-park', { gpus: 1 })).status).toBe(200)
+    const gpuEp = (name: string, pool: string) =>
+      createEndpoint(
+        s,
+        endpointBody('hangar/echo:latest', {
+          name,
+          cpu: undefined,
+          gpu: { pools: [pool], count: 1 },
+          flashboot: 'FLASHBOOT',
+          workers: { min: 0, max: 1, idleTimeout: 1 },
+        }),
+        parker,
+      ).then((e) => e.id as string)
+    // The parked worker's A5000 could not serve the second endpoint's L4 request: only the quota ties them.
+    const [first, second] = [await gpuEp('park-first', 'AMPERE_24'), await gpuEp('park-second', 'ADA_24')]
+    const runsync = (ep: string) =>
+      s.api('POST', `/v2/${ep}/runsync`, { input: {} }, parker).then((r) => r.body as { status: string })
+    expect((await runsync(first)).status).toBe('COMPLETED')
+    await until(
+      async () => (await s.api('GET', `/v2/serverless/${first}/workers`, undefined, parker)).body.parked.length === 1,
+      15_000,
+      'the first worker parked, holding its GPU',
+    )
+    // The parked worker holds the account's one GPU: it gives way rather than the job waiting for the quota.
+    expect((await runsync(second)).status).toBe('COMPLETED')
+    expect((await s.api('GET', `/v2/serverless/${first}/workers`, undefined, parker)).body.parked).toEqual([])
   }, 40_000)
 
   it('the CLI sets quotas keeping the ones not given, lists them and shows the caller its own', async () => {

@@ -6,7 +6,8 @@ import { QUOTA_PREFIX } from '../../domain/quotas/quotas.js'
 import type { LiveWorker } from './LiveWorker.js'
 
 /** A parked worker as placement weighs it: what it holds, its FlashBoot priority, since when it is parked. */
-export type ParkedWorker = Pick<LiveWorker, 'id' | 'allocation' | 'parkedPriority' | 'phaseSince'>
+export type ParkedWorker = Pick<LiveWorker, 'id' | 'allocation' | 'parkedPriority' | 'phaseSince'> &
+  Partial<Pick<LiveWorker, 'accountId'>>
 
 export interface WorkerPlacerOptions {
   /** The capacity ledger capacity is taken from and given back to. */
@@ -42,7 +43,8 @@ export interface FairShareOptions {
  * Takes capacity for a worker from the fleet ledger: the endpoint's GPU types in order (pools minus
  * exclusions, hosts in its data centers with a fitting CUDA version) or its CPU configurations in order.
  * When nothing is free, parked workers that hold fitting capacity are evicted (FLASHBOOT ones before
- * PRIORITY_FLASHBOOT ones, the longest parked first) until the worker fits.
+ * PRIORITY_FLASHBOOT ones, the longest parked first) until the worker fits; when an account quota refuses
+ * it, the account's own parked workers are evicted the same way.
  */
 export class WorkerPlacer {
   /**
@@ -67,9 +69,11 @@ export class WorkerPlacer {
       this.claims.delete(id)
       return result
     }
+    // Refused by a quota: the account's own parked workers count against it, and give way as they do for capacity.
+    const quota = result.reason.startsWith(QUOTA_PREFIX)
     const candidates = this.o
       .parked()
-      .filter((w) => w.allocation && fits(w.allocation, req))
+      .filter((w) => w.allocation && (quota ? w.accountId === ep.accountId : fits(w.allocation, req)))
       .sort((a, b) => Number(a.parkedPriority) - Number(b.parkedPriority) || a.phaseSince - b.phaseSince)
     for (const w of candidates) {
       fleet.release(w.id)
