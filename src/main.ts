@@ -425,6 +425,7 @@ function buildWorkersAndRuntime(
     metrics: counted,
     lbDrainMs: config.loadBalancer.requestTimeoutMs,
     meter,
+    share: p.resources.quotas,
     feed,
   })
   // LOAD_BALANCER endpoints: health checks make workers ready; the balancer hands requests to ready ones.
@@ -446,6 +447,7 @@ function buildWorkersAndRuntime(
     config: config.jobs,
     loadBalancer: balancer,
     dropped,
+    share: p.resources.quotas,
   })
   // Cycles, closed once both ends exist: the workers list shows the scaler's and the health checks' view of
   // the workers they watch; a READY check hands waiting requests to the balancer's workers; the metrics, which
@@ -568,7 +570,15 @@ function buildServices(
     installationId: installationId(config.dataDir),
     quotas: p.resources.quotas,
   })
-  const clusters = new ClusterService({ store, clock, catalog, pods, networkVolumes, sshKeys })
+  const clusters = new ClusterService({
+    store,
+    clock,
+    catalog,
+    pods,
+    networkVolumes,
+    sshKeys,
+    quotas: p.resources.quotas,
+  })
   const endpoints = new EndpointService({
     store,
     catalog,

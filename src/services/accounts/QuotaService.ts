@@ -145,15 +145,19 @@ export class QuotaService {
     if (b) throw new QuotaExceeded(b, what)
   }
 
-  /** Refuses a new pod past the pods quota, or one whose start would be refused (see admitPodStart). */
-  async admitPodCreate(accountId: string, gpus: number): Promise<void> {
+  /**
+   * Refuses new pods past the pods quota, or whose start would be refused (see admitPodStart): one pod, or a
+   * cluster's members at once (`pods` of them, `gpus` in all).
+   */
+  async admitPodCreate(accountId: string, gpus: number, opts: { pods?: number; what?: string } = {}): Promise<void> {
+    const what = opts.what ?? 'pod create'
     const q = await this.fresh(accountId)
     const pods = (await this.o.store.pods.list({ accountId, includeClusterPods: true })).filter(
       (p) => p.status !== 'TERMINATED',
     ).length
-    const b = wouldPass(q, { pods }, { pods: 1 })
-    if (b) throw new QuotaExceeded(b, 'pod create')
-    this.admitPodStart(accountId, gpus, 'pod create')
+    const b = wouldPass(q, { pods }, { pods: opts.pods ?? 1 })
+    if (b) throw new QuotaExceeded(b, what)
+    this.admitPodStart(accountId, gpus, what)
   }
 
   /**

@@ -1,4 +1,5 @@
 import { randomBytes, randomInt } from 'node:crypto'
+import type { QuotaService } from '../accounts/QuotaService.js'
 import { createServer } from 'node:net'
 import type { CatalogService } from '../../catalog/CatalogService.js'
 import type { Allocation } from '../../catalog/Fleet.js'
@@ -22,6 +23,8 @@ export interface ClusterServiceDeps {
   clock: Clock
   catalog: CatalogService
   pods: Pick<PodService, 'startCreated' | 'viewOf' | 'terminate'>
+  /** Account quotas: a cluster's members count as pods and GPUs (absent: none). */
+  quotas?: Pick<QuotaService, 'admitPodCreate'>
   networkVolumes: Pick<NetworkVolumeService, 'get'>
   sshKeys: Pick<SshKeyService, 'keysOf'>
 }
@@ -59,6 +62,10 @@ export class ClusterService {
       (d) => !volumeDc || d === volumeDc,
     )
     const ids = Array.from({ length: podCount }, () => newId('pod_'))
+    await this.deps.quotas?.admitPodCreate(p.accountId, podCount * gpuCountPerPod, {
+      pods: podCount,
+      what: 'cluster create',
+    })
     const placed = this.placeAll(ids, candidates, spec.member.gpu!, p.accountId)
     if ('fits' in placed) {
       const line = `compute: no data center can hold all ${podCount} pods of ${gpuCountPerPod} x ${gpuTypeId}; ${placed.fits.map((f) => `${f.dc} fits ${f.n}`).join(', ') || 'no data center is acceptable'}`
