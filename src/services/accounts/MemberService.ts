@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 import type {
   AcceptInvitation,
   CreatedInvitation,
@@ -20,6 +20,7 @@ import { ROLE_GRANTS, type Permission, type Role } from '../../domain/members/ro
 import type { InvitationRecord, MemberRecord } from '../../store/MemberStore.js'
 import type { Store } from '../../store/Store.js'
 import { ADMIN_ACCOUNT, type Principal } from './AccountService.js'
+import { invitationView, keyView, memberView, sameHash, sha256 } from './memberViews.js'
 
 /** What a principal carries when a member (a session or a member's own key) is calling. */
 export interface MemberPrincipal {
@@ -371,42 +372,4 @@ export class MemberService {
 /** An owner's session or key, or an account's ALL key (which stands for the account as a whole). */
 function isOwner(p: Principal): boolean {
   return p.member ? p.member.owner : p.permission === 'ALL'
-}
-
-function sha256(s: string): string {
-  return createHash('sha256').update(s).digest('hex')
-}
-
-function sameHash(a: string, b: string): boolean {
-  return timingSafeEqual(Buffer.from(a, 'hex'), Buffer.from(b, 'hex'))
-}
-
-function memberView(m: MemberRecord): Member {
-  const { passwordHash: _hash, ...rest } = m
-  return rest
-}
-
-function keyView(k: {
-  id: string
-  name: string | null
-  role: Role
-  prefix: string
-  createdAt: string
-  expiresAt: string | null
-  revokedAt: string | null
-}): MemberKey {
-  return {
-    id: k.id,
-    name: k.name,
-    role: k.role,
-    prefix: k.prefix,
-    createdAt: k.createdAt,
-    expiresAt: k.expiresAt,
-    revokedAt: k.revokedAt,
-  }
-}
-
-function invitationView(i: InvitationRecord): Invitation {
-  const { tokenHash: _hash, ...rest } = i
-  return rest
 }
