@@ -126,7 +126,10 @@ export function registerAudit(app: FastifyInstance, audit: AuditLog): void {
       const params = paramsOf(req)
       const status = reply.statusCode
       audit.record({
-        actor: { type: 'key', id: req.principal.keyId, accountId: req.principal.accountId },
+        // A member acting through a session or their own key is the member; the account's keys are themselves.
+        actor: req.principal.member
+          ? { type: 'member', id: req.principal.member.id, accountId: req.principal.accountId }
+          : { type: 'key', id: req.principal.keyId, accountId: req.principal.accountId },
         action: actionOf(spec, req),
         resourceType: spec.resourceType,
         resourceId: params.id ?? params.endpointId ?? req.auditCreatedId,
