@@ -26,11 +26,13 @@ describe('the simulated fleet (bench/fleet)', () => {
     workers = new VirtualWorkers({ jobMs: 50, streamChunks: 1, progress: true })
     const runtime = new SimulatedRuntime({ fleet: workers })
     s = await startTestServer({ fleet, jobs: { pingIntervalMs: 1000 } }, { runtime: () => runtime })
-    const ep = await createEndpoint(s, endpointBody('sim/any:latest', { workers: { min: 0, max: 3, idleTimeout: 60 } }))
+    const ep = await createEndpoint(s, endpointBody('sim/any:latest', { workers: { min: 0, max: 4, idleTimeout: 60 } }))
     const ids: string[] = []
-    for (let i = 0; i < 30; i++) ids.push((await jobCall(s, 'POST', `/v2/${ep.id}/run`, { input: { i } })).body.id)
+    for (let i = 0; i < 12; i++) ids.push((await jobCall(s, 'POST', `/v2/${ep.id}/run`, { input: { i } })).body.id)
     for (const id of ids) expect((await waitFinal(s, ep.id, id)).status).toBe('COMPLETED')
-    expect(workers.duplicates()).toEqual({ taken: 30, twice: [], rerun: 0 })
+    expect(workers.duplicates()).toEqual({ taken: 12, twice: [], rerun: 0 })
+    // Each job posted its progress and its stream chunk before its result.
+    expect(workers.stats.streams).toBe(12)
     expect(workers.stats.firstError).toBeNull()
     expect(runtime.starts.begun).toBeGreaterThan(0)
   })

@@ -29,6 +29,7 @@ export function kubeMessageOf(err: unknown): string {
         const status = JSON.parse(body) as { message?: string }
         if (status.message) return status.message
       } catch {
+        // Not a Status object (a proxy's text, say): the text itself is the message.
         if (body) return body
       }
     } else if (typeof body === 'object' && body !== null && 'message' in body) {

@@ -49,7 +49,15 @@ export class WorkerRecovery {
       )
     }
     // Started by the previous run but never recorded as started (it crashed in between): not wanted.
-    for (const l of listed.values()) await runtime.remove(l.ref).catch(() => undefined)
+    for (const l of listed.values())
+      await runtime
+        .remove(l.ref)
+        .catch((err: Error) =>
+          log.warn(
+            { runtimeRef: l.ref, err: err.message },
+            'cannot remove a workload the previous run left unrecorded',
+          ),
+        )
   }
 
   /**
@@ -103,8 +111,17 @@ export class WorkerRecovery {
       [LABELS.host]: hostId,
     })) {
       if (owned.has(l.ref)) continue
-      await deps.runtime.remove(l.ref).catch(() => undefined)
-      deps.log.info({ hostId, runtimeRef: l.ref }, 'removed a worker left on a host that was down')
+      const removed = await deps.runtime.remove(l.ref).then(
+        () => true,
+        (err: Error) => {
+          deps.log.warn(
+            { hostId, runtimeRef: l.ref, err: err.message },
+            'cannot remove a worker left on a host that was down',
+          )
+          return false
+        },
+      )
+      if (removed) deps.log.info({ hostId, runtimeRef: l.ref }, 'removed a worker left on a host that was down')
     }
   }
 
@@ -126,7 +143,11 @@ export class WorkerRecovery {
     const allocation = adoptableAllocation(r, found, r.hostId ? deps.baseUrl(r.hostId) : '')
     const ep = allocation ? await store.endpoints.get(r.endpointId) : undefined
     if (!allocation || !ep || !catalog.fleet.restore(allocation)) return false
-    const handle = await runtime.adopt(found.ref).catch(() => null)
+    const handle = await runtime.adopt(found.ref).catch((err: Error) => {
+      // Not adopted: the caller removes it and records its end, as for any worker that cannot be taken back.
+      log.warn({ workerId: r.id, runtimeRef: found.ref, err: err.message }, 'cannot adopt a worker of the previous run')
+      return null
+    })
     if (!handle) {
       catalog.fleet.release(r.id)
       return false

@@ -14,6 +14,7 @@ export function adoptableAllocation(r: WorkerRecord, found: ListedWorkload, url:
     const a = JSON.parse(found.labels[LABELS.allocation] ?? '') as Allocation
     return a.hostId === r.hostId ? { ...a, id: r.id } : null
   } catch {
+    // A label that is not an allocation (another version wrote it, or someone edited it): not adoptable.
     return null
   }
 }
