@@ -26,9 +26,8 @@ export async function openKubernetes(
 ): Promise<KubernetesRuntime> {
   const kc = kubeConfigOf(c)
   const api = kc.makeApiClient(CoreV1Api)
-  // A Role short of a rule is a start-up error naming the verb and resource, not workers that never start. No
-  // logger reaches this far: the one warning (reviews unanswered) goes to stderr.
-  await checkPermissions(kc, c.namespace, (m) => console.warn(m))
+  // A Role short of a rule is a start-up error naming the verb and resource, not workers that never start.
+  await checkPermissions(kc, c.namespace, (m) => (log ? log.warn({ namespace: c.namespace }, m) : console.warn(m)))
   let found
   try {
     found = await clusterHosts(api, c, dataCenterId)
