@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prepares the build context of deploy/kubernetes/Containerfile in DIR: the built server and console (dist/),
 # bin/, package.json and the production dependencies only (node_modules after `npm prune --omit=dev`: no
-# TypeScript, vitest, Biome or vite in the image). Run from a clone where `npm ci` has run, on the same CPU
+# TypeScript, vitest, Biome or vite in the image). dist/ is taken as built (`npm run build` first; built only when
+# missing). Run from a clone where `npm ci` has run, on the same CPU
 # architecture and a glibc no newer than the image's base (better-sqlite3's native module is copied as built):
 #   deploy/kubernetes/image-context.sh /tmp/hangar-image
 #   podman build -f deploy/kubernetes/Containerfile -t registry.example.com/hangar:1.0.0 /tmp/hangar-image
