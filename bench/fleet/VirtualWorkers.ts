@@ -15,6 +15,11 @@ export interface VirtualWorkerOptions {
   stopChannel?: boolean
   /** Connections of the shared agent (held job-takes and job-stops each keep one). */
   connections?: number
+  /**
+   * ms from a worker's start to its first call, drawn uniformly from this range: a Python worker takes about
+   * a second to import the SDK and its handler (default 500-2,000 ms; `[0, 0]`: at once).
+   */
+  bootMs?: [number, number]
 }
 
 /** A job a virtual worker ran, counted when it was taken. */
@@ -182,6 +187,18 @@ class VirtualWorker {
   }
 
   run(): void {
+    const [lo, hi] = this.fleet.opts.bootMs ?? [500, 2_000]
+    const boot = lo + Math.random() * (hi - lo)
+    if (boot <= 0) return this.begin()
+    const t = setTimeout(() => {
+      this.timers.delete(t)
+      this.begin()
+    }, boot)
+    this.timers.add(t)
+  }
+
+  private begin(): void {
+    if (this.ended) return
     this.pingLoop()
     void this.takeLoop()
     if (this.stopUrl && this.fleet.opts.stopChannel !== false) void this.stopLoop(this.stopUrl)
