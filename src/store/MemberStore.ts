@@ -78,6 +78,7 @@ export interface MemberStore {
 
   insertSession(session: SessionRecord): Promise<void>
   findSession(tokenHash: string): Promise<SessionRecord | undefined>
+  getSession(id: string): Promise<SessionRecord | undefined>
   /** Sets revokedAt once; false when unknown or already revoked. */
   revokeSession(id: string, at: string): Promise<boolean>
   /** Revokes every open session of a member but `exceptId`; returns how many. */

@@ -63,6 +63,8 @@ export function memberCases(store: () => Store): void {
       }
       await s.members.insertSession(session)
       expect(await s.members.findSession(session.tokenHash)).toEqual(session)
+      expect(await s.members.getSession(session.id)).toEqual(session)
+      expect(await s.members.getSession('ses_nobody')).toBeUndefined()
       expect(await s.members.revokeSession(session.id, at(5))).toBe(true)
       expect(await s.members.revokeSession(session.id, at(6))).toBe(false)
       expect((await s.members.findSession(session.tokenHash))?.revokedAt).toBe(at(5))

@@ -42,7 +42,8 @@ export const podProxyRoutes =
             'unauthorized',
             'missing credentials: send Authorization: Bearer <key>, or open the port from the console',
           )
-        req.principal = podLinks.verify(token, id, Number(port))
+        // Checked at each use: a link ends with the key, session or member that opened it.
+        req.principal = await accounts.linkHolder(podLinks.verify(token, id, Number(port)))
         if (fromQuery !== null) {
           // The token leaves the address bar (and the program's logs): the cookie carries it from now on.
           url.searchParams.delete('hangar_link')

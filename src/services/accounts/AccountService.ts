@@ -5,6 +5,7 @@ import { iso, type Clock } from '../../domain/clock.js'
 import { DomainError, notFound } from '../../domain/errors.js'
 import { newId } from '../../domain/ids.js'
 import type { AccountRecord, ApiKeyRecord, Store } from '../../store/Store.js'
+import type { LinkHolder } from '../pods/PodLinks.js'
 import { MemberService, type MemberPrincipal } from './MemberService.js'
 
 /** Who is calling, as established from a valid API key. */
@@ -205,6 +206,27 @@ export class AccountService {
     this.remember(presented, { principal, reason: '', at: now })
     void this.deps.store.apiKeys.touch(record!.id, iso(now))
     return principal
+  }
+
+  /**
+   * What a pod's link (PodLinks) may do now: no more than when it was opened, and nothing once the key, session or
+   * member that opened it is revoked, signed out or removed; a member's demotion narrows it. 401 when it ended.
+   */
+  async linkHolder(link: LinkHolder): Promise<Principal> {
+    const issued = link.principal
+    let now: Principal | undefined
+    if (link.member) now = await this.members.byCredential(link.member.id, issued.keyId, link.member.session)
+    else {
+      const k = await this.deps.store.apiKeys.get(issued.keyId)
+      const ok = k && !k.revokedAt && !(k.expiresAt && Date.parse(k.expiresAt) <= this.deps.clock.now())
+      now = ok ? issued : undefined
+    }
+    if (!now)
+      throw unauthorized(
+        `the ${link.member ? (link.member.session ? 'session' : "member's key") : 'API key'} that opened this link has ended: open the pod's port again from the console`,
+      )
+    const rank = { RESTRICTED: 0, READ_ONLY: 1, ALL: 2 } as const
+    return rank[now.permission] < rank[issued.permission] ? { ...issued, permission: now.permission } : issued
   }
 
   private readonly expiry = new WeakMap<Principal, number>()

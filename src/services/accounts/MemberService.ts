@@ -82,6 +82,26 @@ export class MemberService {
   }
 
   /**
+   * The principal of a member's credential by its id (a session, or one of the member's keys), as it is now: what
+   * a pod's link opened by that credential may still do. Undefined when the member is gone or the credential
+   * was signed out, revoked or has expired.
+   */
+  async byCredential(memberId: string, credentialId: string, session: boolean): Promise<Principal | undefined> {
+    const { store } = this.deps
+    const m = await store.members.get(memberId)
+    if (!m) return undefined
+    const now = this.deps.clock.now()
+    if (session) {
+      const s = await store.members.getSession(credentialId)
+      if (!s || s.memberId !== m.id || s.revokedAt || Date.parse(s.expiresAt) <= now) return undefined
+      return this.principal(m, { keyRole: null, credentialId, sessionId: credentialId })
+    }
+    const k = (await store.members.listKeys(m.id)).find((x) => x.id === credentialId)
+    if (!k || k.revokedAt || (k.expiresAt && Date.parse(k.expiresAt) <= now)) return undefined
+    return this.principal(m, { keyRole: k.role, credentialId, sessionId: null })
+  }
+
+  /**
    * Signs a member in with email and password: a new session (never one the client names, so no session can be
    * fixed in advance). Unknown emails cost a scrypt like wrong passwords, and both get the same answer.
    * `onRefusedMember` hears of a wrong password for a known member (for the audit log).

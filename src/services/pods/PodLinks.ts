@@ -17,6 +17,15 @@ interface LinkClaims {
   admin: boolean
   rateLimitExempt: boolean
   exp: number
+  /** A member's link: the member, and whether `keyId` is their session (else their own key). */
+  member?: { id: string; session: boolean }
+}
+
+/** Who a link stands for: the principal it was issued to, and the member behind it (checked at each use). */
+export interface LinkHolder {
+  principal: Principal
+  /** The member who opened it, and whether through a session (`principal.keyId` is then the session's id). */
+  member: { id: string; session: boolean } | null
 }
 
 /**
@@ -38,6 +47,7 @@ export class PodLinks {
       admin: p.admin,
       rateLimitExempt: p.rateLimitExempt,
       exp,
+      ...(p.member ? { member: { id: p.member.id, session: p.member.sessionId !== null } } : {}),
     }
     return {
       token: Buffer.from(this.deps.secrets.seal(JSON.stringify(claims), context(podId, port))).toString('base64url'),
@@ -45,8 +55,11 @@ export class PodLinks {
     }
   }
 
-  /** The principal a token stands for; 401 when it is not a link to this pod and port, or expired. */
-  verify(token: string, podId: string, port: number): Principal {
+  /**
+   * Who a token stands for; 401 when it is not a link to this pod and port, or expired. A member's link is only
+   * as good as the session or key that opened it: the caller checks that (`AccountService.linkHolder`).
+   */
+  verify(token: string, podId: string, port: number): LinkHolder {
     let claims: LinkClaims
     try {
       claims = JSON.parse(
@@ -64,12 +77,15 @@ export class PodLinks {
         `this link to port ${port} of pod ${podId} expired at ${new Date(claims.exp).toISOString()}: open it again from the console`,
       )
     return {
-      accountId: claims.accountId,
-      keyId: claims.keyId,
-      permission: claims.permission,
-      admin: claims.admin,
-      endpointIds: [],
-      rateLimitExempt: claims.rateLimitExempt === true,
+      principal: {
+        accountId: claims.accountId,
+        keyId: claims.keyId,
+        permission: claims.permission,
+        admin: claims.admin,
+        endpointIds: [],
+        rateLimitExempt: claims.rateLimitExempt === true,
+      },
+      member: claims.member ?? null,
     }
   }
 

@@ -58,6 +58,9 @@ export class PgMemberStore implements MemberStore {
   findSession(tokenHash: string) {
     return this.one('SELECT * FROM member_sessions WHERE token_hash = $1', [tokenHash], sessionFromRow)
   }
+  getSession(id: string) {
+    return this.one('SELECT * FROM member_sessions WHERE id = $1', [id], sessionFromRow)
+  }
   revokeSession(id: string, at: string) {
     return this.changed('UPDATE member_sessions SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', [at, id])
   }

@@ -26,6 +26,7 @@ export class SqliteMemberStore implements MemberStore {
         p(`INSERT INTO member_sessions (id, member_id, account_id, token_hash, created_at, expires_at, revoked_at, ip)
         VALUES (@id, @memberId, @accountId, @tokenHash, @createdAt, @expiresAt, @revokedAt, @ip)`),
       session: p('SELECT * FROM member_sessions WHERE token_hash = ?'),
+      sessionById: p('SELECT * FROM member_sessions WHERE id = ?'),
       revokeSession: p('UPDATE member_sessions SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL'),
       insKey:
         p(`INSERT INTO member_keys (id, member_id, account_id, name, role, hash, prefix, created_at, expires_at, revoked_at)
@@ -75,6 +76,10 @@ export class SqliteMemberStore implements MemberStore {
   }
   async findSession(tokenHash: string) {
     const r = this.st.session.get(tokenHash) as Row | undefined
+    return r ? sessionFromRow(r) : undefined
+  }
+  async getSession(id: string) {
+    const r = this.st.sessionById.get(id) as Row | undefined
     return r ? sessionFromRow(r) : undefined
   }
   async revokeSession(id: string, at: string) {
