@@ -85,4 +85,42 @@ describe('members: what outlives a member', () => {
     expect((await s.api('POST', `/v2/admin/keys/${apiKey.id}/revoke`)).status).toBe(200)
     expect(await proxied(apiJar)).toBe(401)
   })
+
+  it('ends the invitations a member made when they are removed, and those above their new role when demoted', async () => {
+    const accept = (token: string, tag: string) =>
+      s.api(
+        'POST',
+        '/v2/invitations/accept',
+        { token, email: `${tag}-${Date.now()}@example.com`, password: 'correct horse battery staple' },
+        null,
+      )
+    const invite = async (by: string, role: string) => {
+      const r = await s.api('POST', '/v2/invitations', { role }, by)
+      expect(r.status, JSON.stringify(r.body)).toBe(201)
+      return r.body.token as string
+    }
+    // Control: an admin's invitation works while the admin does.
+    const admin = await addMember(s, owner.token, 'admin')
+    expect((await accept(await invite(admin.token, 'developer'), 'ctl')).status).toBe(201)
+
+    // An admin about to be removed keeps an admin link, to come back under another email: it ends with them.
+    const leaving = await addMember(s, owner.token, 'admin')
+    const kept = await invite(leaving.token, 'admin')
+    expect((await s.api('DELETE', `/v2/members/${leaving.id}`, undefined, owner.token)).status).toBe(204)
+    expect((await accept(kept, 'back')).status).toBe(404)
+
+    // Demoted to developer: their admin invitation ends, a developer one they may still give stays.
+    const demoted = await addMember(s, owner.token, 'admin')
+    const above = await invite(demoted.token, 'admin')
+    const within = await invite(demoted.token, 'developer')
+    expect((await s.api('PATCH', `/v2/members/${demoted.id}`, { role: 'developer' }, owner.token)).status).toBe(200)
+    expect((await accept(above, 'above')).status).toBe(404)
+    expect((await accept(within, 'within')).status).toBe(201)
+
+    // The account's revoked API key: its invitations end too.
+    const apiKey = (await s.api('POST', '/v2/admin/keys', { account: 'atk-team', permission: 'ALL' })).body
+    const byKey = await invite(apiKey.key, 'owner')
+    expect((await s.api('POST', `/v2/admin/keys/${apiKey.id}/revoke`)).status).toBe(200)
+    expect((await accept(byKey, 'bykey')).status).toBe(404)
+  })
 })

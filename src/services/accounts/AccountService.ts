@@ -143,6 +143,8 @@ export class AccountService {
     const key = await this.deps.store.apiKeys.get(id)
     if (!key) throw notFound('API key', id)
     if (!key.revokedAt) await this.deps.store.apiKeys.revoke(id, this.now())
+    // The invitations it made in its account end with it (an admin key's into other accounts stay: revoke them).
+    await this.members.endInvitationsBy(key.accountId, key.id)
     this.cache.clear()
     this.deps.feed?.publish('keys.revoked')
     const account = await this.deps.store.accounts.get(key.accountId)

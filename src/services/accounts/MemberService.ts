@@ -16,7 +16,7 @@ import { iso, type Clock } from '../../domain/clock.js'
 import { DomainError, notFound } from '../../domain/errors.js'
 import { newId } from '../../domain/ids.js'
 import { decoyHash, hashPassword, verifyPassword } from '../../domain/members/password.js'
-import { ROLE_GRANTS, type Permission, type Role } from '../../domain/members/roles.js'
+import { ROLE_GRANTS, within, type Permission, type Role } from '../../domain/members/roles.js'
 import type { InvitationRecord, MemberRecord } from '../../store/MemberStore.js'
 import type { Store } from '../../store/Store.js'
 import { ADMIN_ACCOUNT, type Principal } from './AccountService.js'
@@ -208,6 +208,7 @@ export class MemberService {
       throw new DomainError('forbidden', `member ${target.id} is an owner: only an owner can change an owner's role`)
     if (target.role === 'owner' && role !== 'owner') await this.keepAnOwner(target)
     await this.deps.store.members.setRole(target.id, role, this.now())
+    await this.endInvitationsBy(target.accountId, target.id, role)
     return memberView((await this.deps.store.members.get(target.id))!)
   }
 
@@ -218,6 +219,7 @@ export class MemberService {
       throw new DomainError('forbidden', `member ${target.id} is an owner: only an owner can remove an owner`)
     if (target.role === 'owner') await this.keepAnOwner(target)
     await this.deps.store.members.delete(target.id)
+    await this.endInvitationsBy(target.accountId, target.id)
   }
 
   async invite(p: Principal, body: CreateInvitation): Promise<CreatedInvitation> {
@@ -256,6 +258,16 @@ export class MemberService {
     // In the fragment: browsers do not send it, so the token stays out of every request log on the way.
     const url = `/console/invite#${token}`
     return { ...invitationView(record), token, url }
+  }
+
+  /**
+   * Revokes the open invitations that `createdBy` (a member or an account's key) made in the account, or only
+   * those offering more than `limit`: a link outlives no one, and offers no more than its maker may give now.
+   */
+  async endInvitationsBy(accountId: string, createdBy: string, limit?: Role): Promise<void> {
+    for (const inv of await this.deps.store.members.listInvitations(accountId))
+      if (inv.createdBy === createdBy && !inv.acceptedAt && !inv.revokedAt && !(limit && within(inv.role, limit)))
+        await this.deps.store.members.revokeInvitation(inv.id, this.now())
   }
 
   async invitations(p: Principal): Promise<Invitation[]> {
