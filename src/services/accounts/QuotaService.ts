@@ -161,6 +161,20 @@ export class QuotaService {
   }
 
   /**
+   * The pods quota again, inside the transaction that inserts the pods (admitPodCreate answers first, before
+   * placement; this one decides): racing creates cannot all pass the last pod.
+   */
+  async admitPods(tx: Collections, accountId: string, pods: number, what: string): Promise<void> {
+    const q = await tx.quotas.get(accountId)
+    if (!q || q.pods === null) return
+    const held = (await tx.pods.list({ accountId, includeClusterPods: true })).filter(
+      (p) => p.status !== 'TERMINATED',
+    ).length
+    const b = wouldPass(q, { pods: held }, { pods })
+    if (b) throw new QuotaExceeded(b, what)
+  }
+
+  /**
    * Inside the transaction that writes the endpoint: refuses a create, or a PATCH raising workers.max, that
    * would pass the workers quota (workers.max summed over the account's endpoints), and a workers.min that
    * alone needs more GPUs than the GPU quota. Read in the transaction: on PostgreSQL (SERIALIZABLE) two
@@ -184,11 +198,15 @@ export class QuotaService {
       throw new QuotaExceeded({ quota: 'gpus', use: 0, requested: minGpus, limit: q.gpus }, `${what} (workers.min)`)
   }
 
-  /** Refuses a network volume create or grow past the networkVolumeGb quota. */
-  async admitVolume(accountId: string, addGb: number, what: string): Promise<void> {
-    const q = await this.fresh(accountId)
+  /**
+   * Refuses a network volume create or grow past the networkVolumeGb quota. Read in the transaction that writes
+   * the volume, as admitEndpoint: concurrent creates cannot all pass the last GB (the SQLite store runs one
+   * transaction at a time; PostgreSQL's SERIALIZABLE refuses the second).
+   */
+  async admitVolume(tx: Collections, accountId: string, addGb: number, what: string): Promise<void> {
+    const q = await tx.quotas.get(accountId)
     if (!q || q.networkVolumeGb === null || addGb <= 0) return
-    const gb = (await this.o.store.networkVolumes.list(accountId)).reduce((t, v) => t + v.size, 0)
+    const gb = (await tx.networkVolumes.list(accountId)).reduce((t, v) => t + v.size, 0)
     const b = wouldPass(q, { networkVolumeGb: gb }, { networkVolumeGb: addGb })
     if (b) throw new QuotaExceeded(b, what)
   }

@@ -24,7 +24,7 @@ export interface ClusterServiceDeps {
   catalog: CatalogService
   pods: Pick<PodService, 'startCreated' | 'viewOf' | 'terminate'>
   /** Account quotas: a cluster's members count as pods and GPUs (absent: none). */
-  quotas?: Pick<QuotaService, 'admitPodCreate'>
+  quotas?: Pick<QuotaService, 'admitPodCreate' | 'admitPods'>
   networkVolumes: Pick<NetworkVolumeService, 'get'>
   sshKeys: Pick<SshKeyService, 'keysOf'>
 }
@@ -119,6 +119,7 @@ export class ClusterService {
     })
     try {
       await store.transaction(async (tx) => {
+        await this.deps.quotas?.admitPods(tx, p.accountId, podCount, 'cluster create')
         await tx.clusters.insert(cluster)
         for (const m of members) await tx.pods.insert(m)
       })

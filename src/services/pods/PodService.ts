@@ -49,7 +49,7 @@ export interface PodServiceDeps {
   /** This installation's id (one per data dir), put on every pod workload's labels. */
   installationId: string
   /** Account quotas: pods, GPUs, spend limits (absent: none). */
-  quotas?: Pick<QuotaService, 'admitPodCreate' | 'admitPodStart'>
+  quotas?: Pick<QuotaService, 'admitPodCreate' | 'admitPodStart' | 'admitPods'>
 }
 
 /**
@@ -97,7 +97,11 @@ export class PodService {
     await this.deps.quotas?.admitPodCreate(p.accountId, pod.gpu?.count ?? 0)
     const allocation = await this.place(pod)
     try {
-      await this.deps.store.pods.insert(pod)
+      // The pods quota decided in the transaction that inserts: racing creates cannot all pass the last pod.
+      await this.deps.store.transaction(async (tx) => {
+        await this.deps.quotas?.admitPods(tx, p.accountId, 1, 'pod create')
+        await tx.pods.insert(pod)
+      })
     } catch (err) {
       this.deps.catalog.fleet.release(pod.id)
       throw err

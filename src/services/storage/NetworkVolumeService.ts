@@ -51,7 +51,6 @@ export class NetworkVolumeService {
       )
     }
     v.throwIfAny('bad_request')
-    await this.deps.quotas?.admitVolume(accountId, body.size, 'network volume create')
     const record: NetworkVolumeRecord = {
       id: newId('vol_'),
       accountId,
@@ -64,7 +63,11 @@ export class NetworkVolumeService {
     const dir = this.pathOf(record)
     await mkdir(dir, { recursive: true })
     try {
-      await this.docs.insert(record)
+      // The quota is read in the transaction that inserts: racing creates cannot all pass its last GB.
+      await this.deps.store.transaction(async (tx) => {
+        await this.deps.quotas?.admitVolume(tx, accountId, body.size, 'network volume create')
+        await tx.networkVolumes.insert(record)
+      })
     } catch (err) {
       await rm(dir, { recursive: true, force: true })
       throw err
@@ -95,8 +98,10 @@ export class NetworkVolumeService {
       throw new DomainError('bad_request', line, [line])
     }
     const next: NetworkVolumeRecord = { ...current, name: body.name ?? current.name, size: body.size ?? current.size }
-    await this.deps.quotas?.admitVolume(accountId, next.size - current.size, 'network volume grow')
-    await this.docs.update(next)
+    await this.deps.store.transaction(async (tx) => {
+      await this.deps.quotas?.admitVolume(tx, accountId, next.size - current.size, 'network volume grow')
+      await tx.networkVolumes.update(next)
+    })
     await this.deps.meter?.volumeChanged(next)
     return view(next)
   }
