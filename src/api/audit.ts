@@ -18,6 +18,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The id of the resource a create made, read from its answer (the only thing read from it). */
     auditCreatedId: string | null
+    /** Whether this request's entry was recorded (once, as its answer was made). */
+    auditRecorded: boolean
   }
 }
 
@@ -83,7 +85,7 @@ export function auditSpecOf(method: string, url: string): AuditSpec | null {
 }
 
 /**
- * Records every change made through the API in the audit log, once, here: an `onResponse` hook over the
+ * Records every change made through the API in the audit log, once, here: a hook on the answer of each of the
  * mutating routes, so that no route can be forgotten and refusals (403 from authorization, 400, 409, quota
  * refusals) are recorded as well as successes, which calls inside services would miss. Only names are
  * recorded: the route's action, the resource's id (from the path, or the `id` of a create's answer), the
@@ -97,6 +99,7 @@ export function registerAudit(app: FastifyInstance, audit: AuditLog): void {
   app.addHook('onReady', async () => audit.start())
   app.addHook('onClose', async () => audit.stop())
   app.decorateRequest('auditCreatedId', null)
+  app.decorateRequest('auditRecorded', false)
   // The hooks go on the audited routes only, decided once as each route is added: job traffic and the worker
   // protocol pay nothing for the log.
   app.addHook('onRoute', (route) => {
@@ -107,24 +110,12 @@ export function registerAudit(app: FastifyInstance, audit: AuditLog): void {
       if (spec) specs.set(method, spec)
     }
     if (specs.size === 0) return
-    const onSend: onSendHookHandler = (req, reply, payload, done) => {
-      // A create's new id is in its answer only: read that one field of a 2xx JSON answer without a path id.
-      if (req.method === 'POST' && reply.statusCode < 300 && typeof payload === 'string' && !paramsOf(req).id) {
-        try {
-          const id = (JSON.parse(payload) as { id?: unknown } | null)?.id
-          if (typeof id === 'string') req.auditCreatedId = id
-        } catch {
-          // Not JSON: no id to take from it.
-        }
-      }
-      done(null, payload)
-    }
-    const onResponse: onResponseHookHandler = (req, reply, done) => {
+    const record = (req: FastifyRequest, status: number) => {
       const spec = specs.get(req.method)
-      // Callers without a valid key have no principal: not recorded (see above).
-      if (!spec || !req.principal) return done()
+      // Callers without a valid key have no principal: not recorded (see above). Recorded once per request.
+      if (!spec || !req.principal || req.auditRecorded) return
+      req.auditRecorded = true
       const params = paramsOf(req)
-      const status = reply.statusCode
       audit.record({
         // A member acting through a session or their own key is the member; the account's keys are themselves.
         actor: req.principal.member
@@ -138,6 +129,25 @@ export function registerAudit(app: FastifyInstance, audit: AuditLog): void {
         ip: req.ip ?? null,
         requestId: typeof req.id === 'string' ? req.id : null,
       })
+    }
+    // Recorded as the answer is made, not once it is delivered: a client that hangs up before the answer of
+    // its change (a DELETE, say) must not leave the change unrecorded, and Fastify runs no onResponse then.
+    const onSend: onSendHookHandler = (req, reply, payload, done) => {
+      // A create's new id is in its answer only: read that one field of a 2xx JSON answer without a path id.
+      if (req.method === 'POST' && reply.statusCode < 300 && typeof payload === 'string' && !paramsOf(req).id) {
+        try {
+          const id = (JSON.parse(payload) as { id?: unknown } | null)?.id
+          if (typeof id === 'string') req.auditCreatedId = id
+        } catch {
+          // Not JSON: no id to take from it.
+        }
+      }
+      record(req, reply.statusCode)
+      done(null, payload)
+    }
+    // Answers that skip onSend (none today; a hijacked reply would) are recorded as they end.
+    const onResponse: onResponseHookHandler = (req, reply, done) => {
+      record(req, reply.statusCode)
       done()
     }
     route.onSend = [...[route.onSend ?? []].flat(), onSend]
