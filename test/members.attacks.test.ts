@@ -123,4 +123,18 @@ describe('members: what outlives a member', () => {
     expect((await s.api('POST', `/v2/admin/keys/${apiKey.id}/revoke`)).status).toBe(200)
     expect((await accept(byKey, 'bykey')).status).toBe(404)
   })
+
+  it("keeps a member's key from minting keys: one would outlive the other's revocation and expiry", async () => {
+    const dev = await addMember(s, owner.token, 'developer')
+    // Control: the signed-in member issues keys, an expiring one among them.
+    const expiresAt = new Date(Date.now() + 3600_000).toISOString()
+    const leaked = await s.api('POST', '/v2/me/keys', { name: 'ci', expiresAt }, dev.token)
+    expect(leaked.status).toBe(201)
+    // Whoever holds the key (leaked from CI, say) tries to keep a foothold past its expiry and revocation.
+    const minted = await s.api('POST', '/v2/me/keys', { name: 'foothold' }, leaked.body.key)
+    expect(minted.status).toBe(403)
+    expect(minted.body.detail).toMatch(/session/)
+    expect((await s.api('POST', `/v2/me/keys/${leaked.body.id}/revoke`, undefined, dev.token)).status).toBe(200)
+    expect((await s.api('GET', '/v2/me/keys', undefined, dev.token)).body.keys).toHaveLength(1)
+  })
 })

@@ -154,6 +154,9 @@ export class MemberService {
   /** Issues a key for the calling member, carrying at most the caller's own role. */
   async createKey(p: Principal, body: CreateMemberKey): Promise<CreatedMemberKey> {
     const m = await this.self(p)
+    // A key minting keys would outlive its own expiry and revocation (a leaked key keeping a foothold).
+    if (!p.member!.sessionId)
+      throw new DomainError('forbidden', 'keys are issued by a member signed in (a session), not by another key')
     const role = body.role ?? m.role
     const missing = [...ROLE_GRANTS[role]].filter((g) => !p.member!.grants.has(g))
     if (missing.length || (role === 'owner' && !p.member!.owner))
