@@ -64,10 +64,17 @@ describe('two accounts on a small fleet: quotas, spend limits and fair share', (
     const bWorkers = new Set(placed(await workers(epB, b)).map((w: any) => w.id))
 
     // A needs its guaranteed GPU: one of B's workers retires after its job, and the GPU goes to A, not back to B.
+    // Neither learns of the other on the way: no why-waiting or worker of one names the other's account or workers.
+    const accountOf = async (key: string) => (await s.api('GET', '/v2/account/quotas', undefined, key)).body.accountId
+    const [aId, bId] = [await accountOf(a), await accountOf(b)]
+    const seen = { a: '', b: '' }
     const a1 = await run(epA, a, 6_000)
     const aPlaced = await until(
       async () => {
-        const l = placed(await workers(epA, a))
+        const [la, lb] = [await workers(epA, a), await workers(epB, b)]
+        seen.a += JSON.stringify(la)
+        seen.b += JSON.stringify(lb)
+        const l = placed(la)
         return l.length === 1 ? l[0] : undefined
       },
       20_000,
@@ -75,10 +82,14 @@ describe('two accounts on a small fleet: quotas, spend limits and fair share', (
     )
     expect(aPlaced).toMatchObject({ gpuTypeId: L4, hostId: 'h1' })
     const bNow = await workers(epB, b)
+    seen.b += JSON.stringify(bNow)
+    expect(seen.b).not.toContain(aId)
+    expect(seen.a).not.toContain(bId)
+    for (const id of bWorkers) expect(seen.a).not.toContain(id)
     expect(placed(bNow).length).toBe(1)
     expect(bWorkers.has(placed(bNow)[0].id)).toBe(true)
     // B's jobs keep waiting for a GPU it could only borrow: the freed one is A's share.
-    if (bNow.summary.throttled > 0) expect(bNow.waiting.reason?.message ?? '').toMatch(/team-a|guaranteed share|in use/)
+    if (bNow.summary.throttled > 0) expect(bNow.waiting.reason?.message ?? '').toMatch(/guaranteed share|in use/)
     expect((await s.api('GET', '/v2/account/quotas', undefined, b)).body.fairShare.borrowedGpus).toBe(0)
 
     // A wants a second worker: its GPU quota (1) refuses it, and why-waiting says so with the numbers.

@@ -126,9 +126,11 @@ export class WorkerPlacer {
     for (const v of victims)
       share.retire(
         byId.get(v.id)!,
-        `fair share: account ${v.accountId} gives back a GPU it borrowed beyond its guarantee to account ${accountId}, which is within its own`,
+        // Read by the worker's own account: the other account is not named (no tenant learns of another).
+        `fair share: this account gives back a GPU it borrowed beyond its guarantee to another account, which is within its own`,
       )
-    return `taking back ${victims.reduce((t, v) => t + v.gpus, 0)} borrowed GPU(s) for its guaranteed share (workers ${victims.map((v) => v.id).join(', ')} retire)`
+    // Read by the claiming account: the workers retiring are another account's, so neither they nor it are named.
+    return `taking back ${victims.reduce((t, v) => t + v.gpus, 0)} borrowed GPU(s) for its guaranteed share (another account's workers retire)`
   }
 
   /**
@@ -147,7 +149,7 @@ export class WorkerPlacer {
     const [me] = share.standings([accountId]).filter((s) => s.accountId === accountId)
     if (me && borrowedGpus({ held: me.held + gpu.count, guaranteed: me.guaranteed }) === 0) return null
     return {
-      reason: `the GPUs being freed go to account ${claim.accountId}'s guaranteed share first (fair share); this account is beyond its own`,
+      reason: `the GPUs being freed go to another account's guaranteed share first (fair share); this account is beyond its own`,
     }
   }
 }
