@@ -48,3 +48,53 @@ describe('quotas: concurrent creates', () => {
     expect(grows.map((g) => g.status).sort()).toEqual([200, 403])
   })
 })
+
+describe('quotas: concurrent cluster creates', () => {
+  const GPU = 'NVIDIA GeForce RTX 4090'
+  let s: TestServer
+  let team: string
+  beforeAll(async () => {
+    s = await startTestServer({
+      fleet: {
+        detectGpus: false,
+        hosts: [
+          {
+            id: 'g1',
+            dataCenterId: 'LOCAL-1',
+            vcpus: 32,
+            memoryGb: 128,
+            gpus: [{ typeId: GPU, count: 6, cudaVersion: '12.4', virtual: true }],
+          },
+        ],
+      },
+    })
+    team = await s.accountKey('race-cl')
+  })
+  afterAll(async () => {
+    for (const c of (await s.api('GET', '/v2/clusters', undefined, team)).body?.clusters ?? [])
+      await s.api('DELETE', `/v2/clusters/${c.id}`, undefined, team)
+    await s?.stop()
+  })
+
+  it('lets no more GPUs than the GPU quota through when cluster creates race', async () => {
+    expect((await s.api('PUT', '/v2/admin/accounts/race-cl/quotas', { gpus: 2 })).status).toBe(200)
+    const answers = await Promise.all(
+      [0, 1, 2].map((i) =>
+        s.api(
+          'POST',
+          '/v2/clusters',
+          {
+            name: `race-${i}`,
+            type: 'TRAINING',
+            compute: { gpuTypeId: GPU, gpuCountPerPod: 1, podCount: 2 },
+            image: 'hangar/cluster:latest',
+          },
+          team,
+        ),
+      ),
+    )
+    const created = answers.filter((a) => a.status === 201)
+    expect(created.length, JSON.stringify(answers.map((a) => [a.status, a.body.detail]))).toBe(1)
+    expect((await s.api('GET', '/v2/account/quotas', undefined, team)).body.quotas.gpus.use).toBe(2)
+  })
+})
