@@ -137,4 +137,22 @@ describe('members: what outlives a member', () => {
     expect((await s.api('POST', `/v2/me/keys/${leaked.body.id}/revoke`, undefined, dev.token)).status).toBe(200)
     expect((await s.api('GET', '/v2/me/keys', undefined, dev.token)).body.keys).toHaveLength(1)
   })
+
+  it('answers two invitations accepted at once with one email: one member, and a 409 for the other (not a 500)', async () => {
+    const other = await s.accountKey('atk-other')
+    const email = `twice-${Date.now()}@example.com`
+    const invitations = [
+      (await s.api('POST', '/v2/invitations', { role: 'read-only' }, teamKey)).body,
+      (await s.api('POST', '/v2/invitations', { role: 'read-only' }, other)).body,
+    ]
+    const answers = await Promise.all(
+      invitations.map((i) =>
+        s.api('POST', '/v2/invitations/accept', { token: i.token, email, password: 'correct horse battery x' }, null),
+      ),
+    )
+    expect(answers.map((a) => a.status).sort()).toEqual([201, 409])
+    // The refused one is not spent: it can still be accepted with another email.
+    const lost = invitations[answers.findIndex((a) => a.status === 409)]
+    expect((await s.api('POST', '/v2/invitations/preview', { token: lost.token }, null)).status).toBe(200)
+  })
 })

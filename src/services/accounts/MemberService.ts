@@ -309,11 +309,18 @@ export class MemberService {
       updatedAt: now,
     }
     // One transaction: the invitation is used by exactly this member, or no member is made.
-    await this.deps.store.transaction(async (tx) => {
-      if (!(await tx.members.acceptInvitation(inv.id, member.id, now)))
-        throw new DomainError('not_found', 'this invitation was used, revoked or has expired')
-      await tx.members.insert(member)
-    })
+    const taken = () => new DomainError('conflict', `email: ${email} is already a member's; sign in instead`)
+    try {
+      await this.deps.store.transaction(async (tx) => {
+        if (!(await tx.members.acceptInvitation(inv.id, member.id, now)))
+          throw new DomainError('not_found', 'this invitation was used, revoked or has expired')
+        await tx.members.insert(member)
+      })
+    } catch (err) {
+      // Another invitation accepted with this email between the check and the insert (the email is unique).
+      if (!(err instanceof DomainError) && (await this.deps.store.members.getByEmail(email))) throw taken()
+      throw err
+    }
     return this.startSession(member, ip)
   }
 
