@@ -55,4 +55,24 @@ describe('audit log: changes a client hangs up on', () => {
       status: 204,
     })
   })
+
+  it("keeps a client's request id when it is short and plain, and drops one of 8 KB", async () => {
+    const send = (requestId: string, name: string) =>
+      fetch(`${s.url}/v2/secrets`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'x-request-id': requestId },
+        body: JSON.stringify({ name, value: 'v' }),
+      }).then((r) => r.status)
+    expect(await send('ci-run-42', 'plain')).toBe(201)
+    expect(await send('X'.repeat(8000), 'bloated')).toBe(201)
+    const entries = await until(
+      async () => {
+        const e = (await s.api('GET', '/v2/audit?action=secret.create', undefined, key)).body.entries as any[]
+        return e.length === 2 ? e : undefined
+      },
+      5_000,
+      'both creates in the log',
+    )
+    expect(entries.map((e) => e.requestId).sort()).toEqual(['ci-run-42', null].sort())
+  })
 })

@@ -127,7 +127,7 @@ export function registerAudit(app: FastifyInstance, audit: AuditLog): void {
         outcome: status >= 500 ? 'failed' : status >= 400 ? 'refused' : 'success',
         status,
         ip: req.ip ?? null,
-        requestId: typeof req.id === 'string' ? req.id : null,
+        requestId: requestIdOf(req),
       })
     }
     // Recorded as the answer is made, not once it is delivered: a client that hangs up before the answer of
@@ -153,6 +153,14 @@ export function registerAudit(app: FastifyInstance, audit: AuditLog): void {
     route.onSend = [...[route.onSend ?? []].flat(), onSend]
     route.onResponse = [...[route.onResponse ?? []].flat(), onResponse]
   })
+}
+
+/**
+ * The request's id as the log keeps it: the client may name it (`x-request-id`, to find its calls), so only a
+ * short plain one is kept; one of 8 KB of anything would otherwise be stored with every entry.
+ */
+function requestIdOf(req: FastifyRequest): string | null {
+  return typeof req.id === 'string' && /^[\w.:/+=-]{1,128}$/.test(req.id) ? req.id : null
 }
 
 function paramsOf(req: FastifyRequest): { id?: string; endpointId?: string } {
