@@ -146,6 +146,26 @@ export class VirtualWorkers {
     this.stats.firstError ??= `${what}: ${err instanceof Error ? err.message : String(err)}`
   }
 
+  /**
+   * Forgets the jobs taken, the lost workers and the protocol figures, so that the next scenario on the same
+   * fleet counts only its own. Only while no worker runs (their late answers would be counted).
+   */
+  reset(): void {
+    if (this.workers.size) throw new Error(`reset with ${this.workers.size} workers running`)
+    this.executions.clear()
+    this.lost.clear()
+    Object.assign(this.stats, {
+      takes: 0,
+      takeMsWithJob: [],
+      pings: 0,
+      dones: 0,
+      doneMs: [],
+      streams: 0,
+      errors: 0,
+      firstError: null,
+    })
+  }
+
   async close(): Promise<void> {
     for (const w of [...this.workers.values()]) w.end()
     await this.agent.close()

@@ -7,25 +7,28 @@ import { percentile, round, sleep, until, type BenchContext, type Row } from '..
  * Workload `fleet` (issue 35): a GPU fleet on one control plane, by simulation. Hangar runs in a process of
  * its own with the simulated runtime (bench/fleet/serve.ts); its workers are virtual ones in this process,
  * speaking the Python SDK's protocol (bench/fleet/VirtualWorkers.ts) on virtual hosts of 8 GPUs. Three
- * scenarios, each on a fresh control plane:
+ * scenarios, each on a fresh control plane in a full run:
  * - idle: warm workers on many endpoints, nothing queued: what keeping them costs the leader;
  * - burst: jobs across many endpoints from zero workers: time to N running workers, job-take latency,
  *   scaling pass time, drain time, each job run exactly once;
  * - churn: 10 % of the workers lost per minute while jobs run: every job completes, lost ones are replaced.
- * Sizes are the issue's in a full run, a tenth or less with --quick (CI's smoke run). HANGAR_BENCH_FLEET_SCALE
- * multiplies the full sizes (0.2 = a fifth), HANGAR_BENCH_FLEET_PROF=<dir> writes a CPU profile of each
- * control plane there, HANGAR_BENCH_FLEET_ONLY=idle,burst,churn runs only those.
+ * Sizes are the issue's in a full run. With --quick (CI's smoke run) they are a tenth or less, and the three
+ * scenarios share one control plane, one after the other, each on an account of its own whose endpoints are
+ * deleted (and their workers gone) before the next begins: the run checks that every scenario works end to
+ * end, no job lost or run twice, and is no measurement. HANGAR_BENCH_FLEET_SCALE multiplies the full sizes
+ * (0.2 = a fifth), HANGAR_BENCH_FLEET_PROF=<dir> writes a CPU profile of each control plane there,
+ * HANGAR_BENCH_FLEET_ONLY=idle,burst,churn runs only those.
  */
 export async function fleet(ctx: BenchContext): Promise<Row[]> {
   const scale = Number(process.env.HANGAR_BENCH_FLEET_SCALE) || 1
   const n = (full: number) => Math.max(1, Math.round(full * scale))
-  // The quick run (CI's smoke run, under 90 s on 2 cores with the control planes' start-ups) is a check
+  // The quick run (CI's smoke run, about 30 s on 2 cores with its one control plane's start-up) is a check
   // that the scenarios work, not a measurement.
   const sizes = ctx.quick
     ? {
-        idle: { endpoints: 30, workers: 300 },
-        burst: { endpoints: 20, jobs: 1_000 },
-        churn: { endpoints: 6, workers: 60 },
+        idle: { endpoints: 20, workers: 200 },
+        burst: { endpoints: 10, jobs: 500 },
+        churn: { endpoints: 5, workers: 50 },
       }
     : {
         idle: { endpoints: n(500), workers: n(5_000) },
@@ -33,12 +36,54 @@ export async function fleet(ctx: BenchContext): Promise<Row[]> {
         churn: { endpoints: n(100), workers: n(1_000) },
       }
   const only = process.env.HANGAR_BENCH_FLEET_ONLY?.split(',')
-  const rows: Row[] = []
-  if (!only || only.includes('idle')) rows.push(...(await idle(ctx, sizes.idle)))
   const target = Math.min(1_000, sizes.burst.endpoints * 10)
-  if (!only || only.includes('burst')) rows.push(...(await burst(ctx, { ...sizes.burst, perEndpoint: 10, target })))
-  if (!only || only.includes('churn')) rows.push(...(await churn(ctx, sizes.churn)))
+  const perEndpoint = (o: { endpoints: number; workers: number }) => Math.ceil(o.workers / o.endpoints)
+  const hosts = {
+    idle: Math.ceil((perEndpoint(sizes.idle) * sizes.idle.endpoints) / 8),
+    burst: Math.ceil((sizes.burst.endpoints * 10) / 8),
+    churn: Math.ceil((perEndpoint(sizes.churn) * sizes.churn.endpoints * 1.5) / 8),
+  }
+  // One control plane for the quick run's scenarios: its start (a second or more of loading Hangar) is most
+  // of a quick scenario's time.
+  const shared = ctx.quick
+    ? await FleetServer.start({
+        hosts: Math.max(hosts.idle, hosts.burst, hosts.churn),
+        workers: { jobMs: jobMsOf },
+        nodeArgs: profileArgs('quick'),
+      })
+    : undefined
+  const fleetFor = (name: keyof typeof hosts) =>
+    shared ?? FleetServer.start({ hosts: hosts[name], workers: { jobMs: jobMsOf }, nodeArgs: profileArgs(name) })
+  const rows: Row[] = []
+  try {
+    if (!only || only.includes('idle')) rows.push(...(await idle(ctx, await fleetFor('idle'), sizes.idle)))
+    if (!only || only.includes('burst'))
+      rows.push(...(await burst(ctx, await fleetFor('burst'), { ...sizes.burst, perEndpoint: 10, target })))
+    if (!only || only.includes('churn')) rows.push(...(await churn(ctx, await fleetFor('churn'), sizes.churn)))
+  } finally {
+    await shared?.stop()
+  }
   return rows
+}
+
+/** A job runs for the ms its input names (`{ ms }`), 1 s if none. */
+const jobMsOf = (job: { input: unknown }) => Number((job.input as { ms?: unknown } | null)?.ms) || 1000
+
+/**
+ * Ends a scenario: its control plane is stopped, or on a shared one (quick run) its endpoints are deleted and
+ * the next scenario begins once their workers are gone, with the workers' counts and the stats reset.
+ */
+async function finish(ctx: BenchContext, s: FleetServer, scenario: { key: string; ids: string[] } | undefined) {
+  if (!ctx.quick) return s.stop()
+  // A scenario that failed leaves the shared control plane as it is: fleet() stops it.
+  if (!scenario) return
+  for (const id of scenario.ids) {
+    const r = await s.api('DELETE', `/v2/serverless/${id}`, undefined, scenario.key)
+    if (r.status !== 204) throw new Error(`delete endpoint: ${r.status} ${JSON.stringify(r.body)}`)
+  }
+  await until("the scenario's workers gone", () => s.workers.size === 0, 60_000, 100)
+  s.workers.reset()
+  s.resetStats()
 }
 
 const GPU_ENDPOINT = (name: string, workers: { min: number; max: number }) => ({
@@ -56,12 +101,14 @@ function profileArgs(name: string): string[] {
   return dir ? ['--cpu-prof', `--cpu-prof-dir=${join(dir, name)}`] : []
 }
 
-async function setUp(s: FleetServer, endpoints: number, workers: { min: number; max: number }) {
-  await s.api('POST', '/v2/admin/accounts', { name: 'fleet', rateLimitExempt: true })
-  const key = (await s.api('POST', '/v2/admin/keys', { account: 'fleet', permission: 'ALL' })).body.key as string
+/** An account of the scenario's own (one control plane may hold several, one after the other) and its endpoints. */
+async function setUp(s: FleetServer, name: string, endpoints: number, workers: { min: number; max: number }) {
+  const account = `fleet-${name}`
+  await s.api('POST', '/v2/admin/accounts', { name: account, rateLimitExempt: true })
+  const key = (await s.api('POST', '/v2/admin/keys', { account, permission: 'ALL' })).body.key as string
   const ids: string[] = []
   for (let i = 0; i < endpoints; i++) {
-    const r = await s.api('POST', '/v2/serverless', GPU_ENDPOINT(`fleet-${i}`, workers), key)
+    const r = await s.api('POST', '/v2/serverless', GPU_ENDPOINT(`${account}-${i}`, workers), key)
     if (r.status !== 201) throw new Error(`create endpoint: ${r.status} ${JSON.stringify(r.body)}`)
     ids.push(r.body.id)
   }
@@ -97,23 +144,19 @@ function statRows(w: string, st: ControlPlaneStats, note: string): Row[] {
 }
 
 /** Idle fleet: `workers` warm workers on `endpoints` endpoints (min = max), nothing queued. */
-async function idle(ctx: BenchContext, o: { endpoints: number; workers: number }): Promise<Row[]> {
+async function idle(ctx: BenchContext, s: FleetServer, o: { endpoints: number; workers: number }): Promise<Row[]> {
   const w = `fleet idle ${o.workers}w/${o.endpoints}ep`
   const per = Math.ceil(o.workers / o.endpoints)
-  const s = await FleetServer.start({
-    hosts: Math.ceil((per * o.endpoints) / 8),
-    workers: { jobMs: 1000 },
-    nodeArgs: profileArgs('idle'),
-  })
+  let made: Awaited<ReturnType<typeof setUp>> | undefined
   try {
     const t0 = performance.now()
-    await setUp(s, o.endpoints, { min: per, max: per })
+    made = await setUp(s, 'idle', o.endpoints, { min: per, max: per })
     await until(`${per * o.endpoints} virtual workers`, () => s.workers.size >= per * o.endpoints, 600_000, 200)
     const warmMs = performance.now() - t0
     // Every worker has pinged and holds its take; the start-up's work is over.
-    await sleep(ctx.quick ? 2_000 : 15_000)
+    await sleep(ctx.quick ? 1_000 : 15_000)
     s.resetStats()
-    await sleep(ctx.quick ? 5_000 : 60_000)
+    await sleep(ctx.quick ? 3_000 : 60_000)
     const st = await s.stats()
     const pingsPerS = per * o.endpoints * (1000 / 10_000)
     return [
@@ -135,25 +178,23 @@ async function idle(ctx: BenchContext, o: { endpoints: number; workers: number }
       ),
     ]
   } finally {
-    await s.stop()
+    await finish(ctx, s, made)
   }
 }
 
 /** Burst: `jobs` jobs across `endpoints` endpoints from zero workers (max `perEndpoint` each), jobs of 1 s (0.2 s quick). */
 async function burst(
   ctx: BenchContext,
+  s: FleetServer,
   o: { endpoints: number; jobs: number; perEndpoint: number; target: number },
 ): Promise<Row[]> {
   const w = `fleet burst ${o.jobs}j/${o.endpoints}ep`
   const jobMs = ctx.quick ? 200 : 1000
-  const s = await FleetServer.start({
-    hosts: Math.ceil((o.endpoints * o.perEndpoint) / 8),
-    workers: { jobMs },
-    nodeArgs: profileArgs('burst'),
-  })
+  let made: Awaited<ReturnType<typeof setUp>> | undefined
   try {
-    const { key, ids } = await setUp(s, o.endpoints, { min: 0, max: o.perEndpoint })
-    await sleep(1_000)
+    made = await setUp(s, 'burst', o.endpoints, { min: 0, max: o.perEndpoint })
+    const { key, ids } = made
+    await sleep(ctx.quick ? 300 : 1_000)
     s.resetStats()
     const t0 = performance.now()
     let toTarget = Number.NaN
@@ -174,7 +215,7 @@ async function burst(
           path: `/v2/${ids[i % ids.length]}/run`,
           method: 'POST',
           headers,
-          body: JSON.stringify({ input: { i } }),
+          body: JSON.stringify({ input: { i, ms: jobMs } }),
         })
         const text = await res.body.text()
         if (res.statusCode !== 200) {
@@ -239,7 +280,7 @@ async function burst(
       ...statRows(w, st, 'submission to drain'),
     ]
   } finally {
-    await s.stop()
+    await finish(ctx, s, made)
   }
 }
 
@@ -247,21 +288,20 @@ async function burst(
  * Churn: `workers` warm workers (min = max) take jobs of 2 s submitted at about half the fleet's rate, while
  * 10 % of the workers per minute are lost (their virtual host goes away, as a deleted Pod or node).
  */
-async function churn(ctx: BenchContext, o: { endpoints: number; workers: number }): Promise<Row[]> {
+async function churn(ctx: BenchContext, s: FleetServer, o: { endpoints: number; workers: number }): Promise<Row[]> {
   const w = `fleet churn ${o.workers}w/${o.endpoints}ep`
   const per = Math.ceil(o.workers / o.endpoints)
   const total = per * o.endpoints
-  const s = await FleetServer.start({
-    hosts: Math.ceil((total * 1.5) / 8),
-    workers: { jobMs: 2000 },
-    nodeArgs: profileArgs('churn'),
-  })
+  let made: Awaited<ReturnType<typeof setUp>> | undefined
   try {
-    const { key, ids } = await setUp(s, o.endpoints, { min: per, max: per })
+    made = await setUp(s, 'churn', o.endpoints, { min: per, max: per })
+    const { key, ids } = made
     await until(`${total} virtual workers`, () => s.workers.size >= total, 600_000, 200)
-    await sleep(2_000)
+    await sleep(ctx.quick ? 1_000 : 2_000)
     s.resetStats()
-    const runMs = ctx.quick ? 8_000 : 180_000
+    const runMs = ctx.quick ? 6_000 : 180_000
+    // 1 % of the workers lost each wave: every 6 s is 10 % a minute; the quick run's waves come every 2 s.
+    const waveMs = ctx.quick ? 2_000 : 6_000
     const rate = total / 2 / 2 // jobs/s: half the fleet busy with 2 s jobs
     const pool = new Pool(s.url, { connections: 16 })
     const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' }
@@ -280,7 +320,7 @@ async function churn(ctx: BenchContext, o: { endpoints: number; workers: number 
               path: `/v2/${ids[i % ids.length]}/run`,
               method: 'POST',
               headers,
-              body: JSON.stringify({ input: { i } }),
+              body: JSON.stringify({ input: { i, ms: 2_000 } }),
             })
             await res.body.dump()
             if (res.statusCode !== 200) refused++
@@ -289,9 +329,9 @@ async function churn(ctx: BenchContext, o: { endpoints: number; workers: number 
         await sleep(100)
       }
     })()
-    // Every 6 s, 1 % of the workers are lost: 10 % a minute.
+    const replacing: Promise<unknown>[] = []
     while (performance.now() - t0 < runMs) {
-      await sleep(6_000)
+      await sleep(waveMs)
       const victims = s.workers
         .ids()
         .sort(() => Math.random() - 0.5)
@@ -299,12 +339,16 @@ async function churn(ctx: BenchContext, o: { endpoints: number; workers: number 
       const lostAt = performance.now()
       for (const id of victims) s.workers.stop(id)
       lost += victims.length
-      void until('replacements', () => s.workers.size >= total, 60_000, 50).then(
-        () => replaceMs.push(performance.now() - lostAt),
-        () => replaceMs.push(Number.POSITIVE_INFINITY),
+      replacing.push(
+        until('replacements', () => s.workers.size >= total, 60_000, 50).then(
+          () => replaceMs.push(performance.now() - lostAt),
+          () => replaceMs.push(Number.POSITIVE_INFINITY),
+        ),
       )
     }
     await submitter
+    // Every wave's replacement is in (or timed out) before the fleet is counted, and before it is taken down.
+    await Promise.all(replacing)
     await pool.close()
     await until(`${submitted - refused} jobs done`, () => s.workers.stats.dones >= submitted - refused, 120_000, 100)
     const st = await s.stats()
@@ -318,7 +362,7 @@ async function churn(ctx: BenchContext, o: { endpoints: number; workers: number 
         unit: 'jobs',
         goal: `${submitted - refused}, none twice`,
         met: s.workers.stats.dones >= submitted - refused && dup.twice.length === 0 && refused === 0,
-        note: `${lost} workers lost over ${round(runMs / 1000)} s; ${dup.rerun} jobs run again after their worker was lost, ${dup.twice.length} run twice otherwise, ${refused} refused`,
+        note: `${lost} workers lost over ${round(runMs / 1000)} s (a wave each ${waveMs / 1000} s); ${dup.rerun} jobs run again after their worker was lost, ${dup.twice.length} run twice otherwise, ${refused} refused`,
       },
       {
         workload: w,
@@ -330,6 +374,6 @@ async function churn(ctx: BenchContext, o: { endpoints: number; workers: number 
       ...statRows(w, st, 'while losing workers'),
     ]
   } finally {
-    await s.stop()
+    await finish(ctx, s, made)
   }
 }
