@@ -53,11 +53,13 @@ export class FleetServer {
     readonly workers: VirtualWorkers,
     private readonly dataDir: string,
     private readonly pool: Pool,
+    private readonly ownWorkers: boolean,
   ) {}
 
   static async start(opts: {
     hosts: number
-    workers: VirtualWorkerOptions
+    /** The virtual workers' options, or virtual workers that replicas on one database share (not closed here). */
+    workers: VirtualWorkerOptions | VirtualWorkers
     /** Extra configuration (merged over the fleet's). */
     config?: Record<string, unknown>
     /** Node flags of the control plane (--cpu-prof). */
@@ -92,7 +94,7 @@ export class FleetServer {
       },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     })
-    const workers = new VirtualWorkers(opts.workers)
+    const workers = opts.workers instanceof VirtualWorkers ? opts.workers : new VirtualWorkers(opts.workers)
     // Workers that end while the control plane exits have no one left to tell.
     const tell = (m: object) => {
       if (child.connected) child.send(m, (err) => err && undefined)
@@ -110,7 +112,10 @@ export class FleetServer {
       )
     })
     const { url, adminKey } = await ready
-    return new FleetServer(child, url, adminKey, workers, dataDir, new Pool(url, { connections: 64 }))
+    // A replica after the first start has no key of its own to tell: the configured one is the admin's.
+    const key = adminKey ?? ((config as Record<string, unknown>).adminApiKey as string)
+    const own = workers !== opts.workers
+    return new FleetServer(child, url, key, workers, dataDir, new Pool(url, { connections: 64 }), own)
   }
 
   async api<T = any>(
@@ -146,7 +151,12 @@ export class FleetServer {
     })
   }
 
+  private stopped = false
+
+  /** Stops the control plane (once; a second call does nothing). */
   async stop(): Promise<void> {
+    if (this.stopped) return
+    this.stopped = true
     if (this.child.exitCode === null && this.child.signalCode === null) {
       const exited = new Promise((r) => this.child.once('exit', r))
       this.child.send({ t: 'stop' })
@@ -156,7 +166,7 @@ export class FleetServer {
       clearTimeout(timer)
     }
     await this.pool.close()
-    await this.workers.close()
+    if (this.ownWorkers) await this.workers.close()
     rmSync(this.dataDir, { recursive: true, force: true })
   }
 }

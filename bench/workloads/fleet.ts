@@ -1,6 +1,9 @@
+import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
+import pg from 'pg'
 import { Pool } from 'undici'
 import { FleetServer, type ControlPlaneStats } from '../fleet/FleetServer.js'
+import { VirtualWorkers } from '../fleet/VirtualWorkers.js'
 import { percentile, round, sleep, until, type BenchContext, type Row } from '../lib.js'
 
 /**
@@ -17,7 +20,9 @@ import { percentile, round, sleep, until, type BenchContext, type Row } from '..
  * deleted (and their workers gone) before the next begins: the run checks that every scenario works end to
  * end, no job lost or run twice, and is no measurement. HANGAR_BENCH_FLEET_SCALE multiplies the full sizes
  * (0.2 = a fifth), HANGAR_BENCH_FLEET_PROF=<dir> writes a CPU profile of each control plane there,
- * HANGAR_BENCH_FLEET_ONLY=idle,burst,churn runs only those.
+ * HANGAR_BENCH_FLEET_ONLY=idle,burst,churn,replicas runs only those, HANGAR_BENCH_FLEET_CHURN_S the churn's
+ * length in a full run (180 s). With HANGAR_BENCH_FLEET_PG=<postgres URL> a fourth scenario, replicas, runs
+ * the burst on two replicas sharing a fresh schema of that database (dropped afterwards).
  */
 export async function fleet(ctx: BenchContext): Promise<Row[]> {
   const scale = Number(process.env.HANGAR_BENCH_FLEET_SCALE) || 1
@@ -60,6 +65,11 @@ export async function fleet(ctx: BenchContext): Promise<Row[]> {
     if (!only || only.includes('burst'))
       rows.push(...(await burst(ctx, await fleetFor('burst'), { ...sizes.burst, perEndpoint: 10, target })))
     if (!only || only.includes('churn')) rows.push(...(await churn(ctx, await fleetFor('churn'), sizes.churn)))
+    const pg = process.env.HANGAR_BENCH_FLEET_PG
+    if (pg && (!only || only.includes('replicas'))) {
+      const o = { ...sizes.burst, perEndpoint: 10, target }
+      rows.push(...(await replicas(ctx, pg, o, hosts.burst)))
+    }
   } finally {
     await shared?.stop()
   }
@@ -187,8 +197,12 @@ async function burst(
   ctx: BenchContext,
   s: FleetServer,
   o: { endpoints: number; jobs: number; perEndpoint: number; target: number },
+  /** A second replica on the same PostgreSQL schema: every other job is submitted to it. */
+  follower?: FleetServer,
 ): Promise<Row[]> {
-  const w = `fleet burst ${o.jobs}j/${o.endpoints}ep`
+  const w = follower
+    ? `fleet burst, 2 PostgreSQL replicas, ${o.jobs}j/${o.endpoints}ep`
+    : `fleet burst ${o.jobs}j/${o.endpoints}ep`
   const jobMs = ctx.quick ? 200 : 1000
   let made: Awaited<ReturnType<typeof setUp>> | undefined
   try {
@@ -196,6 +210,7 @@ async function burst(
     const { key, ids } = made
     await sleep(ctx.quick ? 300 : 1_000)
     s.resetStats()
+    follower?.resetStats()
     const t0 = performance.now()
     let toTarget = Number.NaN
     let peak = 0
@@ -203,7 +218,7 @@ async function burst(
       peak = Math.max(peak, s.workers.size)
       if (Number.isNaN(toTarget) && s.workers.size >= o.target) toTarget = performance.now() - t0
     }, 50)
-    const pool = new Pool(s.url, { connections: 32 })
+    const pools = [s, ...(follower ? [follower] : [])].map((r) => new Pool(r.url, { connections: 32 }))
     let next = 0
     let refused = 0
     let firstError = ''
@@ -211,7 +226,7 @@ async function burst(
     const lane = async () => {
       while (next < o.jobs) {
         const i = next++
-        const res = await pool.request({
+        const res = await pools[i % pools.length].request({
           path: `/v2/${ids[i % ids.length]}/run`,
           method: 'POST',
           headers,
@@ -236,10 +251,11 @@ async function burst(
       )
     } finally {
       clearInterval(sampler)
-      await pool.close()
+      await Promise.all(pools.map((p) => p.close()))
     }
     const drainMs = performance.now() - t0
     const st = await s.stats()
+    const fst = await follower?.stats()
     const dup = s.workers.duplicates()
     const takes = [...s.workers.stats.takeMsWithJob].sort((a, b) => a - b)
     const doneMs = [...s.workers.stats.doneMs].sort((a, b) => a - b)
@@ -277,9 +293,21 @@ async function burst(
         met: once,
         note: `${dup.twice.length} run twice, ${o.jobs - dup.taken} never run, ${refused} refused${firstError ? ` (${firstError})` : ''}; ${s.workers.stats.errors} worker-side errors${s.workers.stats.firstError ? ` (${s.workers.stats.firstError})` : ''}`,
       },
-      ...statRows(w, st, 'submission to drain'),
+      ...(fst
+        ? [
+            ...statRows(w, st, 'submission to drain; half the submissions, every worker call').map((r) => ({
+              ...r,
+              metric: `leader ${r.metric}`,
+            })),
+            ...statRows(w, fst, 'submission to drain; half the submissions').map((r) => ({
+              ...r,
+              metric: `follower ${r.metric}`,
+            })),
+          ]
+        : statRows(w, st, 'submission to drain')),
     ]
   } finally {
+    await follower?.stop()
     await finish(ctx, s, made)
   }
 }
@@ -299,7 +327,7 @@ async function churn(ctx: BenchContext, s: FleetServer, o: { endpoints: number; 
     await until(`${total} virtual workers`, () => s.workers.size >= total, 600_000, 200)
     await sleep(ctx.quick ? 1_000 : 2_000)
     s.resetStats()
-    const runMs = ctx.quick ? 6_000 : 180_000
+    const runMs = ctx.quick ? 6_000 : (Number(process.env.HANGAR_BENCH_FLEET_CHURN_S) || 180) * 1000
     // 1 % of the workers lost each wave: every 6 s is 10 % a minute; the quick run's waves come every 2 s.
     const waveMs = ctx.quick ? 2_000 : 6_000
     const rate = total / 2 / 2 // jobs/s: half the fleet busy with 2 s jobs
@@ -309,6 +337,8 @@ async function churn(ctx: BenchContext, s: FleetServer, o: { endpoints: number; 
     let refused = 0
     let lost = 0
     const replaceMs: number[] = []
+    /** Job id -> its endpoint, to ask after the jobs that never finish. */
+    const jobs = new Map<string, string>()
     const t0 = performance.now()
     const submitter = (async () => {
       while (performance.now() - t0 < runMs) {
@@ -316,14 +346,16 @@ async function churn(ctx: BenchContext, s: FleetServer, o: { endpoints: number; 
         await Promise.all(
           Array.from({ length: batch }, async () => {
             const i = submitted++
+            const endpoint = ids[i % ids.length]
             const res = await pool.request({
-              path: `/v2/${ids[i % ids.length]}/run`,
+              path: `/v2/${endpoint}/run`,
               method: 'POST',
               headers,
               body: JSON.stringify({ input: { i, ms: 2_000 } }),
             })
-            await res.body.dump()
+            const text = await res.body.text()
             if (res.statusCode !== 200) refused++
+            else jobs.set((JSON.parse(text) as { id: string }).id, endpoint)
           }),
         )
         await sleep(100)
@@ -350,7 +382,25 @@ async function churn(ctx: BenchContext, s: FleetServer, o: { endpoints: number; 
     // Every wave's replacement is in (or timed out) before the fleet is counted, and before it is taken down.
     await Promise.all(replacing)
     await pool.close()
-    await until(`${submitted - refused} jobs done`, () => s.workers.stats.dones >= submitted - refused, 120_000, 100)
+    // Jobs that never finish are reported (how many, and what Hangar says of a few), not thrown.
+    const drained = await until(
+      `${submitted - refused} jobs done`,
+      () => s.workers.stats.dones >= submitted - refused,
+      120_000,
+      100,
+    ).then(
+      () => '',
+      async () => {
+        const missing = [...jobs].filter(([id]) => !s.workers.executions.get(id)?.some((e) => e.done))
+        const seen: string[] = []
+        for (const [id, endpoint] of missing.slice(0, 5)) {
+          const r = await s.api('GET', `/v2/${endpoint}/status/${id}`, undefined, key)
+          const runs = s.workers.executions.get(id) ?? []
+          seen.push(`${id} ${r.body?.status ?? r.status}, taken ${runs.length}x`)
+        }
+        return `; not done after 120 s: ${missing.length} (${seen.join('; ')})`
+      },
+    )
     const st = await s.stats()
     const dup = s.workers.duplicates()
     replaceMs.sort((a, b) => a - b)
@@ -362,7 +412,7 @@ async function churn(ctx: BenchContext, s: FleetServer, o: { endpoints: number; 
         unit: 'jobs',
         goal: `${submitted - refused}, none twice`,
         met: s.workers.stats.dones >= submitted - refused && dup.twice.length === 0 && refused === 0,
-        note: `${lost} workers lost over ${round(runMs / 1000)} s (a wave each ${waveMs / 1000} s); ${dup.rerun} jobs run again after their worker was lost, ${dup.twice.length} run twice otherwise, ${refused} refused`,
+        note: `${lost} workers lost over ${round(runMs / 1000)} s (a wave each ${waveMs / 1000} s); ${dup.rerun} jobs run again after their worker was lost, ${dup.twice.length} run twice otherwise, ${refused} refused${drained}`,
       },
       {
         workload: w,
@@ -375,5 +425,36 @@ async function churn(ctx: BenchContext, s: FleetServer, o: { endpoints: number; 
     ]
   } finally {
     await finish(ctx, s, made)
+  }
+}
+
+/**
+ * The burst on two replicas sharing a fresh schema of the PostgreSQL at `url` (dropped afterwards): the one
+ * started first leads (runs the scaler and the starts; the virtual workers call it), the other takes every
+ * other submission. What each spends.
+ */
+async function replicas(
+  ctx: BenchContext,
+  url: string,
+  o: { endpoints: number; jobs: number; perEndpoint: number; target: number },
+  hosts: number,
+): Promise<Row[]> {
+  const schema = `fleet_${Date.now().toString(36)}`
+  const databaseUrl = `${url}${url.includes('?') ? '&' : '?'}schema=${schema}`
+  const config = { databaseUrl, adminApiKey: `fleet-admin-${randomBytes(12).toString('hex')}` }
+  const workers = new VirtualWorkers({ jobMs: jobMsOf })
+  const started: FleetServer[] = []
+  try {
+    started.push(await FleetServer.start({ hosts, workers, config, nodeArgs: profileArgs('leader') }))
+    started.push(await FleetServer.start({ hosts, workers, config, nodeArgs: profileArgs('follower') }))
+    // burst() stops the follower, then the leader (a quick run: deletes the endpoints); stop() is once only.
+    return await burst(ctx, started[0], o, started[1])
+  } finally {
+    for (const r of started.reverse()) await r.stop()
+    await workers.close()
+    const db = new pg.Client({ connectionString: url })
+    await db.connect()
+    await db.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
+    await db.end()
   }
 }
