@@ -1,5 +1,4 @@
 import type { Account, ApiKey, CreateAccount, CreateApiKey, CreatedApiKey } from '../contract/admin.js'
-import type { AccountQuotas, SetQuotas } from '../contract/quota.js'
 import type {
   AcceptInvitation,
   CreatedInvitation,
@@ -13,6 +12,7 @@ import type {
   MemberKey,
   Role,
 } from '../contract/member.js'
+import type { AccountQuotas, SetQuotas } from '../contract/quota.js'
 import type {
   CreatedEndpoint,
   CreateEndpoint,
