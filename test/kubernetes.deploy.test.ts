@@ -338,7 +338,16 @@ describe.skipIf(skip !== null)('Hangar deployed in Kubernetes (deploy/kubernetes
   /** The worker Pods of the endpoint now: the same ones throughout (handed over between leaders, not replaced). */
   const sameWorkers = async () => {
     const now = (await core().listNamespacedPod({ namespace: NS, labelSelector: `io.hangar.endpoint=${ep}` })).items
-    expect(now.map((p) => p.metadata!.name!).sort()).toEqual(workerPods)
+    const names = now.map((p) => p.metadata!.name!).sort()
+    if (JSON.stringify(names) !== JSON.stringify(workerPods)) {
+      // Say why before failing: what each replica said of its workers and its leadership.
+      for (const h of (await core().listNamespacedPod({ namespace: NS, labelSelector: SELECTOR })).items) {
+        const log = String(await core().readNamespacedPodLog({ name: h.metadata!.name!, namespace: NS }).catch(String))
+        const lines = log.split('\n').filter((l) => /worker|leader|adopt/i.test(l) && !/GET \//.test(l))
+        console.log(`kubernetes.deploy: ${h.metadata!.name} said:\n${lines.join('\n')}`)
+      }
+    }
+    expect(names).toEqual(workerPods)
   }
 
   it('survives kubectl delete pod of the leader under load: the other leads, nothing lost or run twice', async () => {
