@@ -187,10 +187,7 @@ export class AccountService {
     const record = await this.deps.store.apiKeys.findByHash(hash)
     // Compare in constant time even though the lookup was by hash, so timing says nothing about near misses.
     const ok = record && timingSafeEqual(Buffer.from(record.hash, 'hex'), Buffer.from(hash, 'hex'))
-    let reason = ''
-    if (!ok) reason = 'unknown API key'
-    else if (record.revokedAt) reason = 'API key was revoked'
-    else if (record.expiresAt && Date.parse(record.expiresAt) <= now) reason = 'API key has expired'
+    const reason = ok ? keyEnded(record, now) : 'unknown API key'
     if (reason) {
       this.remember(presented, { principal: null, reason, at: now })
       throw unauthorized(reason)
@@ -220,8 +217,7 @@ export class AccountService {
     if (link.member) now = await this.members.byCredential(link.member.id, issued.keyId, link.member.session)
     else {
       const k = await this.deps.store.apiKeys.get(issued.keyId)
-      const ok = k && !k.revokedAt && !(k.expiresAt && Date.parse(k.expiresAt) <= this.deps.clock.now())
-      now = ok ? issued : undefined
+      now = k && !keyEnded(k, this.deps.clock.now()) ? issued : undefined
     }
     if (!now)
       throw unauthorized(
@@ -289,4 +285,11 @@ function keyView(k: ApiKeyRecord, accountName: string): ApiKey {
 
 function unauthorized(detail: string): DomainError {
   return new DomainError('unauthorized', detail)
+}
+
+/** Why a key no longer authenticates (revoked, or past its expiry at `now`); '' while it does. */
+function keyEnded(k: Pick<ApiKeyRecord, 'revokedAt' | 'expiresAt'>, now: number): string {
+  if (k.revokedAt) return 'API key was revoked'
+  if (k.expiresAt && Date.parse(k.expiresAt) <= now) return 'API key has expired'
+  return ''
 }
