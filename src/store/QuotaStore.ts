@@ -1,3 +1,5 @@
+import type { QuotaLimits } from '../domain/quotas/quotas.js'
+
 /** What happens to an account's running work once it reaches a spend limit (new starts stop either way). */
 export type AtSpendLimit = 'FINISH' | 'STOP'
 
@@ -5,18 +7,8 @@ export type AtSpendLimit = 'FINISH' | 'STOP'
  * An account's quotas, set by the admin. A null limit is no limit. Spend limits are micro-dollars (see
  * domain/billing/money.ts) over the current UTC hour and the current UTC calendar month of the billing ledger.
  */
-export interface AccountQuotaRecord {
+export interface AccountQuotaRecord extends QuotaLimits {
   accountId: string
-  /** GPUs held at once by the account's workers and pods. */
-  gpus: number | null
-  /** The sum of `workers.max` over the account's endpoints (the hosted platform's worker quota). */
-  workers: number | null
-  /** Pods that are not terminated. */
-  pods: number | null
-  /** The sum of the sizes of the account's network volumes, GB. */
-  networkVolumeGb: number | null
-  spendPerHourMicros: number | null
-  spendPerMonthMicros: number | null
   /** At a spend limit: running work finishes (and nothing new starts) or is stopped. */
   atSpendLimit: AtSpendLimit
   /**

@@ -4,11 +4,15 @@ import { DomainError } from '../errors.js'
 /** The quotas an admin may set on an account. */
 export type QuotaName = 'gpus' | 'workers' | 'pods' | 'networkVolumeGb' | 'spendPerHour' | 'spendPerMonth'
 
-/** An account's limits (null: none); spend in micro-dollars. The store's QuotaLimits carries them. */
+/** An account's limits (null: none); spend in micro-dollars. The store's AccountQuotaRecord extends them. */
 export interface QuotaLimits {
+  /** GPUs held at once by the account's workers and pods. */
   gpus: number | null
+  /** The sum of `workers.max` over the account's endpoints (the hosted platform's worker quota). */
   workers: number | null
+  /** Pods that are not terminated. */
   pods: number | null
+  /** The sum of the sizes of the account's network volumes, GB. */
   networkVolumeGb: number | null
   spendPerHourMicros: number | null
   spendPerMonthMicros: number | null
