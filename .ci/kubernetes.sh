@@ -18,3 +18,6 @@ export HANGAR_TEST_K8S_HANGAR_IMAGE=localhost/hangar:ci HANGAR_TEST_K8S_HANGAR_I
 export HANGAR_REQUIRE_KUBERNETES=1
 npx vitest run test/runtime.kubernetes.test.ts test/kubernetes.e2e.test.ts test/kubernetes.manifest.test.ts \
   test/kubernetes.deploy.test.ts
+# Alone, after the rest: its virtual Nodes (bench/fleet/VirtualNodes.ts) would take other files' Pods that any
+# node may run (a CPU worker has no node selector), and no kubelet would run them.
+npx vitest run test/kubernetes.fleet.test.ts
