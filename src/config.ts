@@ -11,6 +11,7 @@ import { KubernetesConfig } from './runtime/kubernetes/KubernetesConfig.js'
 import { described } from './described.js'
 import { BillingConfig } from './services/billing/billingConfig.js'
 import { QuotasConfig } from './services/accounts/quotasConfig.js'
+import { MembersConfig } from './services/accounts/membersConfig.js'
 import { AuditConfig } from './services/audit/auditConfig.js'
 import { JobsConfig } from './services/jobs/jobsConfig.js'
 import { LoadBalancerConfig } from './services/loadBalancer/loadBalancerConfig.js'
@@ -110,6 +111,7 @@ export const Config = Type.Object(
     billing: BillingConfig,
     quotas: QuotasConfig,
     audit: AuditConfig,
+    members: MembersConfig,
     metricsToken: Type.Optional(
       Type.String({
         minLength: 16,

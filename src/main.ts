@@ -23,6 +23,8 @@ import { PriceBook } from './domain/billing/PriceBook.js'
 import { NetworkVolumeService } from './services/storage/NetworkVolumeService.js'
 import { RegistryService } from './services/storage/RegistryService.js'
 import { SecretBox } from './services/SecretBox.js'
+import { SignInThrottle } from './services/accounts/SignInThrottle.js'
+import { checkOidcConfig, OidcSignIn } from './services/accounts/OidcSignIn.js'
 import { SecretService } from './services/secrets/SecretService.js'
 import { withSecretEnv } from './services/secrets/withSecretEnv.js'
 import { AuditLog } from './services/audit/AuditLog.js'
@@ -133,6 +135,8 @@ export interface StartOptions {
  * and `stop` undoes it all in the reverse order (stopInOrder).
  */
 export async function startHangar(config: Config, opts: StartOptions = {}): Promise<Hangar> {
+  // Settings no sign-in could work with stop the start before anything is opened (the store, the data dir's lock).
+  if (config.members.oidc) checkOidcConfig(config.members.oidc)
   const opened = await openStoreAndFeed(config, opts)
   const resources = await buildCatalogAndSecrets(config, opened)
   // Known once the server listens (port 0): the parts given them read them when called, not when built.
@@ -747,6 +751,7 @@ async function listen(
     podLinks: new PodLinks({ secrets, clock }),
     secrets: p.resources.secretService,
     audit: p.resources.audit,
+    signIns: signInsOf(config, { accounts, counters, box: secrets, clock, publicUrl: () => addresses.url }),
     metricsToken: config.metricsToken,
     consoleDir: CONSOLE_DIR,
     docsDir: DOCS_DIR,
@@ -849,6 +854,20 @@ async function stopInOrder(p: {
   await p.jobs.endpointMetrics.stop()
   await p.opened.store.close()
   p.opened.lock?.release()
+}
+
+/** Limits on failed sign-ins, and the OpenID Connect provider members sign in with where one is configured. */
+function signInsOf(
+  config: Config,
+  deps: { accounts: AccountService; counters: CounterStore; box: SecretBox; clock: Clock; publicUrl: () => string },
+) {
+  const { members } = config
+  return {
+    throttle: new SignInThrottle({ counters: deps.counters, clock: deps.clock, limits: members.signInLimits }),
+    oidc: members.oidc
+      ? new OidcSignIn({ ...deps, settings: members.oidc, members: deps.accounts.members })
+      : undefined,
+  }
 }
 
 /** /health's worker counters under the status names GET .../workers uses (`ready` is idle + running, not a status). */

@@ -4,7 +4,7 @@ import { useEffect, useState } from 'preact/hooks'
 import { PAGES } from './pages/index.js'
 import { SignIn } from './pages/SignIn.js'
 import { Invite } from './pages/Invite.js'
-import { can, SessionContext, signIn, signOut, storedKey, type Session } from './session.js'
+import { can, SessionContext, signIn, signOut, storedKey, takeOidcResult, type Session } from './session.js'
 import { NAV_PERMISSIONS } from './navPermissions.js'
 import { NotFoundView } from './ui.js'
 import './styles.css'
@@ -58,9 +58,12 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
   )
 }
 
+/** Where an OIDC sign-in ended, if the console was just sent back from one (read once, before the first render). */
+const oidcResult = takeOidcResult()
+
 function App() {
   const [session, setSession] = useState<Session | null>(null)
-  const [checking, setChecking] = useState(() => storedKey() !== null)
+  const [checking, setChecking] = useState(() => storedKey() !== null || (oidcResult !== null && 'token' in oidcResult))
   const [notice, setNotice] = useState<string | null>(null)
   // The server stopped accepting the key: back to the sign-in form, saying why.
   const onRefused = (detail: string) => {
@@ -69,8 +72,9 @@ function App() {
     setNotice(detail)
   }
   useEffect(() => {
+    // Back from the OIDC provider, signed in: the session token replaces whatever key the tab held.
     // A reload keeps the tab's key: check it again (it may have been revoked) before showing pages.
-    const key = storedKey()
+    const key = oidcResult && 'token' in oidcResult ? oidcResult.token : storedKey()
     if (!key) return
     signIn(key, onRefused)
       .then(setSession)
@@ -81,7 +85,15 @@ function App() {
   // An invitation's link opens its own page (signed in or not): joining signs the invitee in.
   if (location.pathname.replace(/\/$/, '') === '/console/invite')
     return <Invite onSignedIn={setSession} onRefused={onRefused} />
-  if (!session) return <SignIn onSignedIn={setSession} onRefused={onRefused} notice={notice} />
+  if (!session)
+    return (
+      <SignIn
+        onSignedIn={setSession}
+        onRefused={onRefused}
+        notice={notice}
+        oidcError={oidcResult && 'error' in oidcResult ? oidcResult.error : null}
+      />
+    )
   return (
     <SessionContext.Provider value={session}>
       <LocationProvider scope="/console">

@@ -1,6 +1,6 @@
 import { createContext } from 'preact'
 import { useContext } from 'preact/hooks'
-import type { CreatedSession, Me } from '../../src/contract/member.js'
+import type { CreatedSession, Me, OidcProvider, StartedOidcSignIn } from '../../src/contract/member.js'
 import { ApiError, Client } from './api.js'
 
 /**
@@ -49,6 +49,34 @@ export async function signInWithPassword(
 ): Promise<Session> {
   const created = await new Client('').post<CreatedSession>('/v2/sessions', { email, password })
   return signIn(created.token, onRefused)
+}
+
+/** The OpenID Connect provider members may sign in with, or null when none is configured. */
+export async function oidcProvider(signal?: AbortSignal): Promise<string | null> {
+  return (await new Client('').get<OidcProvider>('/v2/sessions/oidc', signal)).provider?.name ?? null
+}
+
+/**
+ * Leaves for the provider's sign-in page. The server binds the sign-in to this browser with a cookie (the only one
+ * Hangar sets, sent back to the callback only) and sends the browser back to the console with the session token
+ * in the URL's fragment (see `takeOidcResult`). With `invitation`, signing in accepts it.
+ */
+export async function startOidc(invitation?: string): Promise<void> {
+  const started = await new Client('').post<StartedOidcSignIn>('/v2/sessions/oidc', invitation ? { invitation } : {})
+  location.assign(started.authorizationUrl)
+}
+
+/**
+ * What the OIDC callback left in the fragment (`#oidc=<token>` or `#oidc-error=<why>`), taken out of the address
+ * bar and history at once so that the token stays in this tab's session storage only.
+ */
+export function takeOidcResult(): { token: string } | { error: string } | null {
+  const fragment = new URLSearchParams(location.hash.slice(1))
+  const token = fragment.get('oidc')
+  const error = fragment.get('oidc-error')
+  if (token === null && error === null) return null
+  history.replaceState(null, '', location.pathname)
+  return token !== null ? { token } : { error: error ?? '' }
 }
 
 /** Forgets the tab's key; a member's session is also ended on the server, so the token is worth nothing after. */

@@ -31,6 +31,9 @@ import { registerSecretReferenceCheck } from './secretReferences.js'
 import { auditRoutes } from './routes/audit.js'
 import { secretRoutes } from './routes/secrets.js'
 import { memberRoutes } from './routes/members.js'
+import { oidcRoutes } from './routes/oidc.js'
+import type { SignInThrottle } from '../services/accounts/SignInThrottle.js'
+import type { OidcSignIn } from '../services/accounts/OidcSignIn.js'
 import { Problem } from '../contract/problem.js'
 import { registerAuth } from './auth.js'
 import { registerMetrics } from './metrics.js'
@@ -112,6 +115,8 @@ export interface AppDeps {
   secrets: SecretService
   /** The audit log every change is recorded in (/v2/audit). */
   audit: AuditLog
+  /** Limits on failed password sign-ins, and the OpenID Connect provider when one is configured. */
+  signIns?: { throttle: SignInThrottle; oidc?: OidcSignIn }
   /** Base URL clients use, for links in responses (e.g. endpoint requestUrls). */
   publicUrl: () => string
   /** Prometheus metrics; without it there is no /metrics route. */
@@ -260,6 +265,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(secretRoutes(deps))
   await app.register(auditRoutes(deps))
   await app.register(memberRoutes(deps))
+  await app.register(oidcRoutes(deps))
   if (deps.consoleDir) await app.register(consoleRoutes, { dir: deps.consoleDir, docsDir: deps.docsDir })
   await app.register(loadBalancerRoutes(deps))
   await app.register(retiredV1Routes(deps))

@@ -20,6 +20,11 @@ declare module 'fastify' {
     auditCreatedId: string | null
     /** Whether this request's entry was recorded (once, as its answer was made). */
     auditRecorded: boolean
+    /**
+     * The status the log records instead of the answer's, when the answer's says less: an OIDC callback answers
+     * a refused sign-in with a redirect to the console, not with its 403.
+     */
+    auditStatus: number | null
   }
 }
 
@@ -100,6 +105,7 @@ export function registerAudit(app: FastifyInstance, audit: AuditLog): void {
   app.addHook('onClose', async () => audit.stop())
   app.decorateRequest('auditCreatedId', null)
   app.decorateRequest('auditRecorded', false)
+  app.decorateRequest('auditStatus', null)
   // The hooks go on the audited routes only, decided once as each route is added: job traffic and the worker
   // protocol pay nothing for the log.
   app.addHook('onRoute', (route) => {
@@ -110,7 +116,8 @@ export function registerAudit(app: FastifyInstance, audit: AuditLog): void {
       if (spec) specs.set(method, spec)
     }
     if (specs.size === 0) return
-    const record = (req: FastifyRequest, status: number) => {
+    const record = (req: FastifyRequest, answered: number) => {
+      const status = req.auditStatus ?? answered
       const spec = specs.get(req.method)
       // Callers without a valid key have no principal: not recorded (see above). Recorded once per request.
       if (!spec || !req.principal || req.auditRecorded) return

@@ -30,6 +30,11 @@ const STATUS: Record<ErrorKind, number> = {
   gateway_timeout: 504,
 }
 
+/** The HTTP status of a kind of error (for an answer that is not a problem, e.g. the audit of a redirect). */
+export function statusOfKind(kind: ErrorKind): number {
+  return STATUS[kind]
+}
+
 /**
  * The challenge every 401 carries (RFC 9110 §11.6.1): API keys, worker keys and the metrics token are all
  * sent as `Authorization: Bearer <key>` (RFC 6750).

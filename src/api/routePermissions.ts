@@ -14,6 +14,9 @@ import type { Permission } from '../domain/members/roles.js'
 export const ROUTE_PERMISSIONS: Readonly<Record<string, Permission>> = {
   // Members, sessions and invitations
   'POST /v2/sessions': 'public',
+  'GET /v2/sessions/oidc': 'public',
+  'POST /v2/sessions/oidc': 'public',
+  'GET /v2/sessions/oidc/callback': 'public',
   'DELETE /v2/sessions/current': 'self',
   'GET /v2/me': 'self',
   'PUT /v2/me/password': 'self',

@@ -134,3 +134,34 @@ export const AcceptInvitation = Closed({
   password: Password,
 })
 export type AcceptInvitation = Static<typeof AcceptInvitation>
+
+/** The OpenID Connect provider members may sign in with, if one is configured. */
+export const OidcProvider = Type.Object({
+  provider: Type.Union(
+    [Type.Object({ name: Type.String({ description: 'shown as "Sign in with <name>"' }) }), Type.Null()],
+    {
+      description: 'null when no provider is configured (members sign in with a password only)',
+    },
+  ),
+})
+export type OidcProvider = Static<typeof OidcProvider>
+
+/** Starts a sign-in with the provider; with `invitation` (an invitation's token), signing in accepts it. */
+export const StartOidcSignIn = Closed({ invitation: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })) })
+export type StartOidcSignIn = Static<typeof StartOidcSignIn>
+
+/** Where to send the browser; the flow itself is in the cookie set with this answer. */
+export const StartedOidcSignIn = Type.Object({
+  authorizationUrl: Type.String({ description: "the provider's authorization URL, with state, nonce and PKCE" }),
+})
+export type StartedOidcSignIn = Static<typeof StartedOidcSignIn>
+
+/** The callback's query, as the provider sends it (checked by the flow, not here). */
+export const OidcCallbackQuery = Type.Object({
+  code: Type.Optional(Type.String({ maxLength: 4096 })),
+  state: Type.Optional(Type.String({ maxLength: 1024 })),
+  iss: Type.Optional(Type.String({ maxLength: 2048 })),
+  error: Type.Optional(Type.String({ maxLength: 256 })),
+  error_description: Type.Optional(Type.String({ maxLength: 2048 })),
+})
+export type OidcCallbackQuery = Static<typeof OidcCallbackQuery>

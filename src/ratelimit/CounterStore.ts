@@ -7,10 +7,13 @@ export interface CounterStore {
   /**
    * Counts one hit in each window and returns, per window, the count including this hit and the
    * milliseconds until that window resets. Windows are aligned to the epoch, so every replica agrees.
+   * `by` (default 1) counts that many instead; -1 gives back a hit counted before (a sign-in attempt counted
+   * as a failure up front, so that racing attempts cannot all pass, is given back when it succeeds).
    */
   hit(
     windows: ReadonlyArray<{ key: string; windowMs: number }>,
     now: number,
+    by?: number,
   ): Promise<Array<{ count: number; resetMs: number }>>
   /**
    * Takes one of `limit` concurrent slots under `key`, or returns null when all are taken. A lease

@@ -9,7 +9,7 @@ export class MemoryCounterStore implements CounterStore {
   private sweeps = 0
   private leaseSeq = 0
 
-  async hit(windows: ReadonlyArray<{ key: string; windowMs: number }>, now: number) {
+  async hit(windows: ReadonlyArray<{ key: string; windowMs: number }>, now: number, by = 1) {
     if (++this.sweeps % 10_000 === 0) this.sweep(now)
     const out = new Array<{ count: number; resetMs: number }>(windows.length)
     let key: string | undefined
@@ -28,7 +28,7 @@ export class MemoryCounterStore implements CounterStore {
         c.start = start
         c.count = 0
       }
-      c.count++
+      c.count += by
       out[i] = { count: c.count, resetMs }
     }
     return out

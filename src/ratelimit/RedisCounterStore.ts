@@ -2,12 +2,14 @@ import { randomUUID } from 'node:crypto'
 import { Redis } from 'ioredis'
 import { windowOf, type CounterStore } from './CounterStore.js'
 
-// One round trip for all windows of a request: INCR each window's key, set its expiry on first use.
+// One round trip for all windows of a request: INCRBY each window's key, set its expiry on first use (the
+// count is then the increment itself). ARGV[1] is the increment, ARGV[i + 1] the expiry of KEYS[i].
 const HIT = `
 local out = {}
+local by = tonumber(ARGV[1])
 for i = 1, #KEYS do
-  local n = redis.call('INCR', KEYS[i])
-  if n == 1 then redis.call('PEXPIRE', KEYS[i], ARGV[i]) end
+  local n = redis.call('INCRBY', KEYS[i], by)
+  if n == by then redis.call('PEXPIRE', KEYS[i], ARGV[i + 1]) end
   out[i] = n
 end
 return out`
@@ -32,7 +34,7 @@ export class RedisCounterStore implements CounterStore {
     this.redis = new Redis(url, { maxRetriesPerRequest: 2, enableAutoPipelining: true, lazyConnect: false })
   }
 
-  async hit(windows: ReadonlyArray<{ key: string; windowMs: number }>, now: number) {
+  async hit(windows: ReadonlyArray<{ key: string; windowMs: number }>, now: number, by = 1) {
     const w = windows.map(({ key, windowMs }) => ({
       ...windowOf(now, windowMs),
       key: `${this.prefix}${key}:${windowMs}:${Math.floor(now / windowMs)}`,
@@ -42,6 +44,7 @@ export class RedisCounterStore implements CounterStore {
       HIT,
       w.length,
       ...w.map((x) => x.key),
+      String(by),
       ...w.map((x) => String(x.resetMs + 1000)),
     )) as number[]
     return w.map((x, i) => ({ count: Number(counts[i]), resetMs: x.resetMs }))

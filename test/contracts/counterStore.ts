@@ -31,6 +31,18 @@ export function counterStoreContract(name: string, make: () => CounterStore) {
       expect((await store.hit([{ key: k, windowMs: 10_000 }], T + 10_000))[0]).toEqual({ count: 1, resetMs: 10_000 })
     })
 
+    it('counts by more than one, and gives hits back with a negative count', async () => {
+      const k = key()
+      const w = [{ key: k, windowMs: 60_000 }]
+      expect((await store.hit(w, T, 3))[0].count).toBe(3)
+      expect((await store.hit(w, T, -1))[0].count).toBe(2)
+      expect((await store.hit(w, T))[0].count).toBe(3)
+      // A give-back into a window not counted yet expires with that window, like any count.
+      const fresh = [{ key: key(), windowMs: 10_000 }]
+      expect((await store.hit(fresh, T, -1))[0].count).toBe(-1)
+      expect((await store.hit(fresh, T + 10_000))[0].count).toBe(1)
+    })
+
     it('keeps keys apart', async () => {
       const [a, b] = [key(), key()]
       await store.hit([{ key: a, windowMs: 60_000 }], T)

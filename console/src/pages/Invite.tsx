@@ -1,13 +1,14 @@
 import { useState } from 'preact/hooks'
 import type { CreatedSession, InvitationPreview } from '../../../src/contract/member.js'
 import { Client } from '../api.js'
-import { signIn, type Session } from '../session.js'
+import { oidcProvider, signIn, startOidc, type Session } from '../session.js'
 import { Field, Loading, Problems, inputValue, useAction, useLoad, when } from '../ui.js'
 
 /**
  * The page an invitation's link opens (/console/invite#<token>): says which account and role it offers, and
- * makes the invitee a member with the password they choose, signed in. The token is in the fragment, which
- * the browser never sends, and is posted in a body only.
+ * makes the invitee a member with the password they choose, signed in (or, where an OpenID Connect provider is
+ * configured, with the email the provider vouches for). The token is in the fragment, which the browser never
+ * sends, and is posted in a body only.
  */
 export function Invite({
   onSignedIn,
@@ -23,6 +24,8 @@ export function Invite({
     [token],
   )
   const [form, setForm] = useState({ email: '', name: '', password: '' })
+  const provider = useLoad((signal) => oidcProvider(signal), [])
+  const viaProvider = useAction(() => startOidc(token))
   const accept = useAction(async () => {
     const created = await anonymous.post<CreatedSession>('/v2/invitations/accept', {
       token,
@@ -73,7 +76,13 @@ export function Invite({
             <button class="primary" type="submit" disabled={accept.busy}>
               Join
             </button>
+            {provider.data && (
+              <button type="button" disabled={viaProvider.busy} onClick={() => void viaProvider.run()}>
+                Join with {provider.data}
+              </button>
+            )}
           </div>
+          <Problems error={viaProvider.error} />
         </form>
       )}
     </main>

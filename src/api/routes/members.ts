@@ -19,6 +19,7 @@ import {
   SignIn,
   UpdateMember,
 } from '../../contract/member.js'
+import { DomainError } from '../../domain/errors.js'
 import type { AppDeps } from '../app.js'
 
 const tags = ['members']
@@ -29,9 +30,10 @@ const pub = { access: 'public' as const }
  * and invitations. What each role may call is the route table of routePermissions.ts, enforced in auth.ts.
  */
 export const memberRoutes =
-  ({ accounts, publicUrl }: AppDeps): FastifyPluginAsyncTypebox =>
+  ({ accounts, publicUrl, signIns }: AppDeps): FastifyPluginAsyncTypebox =>
   async (app) => {
     const members = accounts.members
+    const throttle = signIns?.throttle
     app.post(
       '/v2/sessions',
       {
@@ -39,20 +41,24 @@ export const memberRoutes =
           tags,
           summary: 'Sign in with email and password (Hangar extension)',
           description:
-            'Answers a new session token, valid 12 hours; send it as `Authorization: Bearer <token>`. A wrong email and a wrong password get the same 401.',
+            'Answers a new session token, valid 12 hours; send it as `Authorization: Bearer <token>`. A wrong email and a wrong password get the same 401. Failed sign-ins are limited per email and per client address (`members.signInLimits`: 10 per email and 30 per address in 15 minutes by default); past a limit the answer is 429 with Retry-After, whatever the password.',
           body: SignIn,
           response: { 201: CreatedSession },
         },
         config: { ...pub, audit: { action: 'member.sign-in', resourceType: 'session' } },
       },
       async (req, reply) => {
-        const { session, principal } = await members.signIn(req.body.email, req.body.password, {
-          ip: req.ip ?? null,
-          // A wrong password for a known member is recorded in the audit log as that member's refused sign-in.
-          onRefusedMember: (p) => {
-            req.principal = p
-          },
-        })
+        const signIn = () =>
+          members.signIn(req.body.email, req.body.password, {
+            ip: req.ip ?? null,
+            // A wrong password for a known member is recorded in the audit log as that member's refused sign-in.
+            onRefusedMember: (p) => {
+              req.principal = p
+            },
+          })
+        const { session, principal } = throttle
+          ? await throttle.guard(req.body.email, req.ip ?? null, signIn)
+          : await signIn()
         req.principal = principal
         return reply.code(201).send(session)
       },
@@ -202,14 +208,21 @@ export const memberRoutes =
         schema: {
           tags,
           summary: 'Accept an invitation: become a member with the password given, signed in',
-          description: 'Once per invitation; a used, revoked or expired one is 404.',
+          description:
+            "Once per invitation; a used, revoked or expired one is 404. An email that is already a member's is 409, and such refusals count against the client address's limit of failed sign-ins (429 past it).",
           body: AcceptInvitation,
           response: { 201: CreatedSession },
         },
         config: { ...pub, audit: { action: 'invitation.accept', resourceType: 'invitation' } },
       },
       async (req, reply) => {
-        const { session, principal } = await members.accept(req.body, req.ip ?? null)
+        // "Already a member's" tells whether an email is a member's: such refusals count against the address like
+        // failed sign-ins, so a link cannot be used to test a list of emails faster than passwords are guessed.
+        await throttle?.admitFrom(req.ip ?? null)
+        const { session, principal } = await members.accept(req.body, req.ip ?? null).catch(async (err: unknown) => {
+          if (err instanceof DomainError && err.kind === 'conflict') await throttle?.failedFrom(req.ip ?? null)
+          throw err
+        })
         req.principal = principal
         return reply.code(201).send(session)
       },

@@ -294,22 +294,64 @@ export class MemberService {
   /** Accepts an invitation once: makes the member with the password given and signs them in. */
   async accept(body: AcceptInvitation, ip: string | null): Promise<{ session: CreatedSession; principal: Principal }> {
     const inv = await this.openInvitation(body.token)
-    const email = body.email.trim().toLowerCase()
-    if (await this.deps.store.members.getByEmail(email))
-      throw new DomainError('conflict', `email: ${email} is already a member's; sign in instead`)
+    return this.join(inv, body.email, body.name ?? null, await hashPassword(body.password), ip)
+  }
+
+  /**
+   * Accepts an invitation for an email an identity provider vouched for (OIDC sign-in): the member has no
+   * password of their own (a random one nobody knows is hashed in its place) and signs in with the provider.
+   */
+  async acceptVerified(
+    token: string,
+    email: string,
+    name: string | null,
+    ip: string | null,
+  ): Promise<{ session: CreatedSession; principal: Principal }> {
+    const inv = await this.openInvitation(token)
+    return this.join(inv, email, name, await hashPassword(randomBytes(32).toString('base64url')), ip)
+  }
+
+  /** Signs in the member whose email an identity provider vouched for (OIDC sign-in); 403 when none has it. */
+  async signInVerified(email: string, ip: string | null): Promise<{ session: CreatedSession; principal: Principal }> {
+    const m = await this.deps.store.members.getByEmail(email.trim().toLowerCase())
+    // The person proved this email to the provider, so saying it is no member's tells them nothing of others.
+    if (!m)
+      throw new DomainError(
+        'forbidden',
+        `${email} is no member's email: ask an owner or admin of your account for an invitation`,
+      )
+    return this.startSession(m, ip)
+  }
+
+  /** The principal of the member with `email`, if any: the actor of a refused OIDC sign-in in the audit log. */
+  async principalOf(email: string): Promise<Principal | undefined> {
+    const m = await this.deps.store.members.getByEmail(email.trim().toLowerCase())
+    return m ? this.principal(m, { keyRole: null, credentialId: 'sign-in', sessionId: null }) : undefined
+  }
+
+  /** The invitation's member made with `email` and signed in, in one transaction with the invitation's use. */
+  private async join(
+    inv: InvitationRecord,
+    rawEmail: string,
+    name: string | null,
+    passwordHash: string,
+    ip: string | null,
+  ): Promise<{ session: CreatedSession; principal: Principal }> {
+    const email = rawEmail.trim().toLowerCase()
+    const taken = () => new DomainError('conflict', `email: ${email} is already a member's; sign in instead`)
+    if (await this.deps.store.members.getByEmail(email)) throw taken()
     const now = this.now()
     const member: MemberRecord = {
       id: newId('mem_'),
       accountId: inv.accountId,
       email,
-      name: body.name ?? null,
+      name,
       role: inv.role,
-      passwordHash: await hashPassword(body.password),
+      passwordHash,
       createdAt: now,
       updatedAt: now,
     }
     // One transaction: the invitation is used by exactly this member, or no member is made.
-    const taken = () => new DomainError('conflict', `email: ${email} is already a member's; sign in instead`)
     try {
       await this.deps.store.transaction(async (tx) => {
         if (!(await tx.members.acceptInvitation(inv.id, member.id, now)))

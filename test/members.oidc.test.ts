@@ -1,0 +1,196 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { addMember, type TestMember } from './helpers/members.js'
+import { TestOidcProvider } from './helpers/oidcProvider.js'
+import { startTestServer, type TestServer } from './helpers/server.js'
+
+/** Where a sign-in ended: the session token, or the reason it was refused (from the console's fragment). */
+interface Ending {
+  token?: string
+  error?: string
+}
+
+describe('members: sign-in with an OpenID Connect provider (a real provider on a loopback port)', () => {
+  let s: TestServer
+  let idp: TestOidcProvider
+  let accountKey: string
+  let dev: TestMember
+
+  beforeAll(async () => {
+    idp = await new TestOidcProvider().start()
+    s = await startTestServer({
+      members: {
+        oidc: { name: 'Test IdP', issuer: idp.issuer, clientId: idp.clientId, clientSecret: idp.clientSecret },
+      },
+    })
+    idp.redirectUri = `${s.url}/v2/sessions/oidc/callback`
+    accountKey = await s.accountKey('oidc-team')
+    dev = await addMember(s, accountKey, 'developer', 'oidc-dev')
+  })
+  afterAll(async () => {
+    await s?.stop()
+    await idp?.stop()
+  })
+  beforeEach(() => {
+    idp.tamper = {}
+    idp.user = { sub: 'sub-dev', email: dev.email, email_verified: true }
+  })
+
+  /** What the console does: start (the cookie comes back), follow the provider's redirect; the callback is not called. */
+  const start = async (body: Record<string, string> = {}) => {
+    const res = await fetch(`${s.url}/v2/sessions/oidc`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    })
+    expect(res.status, await res.clone().text()).toBe(201)
+    const cookie = res.headers.get('set-cookie')!.split(';')[0]
+    const { authorizationUrl } = (await res.json()) as { authorizationUrl: string }
+    const atProvider = await fetch(authorizationUrl, { redirect: 'manual' })
+    expect(atProvider.status).toBe(302)
+    return { cookie, callback: atProvider.headers.get('location')!, authorizationUrl }
+  }
+  /** The browser arriving back at Hangar's callback, with `cookie` (or none). */
+  const callback = async (url: string, cookie: string | null): Promise<Ending> => {
+    const res = await fetch(url, { redirect: 'manual', headers: cookie ? { cookie } : {} })
+    expect(res.status).toBe(303)
+    const location = res.headers.get('location')!
+    expect(location.startsWith('/console/#')).toBe(true)
+    const fragment = new URLSearchParams(location.slice(location.indexOf('#') + 1))
+    return { token: fragment.get('oidc') ?? undefined, error: fragment.get('oidc-error') ?? undefined }
+  }
+  const signIn = async (body: Record<string, string> = {}) => {
+    const { cookie, callback: url } = await start(body)
+    return callback(url, cookie)
+  }
+  const memberCount = async () => (await s.api('GET', '/v2/members', undefined, accountKey)).body.members.length
+
+  it('tells the console which provider to offer', async () => {
+    expect((await s.api('GET', '/v2/sessions/oidc', undefined, null)).body).toEqual({ provider: { name: 'Test IdP' } })
+  })
+
+  it('signs a member in: the same session token a password gives, with their role, and an audit entry', async () => {
+    const { authorizationUrl } = await start()
+    const asked = new URL(authorizationUrl).searchParams
+    expect(asked.get('code_challenge_method')).toBe('S256')
+    expect(asked.get('nonce')).toBeTruthy()
+    const { token, error } = await signIn()
+    expect(error).toBeUndefined()
+    expect(token).toMatch(/^hs_/)
+    const me = await s.api('GET', '/v2/me', undefined, token)
+    expect(me.body).toMatchObject({ kind: 'member', member: { id: dev.id, role: 'developer' } })
+    expect((await s.api('GET', '/v2/pods', undefined, token)).status).toBe(200)
+    expect((await s.api('GET', '/v2/audit', undefined, token)).status).toBe(403)
+    expect((await s.api('DELETE', '/v2/sessions/current', undefined, token)).status).toBe(204)
+    const entries = (await s.api('GET', '/v2/audit?action=member.sign-in.oidc', undefined, accountKey)).body.entries
+    expect(entries[0]).toMatchObject({ outcome: 'success', actor: { type: 'member', id: dev.id } })
+  })
+
+  it('refuses an email that is no member, and makes no member; control: the same person with an invitation joins', async () => {
+    idp.user = { sub: 'sub-stranger', email: `stranger-${Date.now()}@example.com`, email_verified: true }
+    const before = await memberCount()
+    const accounts = (await s.api('GET', '/v2/admin/accounts')).body
+    const refused = await signIn()
+    expect(refused.token).toBeUndefined()
+    expect(refused.error).toContain('is no member')
+    expect(await memberCount()).toBe(before)
+    expect((await s.api('GET', '/v2/admin/accounts')).body).toEqual(accounts)
+
+    const inv = await s.api('POST', '/v2/invitations', { role: 'read-only' }, accountKey)
+    const joined = await signIn({ invitation: inv.body.token })
+    expect(joined.error).toBeUndefined()
+    const me = (await s.api('GET', '/v2/me', undefined, joined.token)).body
+    expect(me.member).toMatchObject({ email: idp.user.email, role: 'read-only' })
+    expect(await memberCount()).toBe(before + 1)
+    // The invitation is used: it lets no one else in.
+    expect((await s.api('POST', '/v2/sessions/oidc', { invitation: inv.body.token }, null)).status).toBe(404)
+  })
+
+  it('refuses an unverified email, recorded as a refused sign-in of that member; control: verified, it passes', async () => {
+    idp.user = { ...idp.user, email_verified: false }
+    const refused = await signIn()
+    expect(refused.token).toBeUndefined()
+    expect(refused.error).toContain('not verified')
+    const entries = (await s.api('GET', '/v2/audit?action=member.sign-in.oidc', undefined, accountKey)).body.entries
+    expect(entries[0]).toMatchObject({ outcome: 'refused', status: 403, actor: { type: 'member', id: dev.id } })
+    idp.user = { ...idp.user, email_verified: true }
+    expect((await signIn()).token).toMatch(/^hs_/)
+  })
+
+  // Each ID token attack is refused, and the same flow without the tampering passes (the check is what refused it).
+  const attacks: Array<[string, TestOidcProvider['tamper'], RegExp]> = [
+    ['an ID token for another client (wrong aud)', { aud: 'someone-else' }, /"aud" \(audience\) claim/],
+    ['an expired ID token', { expInS: -600 }, /"exp" \(expiration time\)/],
+    ['an ID token signed by a key not in the JWKS', { foreignKey: true }, /no applicable keys/],
+    [
+      'an ID token with a forged signature under the JWKS key id',
+      { forgedSignature: true },
+      /signature verification failed/,
+    ],
+    ['an ID token from another issuer', { iss: 'https://evil.example.com' }, /"iss" \(issuer\) claim/],
+    ['an ID token whose nonce is not the one asked for', { nonce: 'not-the-nonce' }, /"nonce" claim/],
+  ]
+  for (const [what, tamper, reason] of attacks) {
+    it(`refuses ${what}; control: untampered, it passes`, async () => {
+      idp.tamper = tamper
+      const refused = await signIn()
+      expect(refused.token).toBeUndefined()
+      expect(refused.error).toMatch(reason)
+      idp.tamper = {}
+      expect((await signIn()).token).toMatch(/^hs_/)
+    })
+  }
+
+  it("refuses a callback whose state is not the browser's; control: the browser's own passes", async () => {
+    const mine = await start()
+    const other = await start()
+    const requests = idp.tokenRequests
+    // Another browser's code and state with this browser's cookie (a login CSRF): refused before any token request.
+    expect((await callback(other.callback, mine.cookie)).error).toContain('state')
+    const forged = new URL(mine.callback)
+    forged.searchParams.set('state', 'guessed')
+    expect((await callback(forged.href, mine.cookie)).error).toContain('state')
+    expect(idp.tokenRequests).toBe(requests)
+    expect((await callback(mine.callback, mine.cookie)).token).toMatch(/^hs_/)
+  })
+
+  it('refuses a callback without the cookie of the browser that started it; control: with it, it passes', async () => {
+    const { cookie, callback: url } = await start()
+    expect((await callback(url, null)).error).toContain('no sign-in cookie')
+    // One character of the sealed flow changed (in its middle: a base64 padding character may decode the same).
+    const at = cookie.length - 12
+    const tampered = cookie.slice(0, at) + (cookie[at] === 'A' ? 'B' : 'A') + cookie.slice(at + 1)
+    expect((await callback(url, tampered)).error).toContain('not one this server made')
+    expect((await callback(url, cookie)).token).toMatch(/^hs_/)
+  })
+
+  it('refuses a callback replayed, even where the provider would hand out tokens for the code again', async () => {
+    idp.tamper = { reuseCodes: true }
+    const { cookie, callback: url } = await start()
+    expect((await callback(url, cookie)).token).toMatch(/^hs_/)
+    const replay = await callback(url, cookie)
+    expect(replay.token).toBeUndefined()
+    expect(replay.error).toContain('finished already')
+  })
+
+  it('refuses to start with an invitation that cannot be accepted', async () => {
+    const res = await s.api('POST', '/v2/sessions/oidc', { invitation: 'no-such-invitation' }, null)
+    expect(res.status).toBe(404)
+  })
+})
+
+describe('members: OIDC sign-in not configured', () => {
+  let s: TestServer
+  beforeAll(async () => {
+    s = await startTestServer()
+  })
+  afterAll(async () => {
+    await s?.stop()
+  })
+
+  it('offers no provider and refuses to start one', async () => {
+    expect((await s.api('GET', '/v2/sessions/oidc', undefined, null)).body).toEqual({ provider: null })
+    const started = await s.api('POST', '/v2/sessions/oidc', {}, null)
+    expect(started.status).toBe(404)
+    expect(started.body.detail).toContain('not configured')
+  })
+})
