@@ -333,12 +333,22 @@ describe.skipIf(sandbox.kind !== 'bwrap' || (sandbox.kind === 'bwrap' && sandbox
     let loopback: Server & { port: number }
     let controlPlane: Server & { port: number }
     let anyAddress: Server & { port: number }
+    let loopback6: (Server & { port: number }) | null = null
+    /** Another service on the control plane's port number, at the host's IPv6 loopback (not the URL's address). */
+    let besideControlPlane: (Server & { port: number }) | null = null
     beforeAll(async () => {
       mkdirSync(dataDir, { recursive: true })
       loopback = await listen('127.0.0.1')
       controlPlane = await listen('127.0.0.1')
       anyAddress = await listen('0.0.0.0')
       servers.push(loopback, controlPlane, anyAddress)
+      try {
+        loopback6 = await listen('::1')
+        besideControlPlane = await listen('::1', controlPlane.port)
+        servers.push(loopback6, besideControlPlane)
+      } catch {
+        // No IPv6 loopback on this host: those targets are not probed.
+      }
     })
     afterAll(async () => {
       for (const { driver, w } of workloads) {
@@ -358,6 +368,10 @@ describe.skipIf(sandbox.kind !== 'bwrap' || (sandbox.kind === 'bwrap' && sandbox
         'host loopback (PostgreSQL 5432)': '127.0.0.1 5432',
         "another tenant's pod port": `127.0.0.1 ${neighbour}`,
         'control plane (worker URL)': `127.0.0.1 ${controlPlane.port}`,
+        ...(loopback6 ? { 'host IPv6 loopback (random port)': `::1 ${loopback6.port}` } : {}),
+        ...(besideControlPlane
+          ? { "another service on the control plane's port, at ::1": `::1 ${besideControlPlane.port}` }
+          : {}),
         ...(address ? { "the host's own address": `${address} ${anyAddress.port}` } : {}),
       }
       const [program, ...args] = probeProgram(targets)
@@ -437,6 +451,8 @@ describe.skipIf(sandbox.kind !== 'bwrap' || (sandbox.kind === 'bwrap' && sandbox
       expect(out["another tenant's pod port"]).toBe('open')
       expect(out['control plane (worker URL)']).toBe('open')
       if (out["the host's own address"]) expect(out["the host's own address"]).toBe('open')
+      if (loopback6) expect(out['host IPv6 loopback (random port)']).toBe('open')
+      if (besideControlPlane) expect(out["another service on the control plane's port, at ::1"]).toBe('open')
     })
 
     it('blackholes every address of the host, link-local ones included, and IPv4 link-local (cloud metadata)', () => {
@@ -457,6 +473,9 @@ describe.skipIf(sandbox.kind !== 'bwrap' || (sandbox.kind === 'bwrap' && sandbox
         'control plane (worker URL)': 'open',
       })
       if (out["the host's own address"]) expect(out["the host's own address"]).toBe('closed')
+      if (loopback6) expect(out['host IPv6 loopback (random port)']).toBe('closed')
+      // The link reaches the control plane's address and port as its URL names them, nothing beside it.
+      if (besideControlPlane) expect(out["another service on the control plane's port, at ::1"]).toBe('closed')
     })
   },
 )

@@ -300,8 +300,9 @@ export class ProcessDriver implements RuntimeDriver {
           await connectSandbox(
             sandbox.network,
             inside,
-            { hostPorts: link.hostPorts, published: ports },
+            { hostPorts: link.hostPorts, hostAddress: link.hostAddress, published: ports },
             networkPidFile!,
+            sandbox.setpriv!,
           )
         // Members join only a network that is set up (routes in place): ready once it is, before the go-ahead.
         if (cluster !== undefined && !joins) this.recordClusterNetwork(cluster, inside, pid, true)
@@ -641,11 +642,15 @@ function checkMounts(mounts: WorkloadMount[], programs: string[]): void {
  * How a workload reaches the control plane (a worker's URL): a loopback port, forwarded into its namespace, or
  * an address elsewhere, reached as any outside address.
  */
-function controlPlaneLink(spec: WorkloadSpec): { hostPorts: number[]; elsewhere: string | null } {
+function controlPlaneLink(spec: WorkloadSpec): { hostPorts: number[]; hostAddress?: string; elsewhere: string | null } {
   const url = parseUrl(spec.labels[LABELS.controlPlane])
   if (!url) return { hostPorts: [], elsewhere: null }
   if (!isLoopback(url.hostname)) return { hostPorts: [], elsewhere: url.origin }
-  return { hostPorts: [Number(url.port || (url.protocol === 'https:' ? 443 : 80))], elsewhere: null }
+  return {
+    hostPorts: [Number(url.port || (url.protocol === 'https:' ? 443 : 80))],
+    hostAddress: url.hostname.replace(/^\[(.*)\]$/, '$1'),
+    elsewhere: null,
+  }
 }
 
 function parseUrl(s: string | undefined): URL | null {

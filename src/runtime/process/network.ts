@@ -1,9 +1,11 @@
 import { execFile } from 'node:child_process'
 import { readFileSync, rmSync } from 'node:fs'
 import { networkInterfaces } from 'node:os'
+import { dirname, join } from 'node:path'
 import type { Readable } from 'node:stream'
 import { promisify } from 'node:util'
 import type { PublishedPort } from '../RuntimeDriver.js'
+import { forwardPorts, stopForwarder } from './forwarder.js'
 import { LAUNCH_ENV, type SandboxNetwork } from './sandbox.js'
 
 const run = promisify(execFile)
@@ -12,6 +14,8 @@ const run = promisify(execFile)
 export interface SandboxLinks {
   /** Ports of the host's loopback the program reaches at the same port of its own (the control plane's). */
   hostPorts: number[]
+  /** The loopback address the control plane's URL names (`127.0.0.1`, `::1`, `localhost`); 127.0.0.1 if not given. */
+  hostAddress?: string
   /** The program's declared ports, published on the host's loopback (publicPort -> privatePort). */
   published: PublishedPort[]
 }
@@ -56,13 +60,20 @@ export function readSandboxPid(info: Readable, timeoutMs = 10_000): Promise<numb
   })
 }
 
-/** pasta's options for a sandbox's links (its default for each forwarding option is `auto`: none unless named). */
-function pastaOptions(network: Extract<SandboxNetwork, { pasta: string }>, links: SandboxLinks): string[] {
+/**
+ * pasta's options for a sandbox's links (its default for each forwarding option is `auto`: none unless named).
+ * `spliceHostPorts`: whether pasta forwards the control plane's port (`-T`); as root the forwarder does instead.
+ */
+function pastaOptions(
+  network: Extract<SandboxNetwork, { pasta: string }>,
+  links: SandboxLinks,
+  spliceHostPorts: boolean,
+): string[] {
   const forwards = (flag: string, specs: string[]) =>
     specs.length > 0 ? specs.flatMap((s) => [flag, s]) : [flag, 'none']
   const args = ['--quiet', '--no-map-gw', '--no-dhcp', '--no-dhcpv6', '-u', 'none', '-U', 'none']
   if (network.mode === 'internet') args.push('--config-net')
-  args.push(...forwards('-T', links.hostPorts.map(String)))
+  args.push(...forwards('-T', spliceHostPorts ? links.hostPorts.map(String) : []))
   args.push(
     ...forwards(
       '-t',
@@ -80,13 +91,15 @@ const NET_SETUP =
  * As an ordinary user, pasta makes the namespaces and runs the sandbox inside them (`pasta ... -- sh -c
  * NET_SETUP -- bwrap ...`): the prefix of the sandbox's argv. The set-up runs as the namespace's owner before
  * bwrap, whose own user namespace keeps the program from changing the routes. pasta ends with the sandbox and
- * exits with its status.
+ * exits with its status. Here pasta still forwards the control plane's port (`-T`), whose stalls on big uploads
+ * (passt bug 74) the as-root path avoids with its forwarder: entering pasta's user namespace to place one is
+ * not done yet.
  */
 export function wrappedNetwork(network: Extract<SandboxNetwork, { pasta: string }>, links: SandboxLinks): string[] {
   const blackholes = network.mode === 'internet' ? hostAddresses() : []
   return [
     network.pasta,
-    ...pastaOptions(network, links),
+    ...pastaOptions(network, links, true),
     '--',
     '/bin/sh',
     '-c',
@@ -98,23 +111,27 @@ export function wrappedNetwork(network: Extract<SandboxNetwork, { pasta: string 
 
 /**
  * As root: connects the network namespace of sandbox process `init` with pasta (Debian's passt), started by its
- * absolute path with LAUNCH_ENV and arguments of Hangar's alone (numbers and fixed flags): the control plane's
- * port and the published ports are spliced through the loopbacks, and in `internet` mode the namespace gets an
+ * absolute path with LAUNCH_ENV and arguments of Hangar's alone (numbers and fixed flags): the published ports
+ * are spliced through the loopbacks, and in `internet` mode the namespace gets an
  * address and outbound connections, but the gateway is not mapped to the host (`--no-map-gw`) and every address
  * of the host is a blackhole route inside (nsenter), so the host's loopback and other addresses stay out of
  * reach. pasta does not notice the namespace going: it writes its pid to `pidFile` and is ended with the
- * workload (stopNetwork, and the supervisor). Programs may then listen on ports below 1024 inside.
+ * workload (stopNetwork, and the supervisor). Programs may then listen on ports below 1024 inside. The control
+ * plane's port is served by Hangar's forwarder (forwarder.ts), not pasta's `-T`: Debian's pasta of 2023-03
+ * stalls for good on big bodies sent from the namespace to the host (bench/RESULTS.md); its pid goes next to
+ * pasta's, and stopNetwork ends it too.
  */
 export async function connectSandbox(
   network: Extract<SandboxNetwork, { pasta: string }>,
   init: number,
   links: SandboxLinks,
   pidFile: string,
+  setpriv: string,
 ): Promise<void> {
   const ns = `/proc/${init}/ns`
   // pasta must stay uid 0 to enter a namespace of the initial user namespace (it keeps CAP_SYS_ADMIN and
   // CAP_NET_BIND_SERVICE only, under seccomp, with no_new_privs and an empty filesystem).
-  const args = [...pastaOptions(network, links), '--pid', pidFile, '--runas', '0', '--netns', `${ns}/net`]
+  const args = [...pastaOptions(network, links, false), '--pid', pidFile, '--runas', '0', '--netns', `${ns}/net`]
   // bwrap reports its init before it has dropped its privileges (and is dumpable again): until then pasta, which
   // keeps no CAP_SYS_PTRACE, cannot open its namespaces. Tried again for a moment.
   await attempt(async () => {
@@ -138,6 +155,19 @@ export async function connectSandbox(
       ),
     'the namespace set-up (nsenter)',
   )
+  // After the set-up: a control plane on a port below 1024 is then one the forwarder (not root) may listen on.
+  await forwardPorts({
+    init,
+    address: links.hostAddress ?? '127.0.0.1',
+    ports: links.hostPorts,
+    setpriv,
+    pidFile: forwarderPidFile(pidFile),
+  })
+}
+
+/** The forwarder's pid file, next to pasta's. */
+function forwarderPidFile(pidFile: string): string {
+  return join(dirname(pidFile), 'forward.pid')
 }
 
 /**
@@ -191,8 +221,12 @@ async function attempt(f: () => Promise<unknown>, what: string): Promise<void> {
   }
 }
 
-/** Ends the pasta of a workload (by its pid file, if that pid is still a pasta), and removes the file. */
+/**
+ * Ends the pasta of a workload (by its pid file, if that pid is still a pasta) and its forwarder, and removes
+ * their files.
+ */
 export function stopNetwork(pidFile: string): void {
+  stopForwarder(forwarderPidFile(pidFile))
   let pid = 0
   try {
     pid = Number(readFileSync(pidFile, 'utf8').trim())

@@ -1,0 +1,130 @@
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { createServer, type Server } from 'node:http'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { LABELS } from '../../src/runtime/labels.js'
+import { ProcessDriver } from '../../src/runtime/process/ProcessDriver.js'
+import { FORWARDER_NAME } from '../../src/runtime/process/forwarder.js'
+import { probeSandbox, SANDBOX_UID } from '../../src/runtime/process/sandbox.js'
+import type { WorkloadSpec } from '../../src/runtime/RuntimeDriver.js'
+import { until } from '../helpers/until.js'
+
+/**
+ * The link between a sandboxed program and the control plane's port (as root: Hangar's forwarder, not pasta's
+ * `-T`, whose Debian build of 2023-03 stalls for good on big bodies going from the namespace to the host). Big
+ * bodies must get through whole, and the forwarder, which runs outside the sandbox, must carry nothing of the
+ * tenant's but the bytes of its connections and must not outlive the sandbox.
+ */
+const sandbox = probeSandbox({ sandbox: 'auto', bwrap: 'bwrap', network: 'internet', pasta: 'pasta' })
+const asRoot = process.getuid?.() === 0
+const work = mkdtempSync(join(tmpdir(), 'hangar-link-'))
+const dataDir = join(work, 'data')
+
+const CALLS = 8
+const BYTES = 20_000_000
+
+/** A sandboxed program: CALLS POSTs of BYTES at once to the control plane, each printing what came back. */
+function bigCalls(port: number): string[] {
+  const code = `const http=require('http');const body=Buffer.alloc(${BYTES},7);let left=${CALLS}
+setTimeout(()=>{console.log('gave up');process.exit(1)},90000).unref()
+for(let i=0;i<${CALLS};i++){const q=http.request({host:'127.0.0.1',port:${port},method:'POST',path:'/'+i,agent:false,headers:{'content-length':${BYTES}}},(r)=>{let n=0;r.on('data',(c)=>{n+=c.length});r.on('end',()=>{console.log('call '+i+' got '+n);if(--left===0)process.exit(0)})});q.on('error',(e)=>console.log('call '+i+' failed: '+e.message));q.end(body)}`
+  return [process.execPath, '-e', code]
+}
+
+function spec(id: string, controlPlane: number, command: string[], env: Record<string, string> = {}): WorkloadSpec {
+  return {
+    id,
+    kind: 'worker',
+    hostId: 'local',
+    labels: { [LABELS.account]: 'acc_mallory', [LABELS.controlPlane]: `http://127.0.0.1:${controlPlane}` },
+    image: 'any',
+    entrypoint: command,
+    cmd: [],
+    env,
+    gpus: { ids: [], virtual: true },
+    resources: { vcpus: 0, memoryGb: 0 },
+    mounts: [{ kind: 'disk', target: '/workspace', sizeGb: 1 }],
+    ports: [],
+  }
+}
+
+describe.skipIf(sandbox.kind !== 'bwrap' || (sandbox.kind === 'bwrap' && sandbox.network.mode === 'host'))(
+  "a sandbox's link to the control plane",
+  { timeout: 180_000 },
+  () => {
+    /** Bytes each call brought, by path. */
+    const received = new Map<string, number>()
+    let server: Server
+    let port = 0
+    const driver = () => new ProcessDriver({ dataDir, images: {}, hostEnv: { PATH: '/usr/bin:/bin' }, sandbox })
+    beforeAll(async () => {
+      mkdirSync(dataDir, { recursive: true })
+      const reply = Buffer.alloc(BYTES, 9)
+      // The control plane's stand-in: reads each body whole, then answers with as many bytes.
+      server = createServer((req, res) => {
+        let n = 0
+        req.on('data', (c: Buffer) => {
+          n += c.length
+        })
+        req.on('end', () => {
+          received.set(req.url ?? '', n)
+          res.setHeader('content-length', reply.length)
+          res.end(reply)
+        })
+      })
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+      port = (server.address() as { port: number }).port
+    })
+    afterAll(() => {
+      server.close()
+      rmSync(work, { recursive: true, force: true })
+    })
+
+    it(`carries ${CALLS} calls of ${BYTES / 1e6} MB each way at once, every byte (pasta's -T stalls on them)`, async () => {
+      const d = driver()
+      const w = await d.start(spec('w-big-bodies', port, bigCalls(port)))
+      await w.exited
+      await d.remove(w.ref)
+      const lines = w.logs.history().map((l) => l.line)
+      const got = lines.filter((l) => /^call \d+ /.test(l)).sort()
+      expect(got, lines.slice(-20).join('\n')).toEqual(
+        Array.from({ length: CALLS }, (_, i) => `call ${i} got ${BYTES}`).sort(),
+      )
+      for (let i = 0; i < CALLS; i++) expect(received.get(`/${i}`)).toBe(BYTES)
+    })
+
+    it.skipIf(!asRoot)(
+      "forwards as the sandbox user, without capabilities or the tenant's env, and never outlives the sandbox",
+      async () => {
+        const d = driver()
+        const secret = 'tenant-secret-4f7c1e'
+        const w = await d.start(
+          spec('w-forwarder', port, [process.execPath, '-e', 'setTimeout(()=>{},600000)', secret], { SECRET: secret }),
+        )
+        const pidFile = join(dataDir, 'workers', 'w-forwarder', 'forward.pid')
+        const pid = Number(readFileSync(pidFile, 'utf8'))
+        expect(readFileSync(`/proc/${pid}/comm`, 'utf8').trim()).toBe(FORWARDER_NAME)
+        const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+        expect(status).toMatch(new RegExp(`^Uid:\\s+${SANDBOX_UID}\\s+${SANDBOX_UID}\\s+${SANDBOX_UID}`, 'm'))
+        expect(status).toMatch(/^Gid:\s+65534\s+65534\s+65534/m)
+        for (const cap of ['CapPrm', 'CapEff', 'CapBnd', 'CapAmb'])
+          expect(status).toMatch(new RegExp(`^${cap}:\\s+0+$`, 'm'))
+        expect(status).toMatch(/^NoNewPrivs:\s+1$/m)
+        const environ = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').filter(Boolean)
+        expect(environ.map((e) => e.split('=')[0]).sort()).toEqual(
+          ['LANG', 'NODE_CHANNEL_FD', 'NODE_CHANNEL_SERIALIZATION_MODE', 'PATH'].sort(),
+        )
+        expect(readFileSync(`/proc/${pid}/environ`, 'utf8')).not.toContain(secret)
+        // With its pid file gone (no control plane to end it), the sandbox killed outright: it ends by itself.
+        rmSync(pidFile)
+        await w.stop(0)
+        await w.exited
+        await until(async () => !existsSync(`/proc/${pid}`), 10_000, 'the forwarder ending with its sandbox')
+        await d.remove(w.ref)
+      },
+    )
+  },
+)
+
+if (sandbox.kind !== 'bwrap') console.log(`control plane link tests skipped: ${sandbox.reason}`)
