@@ -68,11 +68,15 @@ describe.skipIf(skip !== null)('worker Pods on virtual GPU Nodes of a real Kuber
     s = await startTestServer({ runtime: { kubernetes } })
   }, 180_000)
   afterAll(async () => {
-    // Hangar's own Pods outlive it by design; every one of them is on a virtual Node, which close() clears.
-    await s?.stop()
-    await nodes?.close()
-    await workers?.close()
-  }, 120_000)
+    // Hangar's own Pods outlive it by design; every one of them is on a virtual Node, which close() clears,
+    // also after a stop that failed or hung (the cluster is shared: no Node may be left behind).
+    try {
+      await Promise.race([s?.stop(), new Promise((r) => setTimeout(r, 60_000))])
+    } finally {
+      await nodes?.close()
+      await workers?.close()
+    }
+  }, 150_000)
 
   it("a GPU worker whose Pod its node never starts holds up no other endpoint's scale-up", async () => {
     const stuck = await createEndpoint(s, gpuEndpoint('fleet-stuck', 'AMPERE_80', { min: 0, max: 1 }))
@@ -120,8 +124,10 @@ describe.skipIf(skip !== null)('worker Pods on virtual GPU Nodes of a real Kuber
       expect(ids.filter((j) => workers.executions.get(j.id)?.length !== 1)).toEqual([])
     }
     afterAll(async () => {
-      for (const ep of eps) await removeEndpoint(ep)
-    }, 60_000)
+      for (const ep of eps) await s.api('DELETE', `/v2/serverless/${ep}`)
+      for (const ep of eps)
+        await until(async () => (await podsOf(ep)).length === 0, 30_000, `the Pods of ${ep} deleted`)
+    }, 90_000)
 
     it("places every worker as a Pod the scheduler bound within the Nodes' GPUs, and runs every job once", async () => {
       for (let i = 0; i < 3; i++)
