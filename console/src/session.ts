@@ -63,12 +63,18 @@ export async function oidcProvider(signal?: AbortSignal): Promise<string | null>
  */
 export async function startOidc(invitation?: string): Promise<void> {
   const started = await new Client('').post<StartedOidcSignIn>('/v2/sessions/oidc', invitation ? { invitation } : {})
+  sessionStorage.setItem(OIDC_STARTED, '1')
   location.assign(started.authorizationUrl)
 }
 
+/** Set while this tab is away at the provider: only a tab that left for a sign-in takes one back. */
+const OIDC_STARTED = 'hangar.oidcStarted'
+
 /**
  * What the OIDC callback left in the fragment (`#oidc=<token>` or `#oidc-error=<why>`), taken out of the address
- * bar and history at once so that the token stays in this tab's session storage only.
+ * bar and history at once so that the token stays in this tab's session storage only. Taken only by a tab that
+ * started a sign-in: anyone can send a link to `/console/#oidc=<their own token>`, which would otherwise sign
+ * the victim's tab in to the sender's account (a login CSRF), or `#oidc-error=<any text>` shown as a refusal.
  */
 export function takeOidcResult(): { token: string } | { error: string } | null {
   const fragment = new URLSearchParams(location.hash.slice(1))
@@ -76,6 +82,9 @@ export function takeOidcResult(): { token: string } | { error: string } | null {
   const error = fragment.get('oidc-error')
   if (token === null && error === null) return null
   history.replaceState(null, '', location.pathname)
+  const started = sessionStorage.getItem(OIDC_STARTED) !== null
+  sessionStorage.removeItem(OIDC_STARTED)
+  if (!started) return null
   return token !== null ? { token } : { error: error ?? '' }
 }
 

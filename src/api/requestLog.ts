@@ -1,6 +1,13 @@
 import type { FastifyInstance } from 'fastify'
 import { REQUEST_LINE } from '../logger.js'
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** false: the request log keeps the path only, not the query (which carries a secret: the OIDC callback's code). */
+    logQuery?: boolean
+  }
+}
+
 /** Worker-protocol routes: long-polls and heartbeats every few seconds per worker, logged only at debug. */
 const WORKER_PROTOCOL =
   /^\/v2\/:endpointId\/(job-take|job-take-batch|job-stop|ping|job-done|job-done-batch|job-stream)\//
@@ -16,10 +23,12 @@ export function registerRequestLog(app: FastifyInstance): void {
     const level = WORKER_PROTOCOL.test(route) ? 'debug' : 'info'
     // Nothing to build when the line would be dropped (pino's level check; Fastify's no-op logger has none).
     if ((req.log as { isLevelEnabled?: (l: string) => boolean }).isLevelEnabled?.(level) === false) return done()
+    // A route may carry secrets in its query (the OIDC callback's code and state): its line keeps the path only.
+    const secretQuery = req.routeOptions.config?.logQuery === false
     req.log[level](
       {
         method: req.method,
-        url: req.url,
+        url: secretQuery ? req.url.split('?')[0] : req.url,
         status: reply.statusCode,
         ms: Math.round(reply.elapsedTime),
         [REQUEST_LINE]: true,

@@ -1,4 +1,4 @@
-import { createHash, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto'
+import { createHash, createHmac, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto'
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 
@@ -26,6 +26,10 @@ export interface Tamper {
   iss?: string
   /** Hand out the same code's tokens again (a provider that does not enforce single use). */
   reuseCodes?: boolean
+  /** Claims set over the ID token's (a value of undefined removes the claim): `email_verified: 'true'`, `azp`. */
+  claims?: Record<string, unknown>
+  /** Sign with `none` (no signature) or HS256 keyed with the client secret instead of the JWKS key. */
+  alg?: 'none' | 'HS256'
 }
 
 /**
@@ -149,7 +153,7 @@ export class TestOidcProvider {
     if (challenge !== grant.challenge) return refuse('invalid_grant')
     const now = Math.floor(Date.now() / 1000)
     const t = this.tamper
-    const claims = {
+    const claims: Record<string, unknown> = {
       iss: t.iss ?? this.issuer,
       sub: grant.user.sub,
       aud: t.aud ?? this.clientId,
@@ -159,7 +163,9 @@ export class TestOidcProvider {
       email: grant.user.email,
       email_verified: grant.user.email_verified,
       ...(grant.user.name ? { name: grant.user.name } : {}),
+      ...t.claims,
     }
+    for (const [k, v] of Object.entries(t.claims ?? {})) if (v === undefined) delete claims[k]
     const key = t.foreignKey || t.forgedSignature ? this.otherKey.privateKey : this.key.privateKey
     const kid = t.foreignKey ? 'not-in-the-jwks' : this.kid
     return {
@@ -168,7 +174,12 @@ export class TestOidcProvider {
         access_token: randomBytes(16).toString('base64url'),
         token_type: 'Bearer',
         expires_in: 300,
-        id_token: jwt({ alg: 'RS256', typ: 'JWT', kid }, claims, key),
+        id_token:
+          t.alg === 'none'
+            ? unsigned(claims)
+            : t.alg === 'HS256'
+              ? hs256(claims, this.clientSecret)
+              : jwt({ alg: 'RS256', typ: 'JWT', kid }, claims, key),
       },
     }
   }
@@ -178,4 +189,15 @@ function jwt(header: object, claims: object, key: KeyObject): string {
   const part = (x: object) => Buffer.from(JSON.stringify(x)).toString('base64url')
   const input = `${part(header)}.${part(claims)}`
   return `${input}.${sign('sha256', Buffer.from(input), key).toString('base64url')}`
+}
+
+function unsigned(claims: object): string {
+  const part = (x: object) => Buffer.from(JSON.stringify(x)).toString('base64url')
+  return `${part({ alg: 'none', typ: 'JWT' })}.${part(claims)}.`
+}
+
+function hs256(claims: object, secret: string): string {
+  const part = (x: object) => Buffer.from(JSON.stringify(x)).toString('base64url')
+  const input = `${part({ alg: 'HS256', typ: 'JWT' })}.${part(claims)}`
+  return `${input}.${createHmac('sha256', secret).update(input).digest('base64url')}`
 }

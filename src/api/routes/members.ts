@@ -19,7 +19,6 @@ import {
   SignIn,
   UpdateMember,
 } from '../../contract/member.js'
-import { DomainError } from '../../domain/errors.js'
 import type { AppDeps } from '../app.js'
 
 const tags = ['members']
@@ -218,11 +217,10 @@ export const memberRoutes =
       async (req, reply) => {
         // "Already a member's" tells whether an email is a member's: such refusals count against the address like
         // failed sign-ins, so a link cannot be used to test a list of emails faster than passwords are guessed.
-        await throttle?.admitFrom(req.ip ?? null)
-        const { session, principal } = await members.accept(req.body, req.ip ?? null).catch(async (err: unknown) => {
-          if (err instanceof DomainError && err.kind === 'conflict') await throttle?.failedFrom(req.ip ?? null)
-          throw err
-        })
+        const accept = () => members.accept(req.body, req.ip ?? null)
+        const { session, principal } = throttle
+          ? await throttle.guardInvitation(req.ip ?? null, accept)
+          : await accept()
         req.principal = principal
         return reply.code(201).send(session)
       },

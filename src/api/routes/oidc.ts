@@ -71,11 +71,15 @@ export const oidcRoutes =
           querystring: OidcCallbackQuery,
           response: { 303: Type.Null({ description: 'to the console, signed in or saying why not' }) },
         },
-        config: { ...pub, audit: { action: 'member.sign-in.oidc', resourceType: 'session' } },
+        // The query's code and state are kept out of the request log (see requestLog.ts).
+        config: { ...pub, audit: { action: 'member.sign-in.oidc', resourceType: 'session' }, logQuery: false },
       },
       async (req, reply) => {
         // The flow is used up whatever happens: the browser starts again from the console.
         reply.header('set-cookie', `${COOKIE}=; Path=${COOKIE_PATH}; Max-Age=0; HttpOnly; SameSite=Lax`)
+        // The answer's Location holds a session token: no cache may keep it, and the callback's address (code and
+        // state) is no page's referrer.
+        reply.header('cache-control', 'no-store').header('referrer-policy', 'no-referrer')
         const query = req.url.includes('?') ? req.url.slice(req.url.indexOf('?')) : ''
         try {
           const { session, principal } = await configured().finish(query, cookieOf(req.headers.cookie, COOKIE), {

@@ -128,6 +128,10 @@ export class OidcSignIn {
     } catch (err) {
       throw refused(`the provider's answer was refused: ${reasons(err)}`)
     }
+    // openid-client checks azp only where aud names several audiences; OIDC Core 3.1.3.7 (5): an azp present names
+    // the client the token was issued to, and a token issued to another client is not a sign-in at Hangar.
+    if (claims.azp !== undefined && claims.azp !== this.deps.settings.clientId)
+      throw refused(`the ID token was issued to another client (azp ${JSON.stringify(claims.azp)})`)
     const { emailClaim, requireVerifiedEmail } = this.deps.settings
     const email = claims[emailClaim]
     if (typeof email !== 'string' || !/^[^@\s]+@[^@\s]+$/.test(email) || email.length > 254)

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto'
+import { isIPv6 } from 'node:net'
 import type { Clock } from '../../domain/clock.js'
 import { DomainError } from '../../domain/errors.js'
 import type { CounterStore } from '../../ratelimit/CounterStore.js'
@@ -40,21 +41,25 @@ export class SignInThrottle {
   }
 
   /**
-   * Counts a failure against an address only, refusing it once over: an invitation refused because its email
-   * is already a member's says that the email is one, so trying many is held to the pace of password guesses.
+   * Runs an invitation's acceptance `accept` from `ip`, counted against the address up front like a password
+   * attempt: an acceptance refused because its email is already a member's (`conflict`) stays counted, since
+   * that answer says the email is one; anything else is given back. Checked before anything else is, whatever
+   * the email: counted only after a refusal, racing acceptances would all pass the check (and answer) together.
    */
-  async failedFrom(ip: string | null): Promise<void> {
-    const [byIp] = await this.deps.counters.hit([this.ipWindow(ip)], this.deps.clock.now())
+  async guardInvitation<T>(ip: string | null, accept: () => Promise<T>): Promise<T> {
+    const windows = [this.ipWindow(ip)]
+    const [byIp] = await this.deps.counters.hit(windows, this.deps.clock.now())
     if (byIp.count > this.deps.limits.failuresPerIp)
       throw this.refusal('from this address', this.deps.limits.failuresPerIp, byIp.resetMs)
-  }
-
-  /** Refuses an address already over its limit, without counting (before an invitation is accepted). */
-  async admitFrom(ip: string | null): Promise<void> {
-    const window = this.ipWindow(ip)
-    const [byIp] = await this.deps.counters.hit([window], this.deps.clock.now(), 0)
-    if (byIp.count >= this.deps.limits.failuresPerIp)
-      throw this.refusal('from this address', this.deps.limits.failuresPerIp, byIp.resetMs)
+    const giveBack = () => this.deps.counters.hit(windows, this.deps.clock.now(), -1)
+    try {
+      const result = await accept()
+      await giveBack()
+      return result
+    } catch (err) {
+      if (!(err instanceof DomainError && err.kind === 'conflict')) await giveBack()
+      throw err
+    }
   }
 
   private emailWindow(email: string) {
@@ -64,7 +69,7 @@ export class SignInThrottle {
   }
 
   private ipWindow(ip: string | null) {
-    return { key: `signin:ip:${ip ?? 'unknown'}`, windowMs: this.deps.limits.windowMinutes * 60_000 }
+    return { key: `signin:ip:${ip ? clientOf(ip) : 'unknown'}`, windowMs: this.deps.limits.windowMinutes * 60_000 }
   }
 
   private refusal(what: string, limit: number, resetMs: number): DomainError {
@@ -76,4 +81,23 @@ export class SignInThrottle {
       { 'retry-after': String(retry) },
     )
   }
+}
+
+/**
+ * The part of a client's address that one client holds: an IPv4 address whole, an IPv6 address's /64 (a home or
+ * a cloud VM is given a whole /64, so counted per address it would be 2^64 clients), IPv4-mapped IPv6 as IPv4.
+ */
+export function clientOf(ip: string): string {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip)
+  if (mapped) return mapped[1]
+  const bare = ip.replace(/%.*$/, '')
+  if (!isIPv6(bare)) return ip
+  const [head, tail = null] = bare.split('::')
+  const left = head ? head.split(':') : []
+  const right = tail ? tail.split(':') : []
+  const groups = tail === null ? left : [...left, ...Array(8 - left.length - right.length).fill('0'), ...right]
+  return `${groups
+    .slice(0, 4)
+    .map((g) => Number.parseInt(g, 16).toString(16))
+    .join(':')}::/64`
 }
