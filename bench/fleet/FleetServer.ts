@@ -64,6 +64,11 @@ export class FleetServer {
     config?: Record<string, unknown>
     /** Node flags of the control plane (--cpu-prof). */
     nodeArgs?: string[]
+    /**
+     * Hangar's own Kubernetes runtime (`config.runtime.kubernetes`) instead of the simulated one: the fleet is
+     * the cluster's Nodes (`hosts` is ignored), and its workers start from Pods on virtual Nodes.
+     */
+    kubernetes?: boolean
   }): Promise<FleetServer> {
     const dataDir = mkdtempSync(join(tmpdir(), 'hangar-fleet-'))
     const config = {
@@ -73,13 +78,15 @@ export class FleetServer {
       logLevel: 'warn',
       fleet: {
         detectGpus: false,
-        hosts: Array.from({ length: opts.hosts }, (_, i) => ({
-          id: `node-${i}`,
-          dataCenterId: 'LOCAL-1',
-          vcpus: 128,
-          memoryGb: 1024,
-          gpus: [{ typeId: 'NVIDIA GeForce RTX 4090', count: 8, cudaVersion: '12.4', virtual: true }],
-        })),
+        hosts: opts.kubernetes
+          ? undefined
+          : Array.from({ length: opts.hosts }, (_, i) => ({
+              id: `node-${i}`,
+              dataCenterId: 'LOCAL-1',
+              vcpus: 128,
+              memoryGb: 1024,
+              gpus: [{ typeId: 'NVIDIA GeForce RTX 4090', count: 8, cudaVersion: '12.4', virtual: true }],
+            })),
       },
       rateLimits: { perWorker: { rate: 1_000_000_000, concurrent: 1_000_000 } },
       ...opts.config,
@@ -91,6 +98,7 @@ export class FleetServer {
         HANGAR_FLEET_CONFIG: JSON.stringify(config),
         HANGAR_LOG_LEVEL: 'warn',
         HANGAR_FLEET_DIST: distIsFresh() ? '1' : '0',
+        HANGAR_FLEET_RUNTIME: opts.kubernetes ? 'kubernetes' : 'sim',
       },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     })
@@ -148,6 +156,19 @@ export class FleetServer {
       }
       this.child.on('message', on)
       this.child.send({ t: 'stats' })
+    })
+  }
+
+  /** Kubernetes: one read of the cluster's capacity in the control plane's process (wall ms, CPU ms). */
+  refreshCost(): Promise<{ ms: number; cpuMs: number }> {
+    return new Promise((resolve) => {
+      const on = (m: { t: string; ms: number; cpuMs: number }) => {
+        if (m.t !== 'refreshCost') return
+        this.child.off('message', on)
+        resolve(m)
+      }
+      this.child.on('message', on)
+      this.child.send({ t: 'refreshCost' })
     })
   }
 

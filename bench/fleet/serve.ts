@@ -5,9 +5,14 @@
  * With HANGAR_FLEET_DIST=1 (the parent sets it when dist/ is newer than every file of src/) Hangar is loaded
  * from the built dist/ instead: tsx then compiles only this file and SimulatedRuntime's, an import of 2.5 s instead of 4.3 s (2 cores).
  *
+ * With HANGAR_FLEET_RUNTIME=kubernetes Hangar keeps its own runtime (the `runtime.kubernetes` of its config):
+ * its worker Pods run on virtual Nodes (bench/fleet/VirtualNodes.ts) that the parent drives, and no worker
+ * is started over IPC.
+ *
  * Messages from the parent: `{ t: 'exit', id }` (that worker ended: lost, or stopped), `{ t: 'stats' }`
- * (answered with `{ t: 'stats', ... }`), `{ t: 'resetStats' }`. To the parent: `{ t: 'ready', url, adminKey }`,
- * `{ t: 'start', id, env }`, `{ t: 'stop', id }`.
+ * (answered with `{ t: 'stats', ... }`), `{ t: 'resetStats' }`, `{ t: 'refreshCost' }` (Kubernetes: one read of
+ * the cluster's capacity as the periodic refresh makes it, answered with `{ t: 'refreshCost', ms, cpuMs }`). To
+ * the parent: `{ t: 'ready', url, adminKey }`, `{ t: 'start', id, env }`, `{ t: 'stop', id }`.
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import Database from 'better-sqlite3'
@@ -15,7 +20,7 @@ import pg from 'pg'
 import { SimulatedRuntime } from './SimulatedRuntime.js'
 
 interface FromParent {
-  t: 'exit' | 'stats' | 'resetStats' | 'stop'
+  t: 'exit' | 'stats' | 'resetStats' | 'stop' | 'refreshCost'
   id?: string
 }
 
@@ -70,7 +75,26 @@ const from = process.env.HANGAR_FLEET_DIST === '1' ? '../../dist' : '../../src'
 const { parseConfig } = (await import(`${from}/config.js`)) as typeof import('../../src/config.js')
 const { startHangar } = (await import(`${from}/main.js`)) as typeof import('../../src/main.js')
 const config = parseConfig(JSON.parse(process.env.HANGAR_FLEET_CONFIG ?? '{}'))
-const hangar = await startHangar(config, { runtime: () => runtime })
+const onKubernetes = process.env.HANGAR_FLEET_RUNTIME === 'kubernetes'
+const hangar = await startHangar(config, onKubernetes ? {} : { runtime: () => runtime })
+
+/** One read of the cluster's capacity, as `capacityRefreshMs` makes it: its wall time and this process's CPU. */
+async function refreshCost(): Promise<{ ms: number; cpuMs: number }> {
+  const { clusterHosts } = (await import(
+    `${from}/runtime/kubernetes/clusterHosts.js`
+  )) as typeof import('../../src/runtime/kubernetes/clusterHosts.js')
+  const { kubeConfigOf } = (await import(
+    `${from}/runtime/kubernetes/kubeClient.js`
+  )) as typeof import('../../src/runtime/kubernetes/kubeClient.js')
+  const { CoreV1Api } = await import('@kubernetes/client-node')
+  const c = config.runtime.kubernetes!
+  const api = kubeConfigOf(c).makeApiClient(CoreV1Api)
+  const t0 = performance.now()
+  const cpu = process.cpuUsage()
+  await clusterHosts(api, c, 'LOCAL-1')
+  const used = process.cpuUsage(cpu)
+  return { ms: performance.now() - t0, cpuMs: (used.user + used.system) / 1000 }
+}
 
 // Scaling passes: each tick's duration.
 const passes: number[] = []
@@ -117,6 +141,8 @@ process.on('message', (m: FromParent) => {
       startsBegun: runtime.starts.begun - since.starts,
       workloads: runtime.size,
     })
+  } else if (m.t === 'refreshCost') {
+    void refreshCost().then((r) => send({ t: 'refreshCost', ...r }))
   } else if (m.t === 'stop') {
     void hangar.stop().then(
       () => process.exit(0),

@@ -4,6 +4,7 @@ import pg from 'pg'
 import { Pool } from 'undici'
 import { FleetServer, type ControlPlaneStats } from '../fleet/FleetServer.js'
 import { VirtualWorkers } from '../fleet/VirtualWorkers.js'
+import { kubernetesFleet } from './fleetKubernetes.js'
 import { percentile, round, sleep, until, type BenchContext, type Row } from '../lib.js'
 
 /**
@@ -20,9 +21,12 @@ import { percentile, round, sleep, until, type BenchContext, type Row } from '..
  * deleted (and their workers gone) before the next begins: the run checks that every scenario works end to
  * end, no job lost or run twice, and is no measurement. HANGAR_BENCH_FLEET_SCALE multiplies the full sizes
  * (0.2 = a fifth), HANGAR_BENCH_FLEET_PROF=<dir> writes a CPU profile of each control plane there,
- * HANGAR_BENCH_FLEET_ONLY=idle,burst,churn,replicas runs only those, HANGAR_BENCH_FLEET_CHURN_S the churn's
- * length in a full run (180 s). With HANGAR_BENCH_FLEET_PG=<postgres URL> a fourth scenario, replicas, runs
- * the burst on two replicas sharing a fresh schema of that database (dropped afterwards).
+ * HANGAR_BENCH_FLEET_ONLY=idle,burst,churn,replicas,kubernetes runs only those, HANGAR_BENCH_FLEET_CHURN_S the
+ * churn's length in a full run (180 s). With HANGAR_BENCH_FLEET_PG=<postgres URL> a fourth scenario, replicas,
+ * runs the burst on two replicas sharing a fresh schema of that database (dropped afterwards). A fifth,
+ * kubernetes (./fleetKubernetes.ts), runs Hangar's Kubernetes runtime over virtual Nodes of a real cluster when
+ * one answers, and is skipped with its reason printed when none does (CI's smoke run comes before its
+ * Kubernetes stage starts the cluster).
  */
 export async function fleet(ctx: BenchContext): Promise<Row[]> {
   const scale = Number(process.env.HANGAR_BENCH_FLEET_SCALE) || 1
@@ -34,11 +38,13 @@ export async function fleet(ctx: BenchContext): Promise<Row[]> {
         idle: { endpoints: 20, workers: 200 },
         burst: { endpoints: 10, jobs: 500 },
         churn: { endpoints: 5, workers: 50 },
+        kubernetes: { nodes: 20, pods: 40, endpoints: 4 },
       }
     : {
         idle: { endpoints: n(500), workers: n(5_000) },
         burst: { endpoints: n(500), jobs: n(50_000) },
         churn: { endpoints: n(100), workers: n(1_000) },
+        kubernetes: { nodes: n(1_000), pods: n(2_000), endpoints: n(100) },
       }
   const only = process.env.HANGAR_BENCH_FLEET_ONLY?.split(',')
   const target = Math.min(1_000, sizes.burst.endpoints * 10)
@@ -70,6 +76,8 @@ export async function fleet(ctx: BenchContext): Promise<Row[]> {
       const o = { ...sizes.burst, perEndpoint: 10, target }
       rows.push(...(await replicas(ctx, pg, o, hosts.burst)))
     }
+    if (!only || only.includes('kubernetes'))
+      rows.push(...(await kubernetesFleet(ctx, sizes.kubernetes, profileArgs('kubernetes'))))
   } finally {
     await shared?.stop()
   }
