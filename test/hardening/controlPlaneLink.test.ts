@@ -1,5 +1,5 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { createServer, type Server } from 'node:http'
+import { createServer, request, type Server } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -92,6 +92,56 @@ describe.skipIf(sandbox.kind !== 'bwrap' || (sandbox.kind === 'bwrap' && sandbox
         Array.from({ length: CALLS }, (_, i) => `call ${i} got ${BYTES}`).sort(),
       )
       for (let i = 0; i < CALLS; i++) expect(received.get(`/${i}`)).toBe(BYTES)
+    })
+
+    it(`publishes a pod's port that takes ${CALLS} calls of ${BYTES / 1e6} MB each way at once from the host, every byte (pasta's -t stalls on them)`, async () => {
+      const d = driver()
+      const code = `const b=Buffer.alloc(${BYTES},5);require('http').createServer((q,r)=>{let n=0;q.on('data',(c)=>{n+=c.length});q.on('end',()=>{console.log('got '+n);r.setHeader('content-length',b.length);r.end(b)})}).listen(+process.env.PORT,()=>console.log('listening'))`
+      const w = await d.start({
+        ...spec('p-big-bodies', port, [process.execPath, '-e', code]),
+        kind: 'pod',
+        ports: [{ port: 8080, protocol: 'http', env: ['PORT'] }],
+      })
+      try {
+        await until(async () => w.logs.history().some((l) => l.line === 'listening'), 20_000, 'the pod listening')
+        const body = Buffer.alloc(BYTES, 3)
+        const answers = await Promise.all(
+          Array.from(
+            { length: CALLS },
+            () =>
+              new Promise<number>((resolve) => {
+                const q = request(
+                  { host: '127.0.0.1', port: w.ports[0].publicPort, method: 'POST', agent: false, timeout: 90_000 },
+                  (r) => {
+                    let n = 0
+                    r.on('data', (c: Buffer) => {
+                      n += c.length
+                    })
+                    r.on('end', () => resolve(n))
+                    r.on('error', () => resolve(n))
+                  },
+                )
+                // A stalled call times out and reports what it had (nothing), rather than hang the test.
+                q.on('timeout', () => q.destroy(new Error('stalled')))
+                q.on('error', () => resolve(-1))
+                q.end(body)
+              }),
+          ),
+        )
+        expect(answers).toEqual(Array.from({ length: CALLS }, () => BYTES))
+        expect(w.logs.history().filter((l) => l.line === `got ${BYTES}`)).toHaveLength(CALLS)
+        if (asRoot) {
+          // The relay in the namespace, like the forwarder: the sandbox user, no capabilities.
+          const relay = Number(readFileSync(join(dataDir, 'pods', 'p-big-bodies', 'publish.pid'), 'utf8'))
+          const status = readFileSync(`/proc/${relay}/status`, 'utf8')
+          expect(status).toMatch(new RegExp(`^Uid:\\s+${SANDBOX_UID}\\s`, 'm'))
+          expect(status).toMatch(/^CapEff:\s+0+$/m)
+        }
+      } finally {
+        await w.stop(0)
+        await w.exited
+        await d.remove(w.ref)
+      }
     })
 
     it.skipIf(!asRoot)(

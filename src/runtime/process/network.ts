@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path'
 import type { Readable } from 'node:stream'
 import { promisify } from 'node:util'
 import type { PublishedPort } from '../RuntimeDriver.js'
-import { forwardPorts, stopForwarder } from './forwarder.js'
+import { forwardPorts, publishPorts, stopForwarder } from './forwarder.js'
 import { LAUNCH_ENV, type SandboxNetwork } from './sandbox.js'
 
 const run = promisify(execFile)
@@ -62,24 +62,20 @@ export function readSandboxPid(info: Readable, timeoutMs = 10_000): Promise<numb
 
 /**
  * pasta's options for a sandbox's links (its default for each forwarding option is `auto`: none unless named).
- * `spliceHostPorts`: whether pasta forwards the control plane's port (`-T`); as root the forwarder does instead.
+ * `splice`: whether pasta forwards the control plane's port (`-T`) and the published ports (`-t`); as root
+ * Hangar's relays do instead (forwarder.ts).
  */
 function pastaOptions(
   network: Extract<SandboxNetwork, { pasta: string }>,
   links: SandboxLinks,
-  spliceHostPorts: boolean,
+  splice: boolean,
 ): string[] {
   const forwards = (flag: string, specs: string[]) =>
     specs.length > 0 ? specs.flatMap((s) => [flag, s]) : [flag, 'none']
   const args = ['--quiet', '--no-map-gw', '--no-dhcp', '--no-dhcpv6', '-u', 'none', '-U', 'none']
   if (network.mode === 'internet') args.push('--config-net')
-  args.push(...forwards('-T', spliceHostPorts ? links.hostPorts.map(String) : []))
-  args.push(
-    ...forwards(
-      '-t',
-      links.published.map((p) => `${p.ip}/${p.publicPort}:${p.privatePort}`),
-    ),
-  )
+  args.push(...forwards('-T', splice ? links.hostPorts.map(String) : []))
+  args.push(...forwards('-t', splice ? links.published.map((p) => `${p.ip}/${p.publicPort}:${p.privatePort}`) : []))
   return args
 }
 
@@ -91,9 +87,9 @@ const NET_SETUP =
  * As an ordinary user, pasta makes the namespaces and runs the sandbox inside them (`pasta ... -- sh -c
  * NET_SETUP -- bwrap ...`): the prefix of the sandbox's argv. The set-up runs as the namespace's owner before
  * bwrap, whose own user namespace keeps the program from changing the routes. pasta ends with the sandbox and
- * exits with its status. Here pasta still forwards the control plane's port (`-T`), whose stalls on big uploads
- * (passt bug 74) the as-root path avoids with its forwarder: entering pasta's user namespace to place one is
- * not done yet.
+ * exits with its status. Here pasta still forwards the control plane's port (`-T`) and the published ports
+ * (`-t`), whose stalls on big bodies (passt bug 74) the as-root path avoids with its relays: entering pasta's
+ * user namespace to place them is not done yet.
  */
 export function wrappedNetwork(network: Extract<SandboxNetwork, { pasta: string }>, links: SandboxLinks): string[] {
   const blackholes = network.mode === 'internet' ? hostAddresses() : []
@@ -111,15 +107,15 @@ export function wrappedNetwork(network: Extract<SandboxNetwork, { pasta: string 
 
 /**
  * As root: connects the network namespace of sandbox process `init` with pasta (Debian's passt), started by its
- * absolute path with LAUNCH_ENV and arguments of Hangar's alone (numbers and fixed flags): the published ports
- * are spliced through the loopbacks, and in `internet` mode the namespace gets an
+ * absolute path with LAUNCH_ENV and arguments of Hangar's alone (numbers and fixed flags): in `internet` mode the
+ * namespace gets an
  * address and outbound connections, but the gateway is not mapped to the host (`--no-map-gw`) and every address
  * of the host is a blackhole route inside (nsenter), so the host's loopback and other addresses stay out of
  * reach. pasta does not notice the namespace going: it writes its pid to `pidFile` and is ended with the
  * workload (stopNetwork, and the supervisor). Programs may then listen on ports below 1024 inside. The control
- * plane's port is served by Hangar's forwarder (forwarder.ts), not pasta's `-T`: Debian's pasta of 2023-03
- * stalls for good on big bodies sent from the namespace to the host (bench/RESULTS.md); its pid goes next to
- * pasta's, and stopNetwork ends it too.
+ * plane's port and the published ports are carried by Hangar's relays (forwarder.ts), not pasta's `-T` and
+ * `-t`: Debian's pasta of 2023-03 stalls for good on big bodies through either (bench/RESULTS.md); their pids
+ * go next to pasta's, and stopNetwork ends them too.
  */
 export async function connectSandbox(
   network: Extract<SandboxNetwork, { pasta: string }>,
@@ -127,6 +123,39 @@ export async function connectSandbox(
   links: SandboxLinks,
   pidFile: string,
   setpriv: string,
+): Promise<void> {
+  // The relays' node processes start alongside pasta (their start-up is most of their cost); they take their
+  // sockets after the set-up, where a control plane on a port below 1024 is one the listener (not root) may take.
+  const relays = [
+    forwardPorts({
+      init,
+      address: links.hostAddress ?? '127.0.0.1',
+      ports: links.hostPorts,
+      setpriv,
+      pidFile: relayPidFile(pidFile, 'forward'),
+    }),
+    publishPorts({ init, published: links.published, setpriv, pidFile: relayPidFile(pidFile, 'publish') }),
+  ]
+  try {
+    await connectWithPasta(network, init, links, pidFile)
+  } catch (err) {
+    for (const r of relays) r.kill()
+    throw err
+  }
+  const started = await Promise.allSettled(relays.map((r) => r.start()))
+  const failed = started.find((r) => r.status === 'rejected')
+  if (failed) {
+    // One of them may be running: ended with the workload's network (stopNetwork, by the caller).
+    throw new Error(`cannot connect the sandbox's network: ${(failed.reason as Error).message}`)
+  }
+}
+
+/** pasta and the namespace's set-up (routes, low ports), as connectSandbox says. */
+async function connectWithPasta(
+  network: Extract<SandboxNetwork, { pasta: string }>,
+  init: number,
+  links: SandboxLinks,
+  pidFile: string,
 ): Promise<void> {
   const ns = `/proc/${init}/ns`
   // pasta must stay uid 0 to enter a namespace of the initial user namespace (it keeps CAP_SYS_ADMIN and
@@ -155,19 +184,11 @@ export async function connectSandbox(
       ),
     'the namespace set-up (nsenter)',
   )
-  // After the set-up: a control plane on a port below 1024 is then one the forwarder (not root) may listen on.
-  await forwardPorts({
-    init,
-    address: links.hostAddress ?? '127.0.0.1',
-    ports: links.hostPorts,
-    setpriv,
-    pidFile: forwarderPidFile(pidFile),
-  })
 }
 
-/** The forwarder's pid file, next to pasta's. */
-function forwarderPidFile(pidFile: string): string {
-  return join(dirname(pidFile), 'forward.pid')
+/** The pid file of a relay (`forward`: the control plane's port; `publish`: the published ports), next to pasta's. */
+function relayPidFile(pidFile: string, which: 'forward' | 'publish'): string {
+  return join(dirname(pidFile), `${which}.pid`)
 }
 
 /**
@@ -222,11 +243,12 @@ async function attempt(f: () => Promise<unknown>, what: string): Promise<void> {
 }
 
 /**
- * Ends the pasta of a workload (by its pid file, if that pid is still a pasta) and its forwarder, and removes
+ * Ends the pasta of a workload (by its pid file, if that pid is still a pasta) and its relays, and removes
  * their files.
  */
 export function stopNetwork(pidFile: string): void {
-  stopForwarder(forwarderPidFile(pidFile))
+  stopForwarder(relayPidFile(pidFile, 'forward'))
+  stopForwarder(relayPidFile(pidFile, 'publish'))
   let pid = 0
   try {
     pid = Number(readFileSync(pidFile, 'utf8').trim())
