@@ -5,7 +5,7 @@ import { chromium, type Browser } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { findChromium } from './helpers/chromium.js'
 import { addMember, type TestMember } from './helpers/members.js'
-import { TestOidcProvider } from './helpers/oidcProvider.js'
+import { linkWithProvider, TestOidcProvider } from './helpers/oidcProvider.js'
 import { startTestServer, type TestServer } from './helpers/server.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
@@ -40,6 +40,9 @@ describe.skipIf(skip !== null)('OIDC sign-in in the web console: a token the tab
     idp.redirectUri = `${s.url}/v2/sessions/oidc/callback`
     victim = await addMember(s, await s.accountKey('oidc-csrf-victim'), 'developer', 'oidc-csrf-victim')
     attacker = await addMember(s, await s.accountKey('oidc-csrf-attacker'), 'owner', 'oidc-csrf-attacker')
+    // Signing in with the provider finds a member by the identity linked to them, never by email: link it first.
+    idp.user = { sub: 'csrf-victim', email: victim.email, email_verified: true }
+    expect(await linkWithProvider(s.url, victim.token)).toBe('/console/#oidc-linked=1')
     browser = await chromium.launch({
       executablePath: browserAt.path!,
       args: ['--no-sandbox', '--disable-dev-shm-usage'],

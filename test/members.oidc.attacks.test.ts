@@ -8,7 +8,7 @@ import { DomainError } from '../src/domain/errors.js'
 import { MemoryCounterStore } from '../src/ratelimit/MemoryCounterStore.js'
 import { SignInThrottle } from '../src/services/accounts/SignInThrottle.js'
 import { addMember, type TestMember } from './helpers/members.js'
-import { TestOidcProvider } from './helpers/oidcProvider.js'
+import { linkWithProvider, TestOidcProvider } from './helpers/oidcProvider.js'
 import { startTestServer, type TestServer } from './helpers/server.js'
 
 /** Where a sign-in ended (the console's fragment), and the callback's answer headers. */
@@ -67,6 +67,9 @@ describe('members: attacks on OIDC sign-in and the invitation limit', () => {
     idp.redirectUri = `${s.url}/v2/sessions/oidc/callback`
     accountKey = await s.accountKey('oidc-attacks')
     dev = await addMember(s, accountKey, 'developer', 'oidc-attack-dev')
+    // Signing in with the provider finds a member by the identity linked to them, never by email: link it first.
+    idp.user = { sub: 'sub-dev', email: dev.email, email_verified: true }
+    expect(await linkWithProvider(s.url, dev.token)).toBe('/console/#oidc-linked=1')
   })
   afterAll(async () => {
     await s?.stop()

@@ -5,7 +5,7 @@ import { chromium, type Browser } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { findChromium } from './helpers/chromium.js'
 import { addMember, type TestMember } from './helpers/members.js'
-import { TestOidcProvider } from './helpers/oidcProvider.js'
+import { linkWithProvider, TestOidcProvider } from './helpers/oidcProvider.js'
 import { startTestServer, type TestServer } from './helpers/server.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
@@ -35,6 +35,9 @@ describe.skipIf(skip !== null)('OIDC sign-in in the web console, in a real brows
     idp.redirectUri = `${s.url}/v2/sessions/oidc/callback`
     accountKey = await s.accountKey('oidc-web')
     dev = await addMember(s, accountKey, 'developer', 'oidc-web')
+    // Signing in with the provider finds a member by the identity linked to them, never by email: link it first.
+    idp.user = { sub: 'web-dev', email: dev.email, email_verified: true }
+    expect(await linkWithProvider(s.url, dev.token)).toBe('/console/#oidc-linked=1')
     browser = await chromium.launch({
       executablePath: browserAt.path!,
       args: ['--no-sandbox', '--disable-dev-shm-usage'],

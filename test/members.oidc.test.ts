@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { addMember, type TestMember } from './helpers/members.js'
-import { TestOidcProvider } from './helpers/oidcProvider.js'
+import { linkWithProvider, TestOidcProvider } from './helpers/oidcProvider.js'
 import { startTestServer, type TestServer } from './helpers/server.js'
 
 /** Where a sign-in ended: the session token, or the reason it was refused (from the console's fragment). */
@@ -25,6 +25,9 @@ describe('members: sign-in with an OpenID Connect provider (a real provider on a
     idp.redirectUri = `${s.url}/v2/sessions/oidc/callback`
     accountKey = await s.accountKey('oidc-team')
     dev = await addMember(s, accountKey, 'developer', 'oidc-dev')
+    // Signing in with the provider finds a member by the identity linked to them, never by email: link it first.
+    idp.user = { sub: 'sub-dev', email: dev.email, email_verified: true }
+    expect(await linkWithProvider(s.url, dev.token)).toBe('/console/#oidc-linked=1')
   })
   afterAll(async () => {
     await s?.stop()
@@ -103,6 +106,116 @@ describe('members: sign-in with an OpenID Connect provider (a real provider on a
     expect(await memberCount()).toBe(before + 1)
     // The invitation is used: it lets no one else in.
     expect((await s.api('POST', '/v2/sessions/oidc', { invitation: inv.body.token }, null)).status).toBe(404)
+  })
+
+  it('signs no one in to a member by an email typed at an invitation (an account pre-hijack)', async () => {
+    // The attacker's account key invites; the attacker accepts with the victim's email and a password of their own.
+    const attackerKey = await s.accountKey('oidc-prehijack')
+    const victimEmail = `victim-${Date.now()}@corp.example`
+    const inv = await s.api('POST', '/v2/invitations', { role: 'owner' }, attackerKey)
+    const planted = await s.api(
+      'POST',
+      '/v2/invitations/accept',
+      { token: inv.body.token, email: victimEmail, password: 'the attacker knows this one' },
+      null,
+    )
+    expect(planted.status).toBe(201)
+    // Later the victim signs in with the provider, which verified that email as theirs: refused, and told how to
+    // get in to a membership that really is theirs (its password, then linking), not let in to the attacker's.
+    idp.user = { sub: 'sub-victim', email: victimEmail, email_verified: true }
+    const ending = await signIn()
+    expect(ending.token).toBeUndefined()
+    expect(ending.error).toContain('no sign-in with Test IdP is linked to it: sign in with your password')
+    // The attacker cannot link the victim's identity either: the provider vouches for the attacker's own email.
+    idp.user = { sub: 'sub-attacker', email: `attacker-${Date.now()}@evil.example`, email_verified: true }
+    expect(await linkWithProvider(s.url, planted.body.token)).toContain("not as this member's email")
+    idp.user = { sub: 'sub-victim', email: victimEmail, email_verified: true }
+    expect((await signIn()).error).toContain('no sign-in with Test IdP is linked')
+    const members = (await s.api('GET', '/v2/members', undefined, attackerKey)).body.members
+    expect(members.map((m: { id: string }) => m.id)).toEqual([planted.body.member.id])
+  })
+
+  it('a member who joined with the provider signs in by its identity, whatever email it says later', async () => {
+    const email = `joiner-${Date.now()}@example.com`
+    const sub = `sub-joiner-${Date.now()}`
+    idp.user = { sub, email, email_verified: true }
+    const inv = await s.api('POST', '/v2/invitations', { role: 'read-only' }, accountKey)
+    const joined = await signIn({ invitation: inv.body.token })
+    expect(joined.error).toBeUndefined()
+    const memberOf = async (token?: string) => (await s.api('GET', '/v2/me', undefined, token)).body.member
+    const id = (await memberOf(joined.token)).id
+    expect((await memberOf((await signIn()).token)).id).toBe(id)
+    idp.user = { sub, email: `renamed-${Date.now()}@example.com`, email_verified: true }
+    expect((await memberOf((await signIn()).token)).id).toBe(id)
+    // Someone else at the provider showing the member's email is not them.
+    idp.user = { sub: `${sub}-other`, email, email_verified: true }
+    const other = await signIn()
+    expect(other.token).toBeUndefined()
+    expect(other.error).toContain('linked to another Test IdP identity')
+    // The identity joins no second time, with whatever email.
+    const before = await memberCount()
+    idp.user = { sub, email: `again-${Date.now()}@example.com`, email_verified: true }
+    const inv2 = await s.api('POST', '/v2/invitations', { role: 'read-only' }, accountKey)
+    expect((await signIn({ invitation: inv2.body.token })).error).toContain("identity is already a member's")
+    expect(await memberCount()).toBe(before)
+  })
+
+  it('links the provider to a member signed in with a password, who then signs in with it', async () => {
+    const pw = await addMember(s, accountKey, 'developer', 'oidc-link')
+    idp.user = { sub: `sub-link-${Date.now()}`, email: pw.email.toUpperCase(), email_verified: true }
+    const before = await signIn()
+    expect(before.token).toBeUndefined()
+    expect(before.error).toContain('sign in with your password, then link Test IdP')
+    expect(await linkWithProvider(s.url, pw.token)).toBe('/console/#oidc-linked=1')
+    const after = await signIn()
+    expect((await s.api('GET', '/v2/me', undefined, after.token)).body.member.id).toBe(pw.id)
+    // Linking the same identity again changes nothing; another identity is refused.
+    expect(await linkWithProvider(s.url, pw.token)).toBe('/console/#oidc-linked=1')
+    idp.user = { ...idp.user, sub: `${idp.user.sub}-2` }
+    expect(await linkWithProvider(s.url, pw.token)).toContain('linked already to this member, as another identity')
+  })
+
+  it("refuses to link an identity whose email is not the member's, or that another member holds; control: their own links", async () => {
+    const a = await addMember(s, accountKey, 'developer', 'oidc-link-a')
+    const b = await addMember(s, accountKey, 'developer', 'oidc-link-b')
+    idp.user = { sub: 'sub-link-b', email: a.email, email_verified: true }
+    expect(await linkWithProvider(s.url, b.token)).toContain(`not as this member's email (${b.email})`)
+    // dev's identity, the provider now saying b's email: still dev's.
+    idp.user = { sub: 'sub-dev', email: b.email, email_verified: true }
+    expect(await linkWithProvider(s.url, b.token)).toContain('linked to another member')
+    idp.user = { sub: 'sub-dev', email: dev.email, email_verified: true }
+    expect((await s.api('GET', '/v2/me', undefined, (await signIn()).token)).body.member.id).toBe(dev.id)
+    // An unverified email links nothing.
+    idp.user = { sub: 'sub-link-b', email: b.email, email_verified: false }
+    expect(await linkWithProvider(s.url, b.token)).toContain('not verified')
+    idp.user = { sub: 'sub-link-b', email: b.email, email_verified: true }
+    expect(await linkWithProvider(s.url, b.token)).toBe('/console/#oidc-linked=1')
+  })
+
+  it('starts linking for a member signed in only, and links nothing once that session has ended', async () => {
+    const c = await addMember(s, accountKey, 'developer', 'oidc-link-c')
+    const link = (key: string | null) => s.api('POST', '/v2/sessions/oidc/link', undefined, key)
+    expect((await link(null)).status).toBe(401)
+    expect((await link(accountKey)).status).toBe(403)
+    const key = await s.api('POST', '/v2/me/keys', { name: 'ci' }, c.token)
+    expect(key.status).toBe(201)
+    const byKey = await link(key.body.key)
+    expect(byKey.status).toBe(403)
+    expect(byKey.body.detail).toContain('a member signed in (a session)')
+    // Started by a session that is signed out before the provider answers: refused.
+    const started = await fetch(`${s.url}/v2/sessions/oidc/link`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${c.token}` },
+    })
+    expect(started.status).toBe(201)
+    const cookie = started.headers.get('set-cookie')!.split(';')[0]
+    idp.user = { sub: 'sub-link-c', email: c.email, email_verified: true }
+    const atProvider = await fetch(((await started.json()) as { authorizationUrl: string }).authorizationUrl, {
+      redirect: 'manual',
+    })
+    expect((await s.api('DELETE', '/v2/sessions/current', undefined, c.token)).status).toBe(204)
+    expect((await callback(atProvider.headers.get('location')!, cookie)).error).toContain('has ended')
+    expect((await signIn()).error).toContain('no sign-in with Test IdP is linked')
   })
 
   it('refuses an unverified email, recorded as a refused sign-in of that member; control: verified, it passes', async () => {

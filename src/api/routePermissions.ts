@@ -17,6 +17,7 @@ export const ROUTE_PERMISSIONS: Readonly<Record<string, Permission>> = {
   'GET /v2/sessions/oidc': 'public',
   'POST /v2/sessions/oidc': 'public',
   'GET /v2/sessions/oidc/callback': 'public',
+  'POST /v2/sessions/oidc/link': 'self',
   'DELETE /v2/sessions/current': 'self',
   'GET /v2/me': 'self',
   'PUT /v2/me/password': 'self',

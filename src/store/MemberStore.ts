@@ -10,6 +10,12 @@ export interface MemberRecord {
   role: Role
   /** `scrypt$N$r$p$salt$hash` (see domain/members/password.ts); never leaves the server. */
   passwordHash: string
+  /**
+   * The OpenID Connect identity (issuer URL and `sub`) the member signs in with, or null: set when they join
+   * through the provider or link it while signed in; unique where set.
+   */
+  oidcIssuer: string | null
+  oidcSubject: string | null
   createdAt: string
   updatedAt: string
 }
@@ -67,6 +73,13 @@ export interface MemberStore {
   insert(member: MemberRecord): Promise<void>
   get(id: string): Promise<MemberRecord | undefined>
   getByEmail(email: string): Promise<MemberRecord | undefined>
+  /** The member holding an OpenID Connect identity (issuer and `sub`). */
+  getByOidc(issuer: string, subject: string): Promise<MemberRecord | undefined>
+  /**
+   * Records the member's OpenID Connect identity (and updatedAt) if they have none yet; false when unknown or
+   * already linked. Fails when another member holds that identity.
+   */
+  linkOidc(id: string, issuer: string, subject: string, at: string): Promise<boolean>
   /** Oldest first. */
   list(accountId: string): Promise<MemberRecord[]>
   /** Sets the role (and updatedAt); false when the member is unknown. */

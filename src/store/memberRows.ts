@@ -13,6 +13,8 @@ export const memberFromRow = (r: Row): MemberRecord => ({
   name: n(r.name),
   role: s(r.role) as Role,
   passwordHash: s(r.password_hash),
+  oidcIssuer: n(r.oidc_issuer),
+  oidcSubject: n(r.oidc_subject),
   createdAt: s(r.created_at),
   updatedAt: s(r.updated_at),
 })

@@ -21,6 +21,8 @@ export function memberCases(store: () => Store): void {
       name: 'Ada',
       role: 'developer',
       passwordHash: 'scrypt$1$1$1$salt$hash',
+      oidcIssuer: null,
+      oidcSubject: null,
       createdAt: at(1),
       updatedAt: at(1),
       ...over,
@@ -44,6 +46,38 @@ export function memberCases(store: () => Store): void {
       expect(await s.members.setRole('mem_none', 'admin', at(9))).toBe(false)
       expect(await s.members.setPassword(m1.id, 'scrypt$2', at(10))).toBe(true)
       expect(await s.members.get(m1.id)).toEqual({ ...m1, passwordHash: 'scrypt$2', updatedAt: at(10) })
+    })
+
+    it('keeps an OpenID Connect identity per member: set once, unique, found by issuer and subject', async () => {
+      const s = store()
+      const a = await account()
+      const issuer = `https://${uid('idp')}.example.com`
+      const m1 = member(a, { oidcIssuer: issuer, oidcSubject: 'sub-1' })
+      const m2 = member(a)
+      const m3 = member(a)
+      await s.members.insert(m1)
+      await s.members.insert(m2)
+      await s.members.insert(m3)
+      expect(await s.members.getByOidc(issuer, 'sub-1')).toEqual(m1)
+      expect(await s.members.getByOidc(issuer, 'sub-2')).toBeUndefined()
+      expect(await s.members.getByOidc('https://other.example.com', 'sub-1')).toBeUndefined()
+      // Members without one (many) do not collide; a second member with the same identity does.
+      expect((await s.members.get(m2.id))?.oidcSubject).toBeNull()
+      await expect(s.members.insert(member(a, { oidcIssuer: issuer, oidcSubject: 'sub-1' }))).rejects.toThrow()
+      expect(await s.members.linkOidc(m2.id, issuer, 'sub-2', at(5))).toBe(true)
+      expect(await s.members.getByOidc(issuer, 'sub-2')).toEqual({
+        ...m2,
+        oidcIssuer: issuer,
+        oidcSubject: 'sub-2',
+        updatedAt: at(5),
+      })
+      // Linked once: not replaced; and never onto a second member.
+      expect(await s.members.linkOidc(m2.id, issuer, 'sub-3', at(6))).toBe(false)
+      expect(await s.members.linkOidc('mem_none', issuer, 'sub-3', at(6))).toBe(false)
+      await expect(s.members.linkOidc(m3.id, issuer, 'sub-2', at(6))).rejects.toThrow()
+      expect((await s.members.get(m3.id))?.oidcSubject).toBeNull()
+      // The same subject at another issuer is another identity.
+      expect(await s.members.linkOidc(m3.id, 'https://other.example.com', 'sub-2', at(7))).toBe(true)
     })
 
     it('finds sessions and keys by hash, revokes them once, and deletes them with their member', async () => {

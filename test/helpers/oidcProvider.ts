@@ -201,3 +201,21 @@ function hs256(claims: object, secret: string): string {
   const input = `${part({ alg: 'HS256', typ: 'JWT' })}.${part(claims)}`
   return `${input}.${createHmac('sha256', secret).update(input).digest('base64url')}`
 }
+
+/**
+ * Links the provider's current `user` to the member signed in with `sessionToken`, as a browser would: the
+ * session starts the flow, the provider approves, the callback (with the flow's cookie) records the identity.
+ * Answers where the callback sent the browser: `/console/#oidc-linked=1`, or `/console/#oidc-error=<why>`.
+ */
+export async function linkWithProvider(baseUrl: string, sessionToken: string): Promise<string> {
+  const res = await fetch(`${baseUrl}/v2/sessions/oidc/link`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${sessionToken}` },
+  })
+  if (res.status !== 201) throw new Error(`linking did not start: ${res.status} ${await res.text()}`)
+  const cookie = res.headers.get('set-cookie')!.split(';')[0]
+  const { authorizationUrl } = (await res.json()) as { authorizationUrl: string }
+  const atProvider = await fetch(authorizationUrl, { redirect: 'manual' })
+  const back = await fetch(atProvider.headers.get('location')!, { redirect: 'manual', headers: { cookie } })
+  return decodeURIComponent(back.headers.get('location') ?? `(no redirect: ${back.status})`)
+}

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyReply } from 'fastify'
 import { Type } from 'typebox'
 import { OidcCallbackQuery, OidcProvider, StartedOidcSignIn, StartOidcSignIn } from '../../contract/member.js'
 import { DomainError } from '../../domain/errors.js'
@@ -25,6 +26,15 @@ export const oidcRoutes =
       if (!oidc) throw new DomainError('not_found', 'OIDC sign-in is not configured (members.oidc in the config file)')
       return oidc
     }
+    /** Answers the provider's URL and sets the cookie binding the flow to this browser. */
+    const started = (reply: FastifyReply, { authorizationUrl, flow }: { authorizationUrl: string; flow: string }) => {
+      const secure = configured().redirectUrl().startsWith('https:') ? '; Secure' : ''
+      reply.header(
+        'set-cookie',
+        `${COOKIE}=${flow}; Path=${COOKIE_PATH}; Max-Age=${OIDC_FLOW_MS / 1000}; HttpOnly; SameSite=Lax${secure}`,
+      )
+      return reply.code(201).send({ authorizationUrl })
+    }
     app.get(
       '/v2/sessions/oidc',
       {
@@ -50,15 +60,21 @@ export const oidcRoutes =
         },
         config: { ...pub, audit: false },
       },
-      async (req, reply) => {
-        const { authorizationUrl, flow } = await configured().start(req.body.invitation)
-        const secure = configured().redirectUrl().startsWith('https:') ? '; Secure' : ''
-        reply.header(
-          'set-cookie',
-          `${COOKIE}=${flow}; Path=${COOKIE_PATH}; Max-Age=${OIDC_FLOW_MS / 1000}; HttpOnly; SameSite=Lax${secure}`,
-        )
-        return reply.code(201).send({ authorizationUrl })
+      async (req, reply) => started(reply, await configured().start(req.body.invitation)),
+    )
+    app.post(
+      '/v2/sessions/oidc/link',
+      {
+        schema: {
+          tags,
+          summary: "Link the OpenID Connect provider to one's membership (Hangar extension)",
+          description:
+            "For a member signed in with a password (a session): starts the provider's flow like `POST /v2/sessions/oidc`, and its callback records the provider's identity (issuer and `sub`) on this member, where the provider's verified email is the member's and no other member holds that identity; the member then signs in with the provider. The callback ends on `/console/#oidc-linked=1` or `/console/#oidc-error=<why>`.",
+          response: { 201: StartedOidcSignIn },
+        },
+        config: { audit: false },
       },
+      async (req, reply) => started(reply, await configured().start(undefined, req.principal)),
     )
     app.get(
       OIDC_CALLBACK_PATH,
@@ -89,6 +105,7 @@ export const oidcRoutes =
             },
           })
           req.principal = principal
+          if (!session) return reply.redirect('/console/#oidc-linked=1', 303)
           return reply.redirect(`/console/#oidc=${encodeURIComponent(session.token)}`, 303)
         } catch (err) {
           if (!(err instanceof DomainError)) req.log.error({ err }, 'OIDC sign-in failed')

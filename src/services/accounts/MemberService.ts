@@ -35,6 +35,14 @@ export interface MemberPrincipal {
   sessionId: string | null
 }
 
+/** Who an OpenID Connect provider signed in: its issuer and `sub` (stable at the provider, unlike an email). */
+export interface OidcIdentity {
+  issuer: string
+  subject: string
+  /** The provider's name, for messages. */
+  provider: string
+}
+
 const SESSION_PREFIX = 'hs_'
 const MEMBER_KEY_PREFIX = 'hm_'
 /** Sessions end 12 hours after sign-in (an absolute limit: a stolen token is not kept alive by use). */
@@ -298,29 +306,88 @@ export class MemberService {
   }
 
   /**
-   * Accepts an invitation for an email an identity provider vouched for (OIDC sign-in): the member has no
-   * password of their own (a random one nobody knows is hashed in its place) and signs in with the provider.
+   * Accepts an invitation as the person an identity provider signed in (OIDC sign-in): the member is made with
+   * the provider's email and identity, which they sign in with from then on; they have no password of their own
+   * (a random one nobody knows is hashed in its place).
    */
   async acceptVerified(
     token: string,
     email: string,
     name: string | null,
+    identity: OidcIdentity,
     ip: string | null,
   ): Promise<{ session: CreatedSession; principal: Principal }> {
     const inv = await this.openInvitation(token)
-    return this.join(inv, email, name, await hashPassword(randomBytes(32).toString('base64url')), ip)
+    if (await this.deps.store.members.getByOidc(identity.issuer, identity.subject))
+      throw new DomainError('conflict', `this ${identity.provider} identity is already a member's: sign in instead`)
+    return this.join(inv, email, name, await hashPassword(randomBytes(32).toString('base64url')), ip, identity)
   }
 
-  /** Signs in the member whose email an identity provider vouched for (OIDC sign-in); 403 when none has it. */
-  async signInVerified(email: string, ip: string | null): Promise<{ session: CreatedSession; principal: Principal }> {
-    const m = await this.deps.store.members.getByEmail(email.trim().toLowerCase())
-    // The person proved this email to the provider, so saying it is no member's tells them nothing of others.
-    if (!m)
+  /**
+   * Signs in the member holding the identity a provider vouched for (OIDC sign-in); 403 when none holds it.
+   * Never by email alone: the email of a member who accepted an invitation with a password was typed, not proved,
+   * so whoever holds it at the provider is not necessarily that member (an account pre-hijacked by the typist).
+   */
+  async signInVerified(
+    identity: OidcIdentity,
+    email: string,
+    ip: string | null,
+  ): Promise<{ session: CreatedSession; principal: Principal }> {
+    const m = await this.deps.store.members.getByOidc(identity.issuer, identity.subject)
+    if (m) return this.startSession(m, ip)
+    // The person proved this email to the provider, so saying whether it is a member's tells them nothing of others.
+    const byEmail = await this.deps.store.members.getByEmail(email.trim().toLowerCase())
+    if (byEmail?.oidcSubject)
       throw new DomainError(
         'forbidden',
-        `${email} is no member's email: ask an owner or admin of your account for an invitation`,
+        `${email} is a member's email, linked to another ${identity.provider} identity than the one you signed in as`,
       )
-    return this.startSession(m, ip)
+    if (byEmail)
+      throw new DomainError(
+        'forbidden',
+        `${email} is a member's email, but no sign-in with ${identity.provider} is linked to it: sign in with your password, then link ${identity.provider} from your account page`,
+      )
+    throw new DomainError(
+      'forbidden',
+      `${email} is no member's email: ask an owner or admin of your account for an invitation`,
+    )
+  }
+
+  /**
+   * Links the identity a provider vouched for to the member whose session started the flow: only where the
+   * provider's (verified) email is the member's, the member has no identity yet and no other member holds this
+   * one. The session must still be open (one signed out meanwhile links nothing).
+   */
+  async linkVerified(
+    memberId: string,
+    sessionId: string,
+    identity: OidcIdentity,
+    email: string,
+  ): Promise<{ principal: Principal }> {
+    const principal = await this.byCredential(memberId, sessionId, true)
+    const m = principal && (await this.deps.store.members.get(memberId))
+    if (!principal || !m)
+      throw new DomainError('forbidden', 'the session that started linking has ended: sign in again')
+    const linked = `${identity.provider} is linked already`
+    if (m.oidcIssuer === identity.issuer && m.oidcSubject === identity.subject) return { principal }
+    if (m.oidcSubject) throw new DomainError('conflict', `${linked} to this member, as another identity`)
+    if (email.trim().toLowerCase() !== m.email)
+      throw new DomainError(
+        'forbidden',
+        `${identity.provider} signed you in as ${email}, not as this member's email (${m.email}): sign in there with ${m.email}`,
+      )
+    const taken = () => new DomainError('conflict', `this ${identity.provider} identity is linked to another member`)
+    if (await this.deps.store.members.getByOidc(identity.issuer, identity.subject)) throw taken()
+    try {
+      if (!(await this.deps.store.members.linkOidc(m.id, identity.issuer, identity.subject, this.now())))
+        throw new DomainError('conflict', `${linked} to this member`)
+    } catch (err) {
+      // Another member linked it between the check and the update (the identity is unique).
+      if (!(err instanceof DomainError) && (await this.deps.store.members.getByOidc(identity.issuer, identity.subject)))
+        throw taken()
+      throw err
+    }
+    return { principal }
   }
 
   /** The principal of the member with `email`, if any: the actor of a refused OIDC sign-in in the audit log. */
@@ -336,6 +403,7 @@ export class MemberService {
     name: string | null,
     passwordHash: string,
     ip: string | null,
+    identity: OidcIdentity | null = null,
   ): Promise<{ session: CreatedSession; principal: Principal }> {
     const email = rawEmail.trim().toLowerCase()
     const taken = () => new DomainError('conflict', `email: ${email} is already a member's; sign in instead`)
@@ -348,6 +416,8 @@ export class MemberService {
       name,
       role: inv.role,
       passwordHash,
+      oidcIssuer: identity?.issuer ?? null,
+      oidcSubject: identity?.subject ?? null,
       createdAt: now,
       updatedAt: now,
     }
@@ -359,8 +429,14 @@ export class MemberService {
         await tx.members.insert(member)
       })
     } catch (err) {
-      // Another invitation accepted with this email between the check and the insert (the email is unique).
+      // Another invitation accepted with this email (or identity) between the check and the insert (both unique).
       if (!(err instanceof DomainError) && (await this.deps.store.members.getByEmail(email))) throw taken()
+      if (
+        !(err instanceof DomainError) &&
+        identity &&
+        (await this.deps.store.members.getByOidc(identity.issuer, identity.subject))
+      )
+        throw new DomainError('conflict', `this ${identity.provider} identity is already a member's: sign in instead`)
       throw err
     }
     return this.startSession(member, ip)

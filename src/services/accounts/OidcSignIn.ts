@@ -22,6 +22,8 @@ interface Flow {
   verifier: string
   /** The invitation being accepted by signing in with the provider. */
   invitation: string | null
+  /** The member (and the session of theirs that started it) linking the provider's identity, instead of a sign-in. */
+  link?: { memberId: string; sessionId: string }
   expiresAt: number
 }
 
@@ -29,9 +31,16 @@ interface Flow {
  * Sign-in with an OpenID Connect provider: the authorization code flow with PKCE, by openid-client (which
  * reads the provider's discovery document and JWKS and checks the ID token: signature, iss, aud, exp, nonce).
  *
- * Who gets in: the member whose email the provider vouches for (`email_verified`), or, with an invitation
- * carried through the flow, a new member of the invitation's account with that email. A login at the provider
- * alone never makes a member: the provider knows people, not which account they belong to.
+ * Who gets in: the member holding the provider's identity (issuer and `sub`), recorded when they joined
+ * through the provider or linked it while signed in; or, with an invitation carried through the flow, a new
+ * member of the invitation's account with the provider's (verified) email and identity. Never a member found by
+ * email alone: an email typed when accepting an invitation with a password is nobody's proof, so a provider
+ * vouching for it must not open that member to whoever holds it there (or, typed by an attacker, hand the
+ * victim an account the attacker controls). A login at the provider alone never makes a member either: the
+ * provider knows people, not which account they belong to.
+ *
+ * Linking: a member signed in (a session) starts the flow with `link`; the callback records the provider's
+ * identity on them where the provider's verified email is theirs.
  *
  * The flow's state, nonce and PKCE verifier travel in a cookie sealed with the data dir's key, so whichever
  * replica the callback reaches can finish it, and only the browser that started it can; each state is used once
@@ -67,16 +76,19 @@ export class OidcSignIn {
   /**
    * Starts a sign-in: the provider's authorization URL to send the browser to, and the sealed flow for the
    * browser to keep. With `invitation`, signing in accepts it (checked now, so a dead link fails before the
-   * provider is asked).
+   * provider is asked). With `link` (a member's session), the callback links the identity instead of signing in.
    */
-  async start(invitation?: string): Promise<{ authorizationUrl: string; flow: string }> {
+  async start(invitation?: string, link?: Principal): Promise<{ authorizationUrl: string; flow: string }> {
     if (invitation !== undefined) await this.deps.members.preview(invitation)
+    if (link && !link.member?.sessionId)
+      throw new DomainError('forbidden', `a member signed in (a session) links ${this.name}, not a key`)
     const config = await this.provider()
     const flow: Flow = {
       state: oidc.randomState(),
       nonce: oidc.randomNonce(),
       verifier: oidc.randomPKCECodeVerifier(),
       invitation: invitation ?? null,
+      ...(link ? { link: { memberId: link.member!.id, sessionId: link.member!.sessionId! } } : {}),
       expiresAt: this.deps.clock.now() + OIDC_FLOW_MS,
     }
     const url = oidc.buildAuthorizationUrl(config, {
@@ -92,14 +104,15 @@ export class OidcSignIn {
 
   /**
    * Finishes a sign-in at the callback: `query` is the callback's query string, `sealed` the flow the browser
-   * kept. Answers the same session a password sign-in gives, or throws 403 saying what was refused.
+   * kept. Answers the same session a password sign-in gives (no session where the flow linked the identity to
+   * the member who started it), or throws 403 (409) saying what was refused.
    * `onRefusedMember` hears of a refusal naming a member's email (an unverified one), for the audit log.
    */
   async finish(
     query: string,
     sealed: string | undefined,
     opts: { ip: string | null; onRefusedMember?: (p: Principal) => void },
-  ): Promise<{ session: CreatedSession; principal: Principal }> {
+  ): Promise<{ session?: CreatedSession; principal: Principal }> {
     const flow = this.openFlow(sealed)
     const callback = new URL(this.redirectUrl())
     callback.search = query
@@ -141,11 +154,14 @@ export class OidcSignIn {
       if (member) opts.onRefusedMember?.(member)
       throw refused(`${email} is not verified at ${this.name}: verify it there, then sign in again`)
     }
+    // openid-client checked iss against the provider's discovery document; sub is required in every ID token.
+    const identity = { issuer: claims.iss, subject: claims.sub, provider: this.name }
+    if (flow.link) return this.deps.members.linkVerified(flow.link.memberId, flow.link.sessionId, identity, email)
     if (flow.invitation) {
       const name = typeof claims.name === 'string' ? claims.name.slice(0, 128) : null
-      return this.deps.members.acceptVerified(flow.invitation, email, name, opts.ip)
+      return this.deps.members.acceptVerified(flow.invitation, email, name, identity, opts.ip)
     }
-    return this.deps.members.signInVerified(email, opts.ip)
+    return this.deps.members.signInVerified(identity, email, opts.ip)
   }
 
   private openFlow(sealed: string | undefined): Flow {

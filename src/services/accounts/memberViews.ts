@@ -12,9 +12,9 @@ export function sameHash(a: string, b: string): boolean {
   return timingSafeEqual(Buffer.from(a, 'hex'), Buffer.from(b, 'hex'))
 }
 
-/** A member as the API shows it: never the password hash. */
+/** A member as the API shows it: never the password hash (nor the provider's subject id, which is theirs alone). */
 export function memberView(m: MemberRecord): Member {
-  const { passwordHash: _hash, ...rest } = m
+  const { passwordHash: _hash, oidcIssuer: _issuer, oidcSubject: _subject, ...rest } = m
   return rest
 }
 

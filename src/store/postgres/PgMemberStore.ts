@@ -3,7 +3,7 @@ import type { InvitationRecord, MemberKeyRecord, MemberRecord, MemberStore, Sess
 import { invitationFromRow, memberFromRow, memberKeyFromRow, sessionFromRow } from '../memberRows.js'
 import type { PgQueryable } from './PgQueryable.js'
 
-/** Members, sessions, member keys and invitations in PostgreSQL (migration 180). */
+/** Members, sessions, member keys and invitations in PostgreSQL (migrations 180 and 190). */
 export class PgMemberStore implements MemberStore {
   constructor(private readonly q: PgQueryable) {}
   private async one<T>(sql: string, args: unknown[], map: (r: Record<string, unknown>) => T): Promise<T | undefined> {
@@ -15,9 +15,21 @@ export class PgMemberStore implements MemberStore {
   }
   async insert(m: MemberRecord) {
     await this.q.query(
-      `INSERT INTO members (id, account_id, email, name, role, password_hash, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-      [m.id, m.accountId, m.email, m.name, m.role, m.passwordHash, m.createdAt, m.updatedAt],
+      `INSERT INTO members (id, account_id, email, name, role, password_hash, oidc_issuer, oidc_subject, created_at,
+         updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+      [
+        m.id,
+        m.accountId,
+        m.email,
+        m.name,
+        m.role,
+        m.passwordHash,
+        m.oidcIssuer,
+        m.oidcSubject,
+        m.createdAt,
+        m.updatedAt,
+      ],
     )
   }
   get(id: string) {
@@ -25,6 +37,19 @@ export class PgMemberStore implements MemberStore {
   }
   getByEmail(email: string) {
     return this.one('SELECT * FROM members WHERE email = $1', [email], memberFromRow)
+  }
+  getByOidc(issuer: string, subject: string) {
+    return this.one(
+      'SELECT * FROM members WHERE oidc_issuer = $1 AND oidc_subject = $2',
+      [issuer, subject],
+      memberFromRow,
+    )
+  }
+  linkOidc(id: string, issuer: string, subject: string, at: string) {
+    return this.changed(
+      'UPDATE members SET oidc_issuer = $1, oidc_subject = $2, updated_at = $3 WHERE id = $4 AND oidc_subject IS NULL',
+      [issuer, subject, at, id],
+    )
   }
   async list(accountId: string) {
     const rows = (

@@ -5,16 +5,21 @@ import { invitationFromRow, memberFromRow, memberKeyFromRow, sessionFromRow } fr
 
 type Row = Record<string, unknown>
 
-/** Members, sessions, member keys and invitations in SQLite (migration 180). */
+/** Members, sessions, member keys and invitations in SQLite (migrations 180 and 190). */
 export class SqliteMemberStore implements MemberStore {
   private readonly st
   constructor(db: Database.Database) {
     const p = (sql: string) => db.prepare(sql)
     this.st = {
-      insert: p(`INSERT INTO members (id, account_id, email, name, role, password_hash, created_at, updated_at)
-        VALUES (@id, @accountId, @email, @name, @role, @passwordHash, @createdAt, @updatedAt)`),
+      insert:
+        p(`INSERT INTO members (id, account_id, email, name, role, password_hash, oidc_issuer, oidc_subject, created_at, updated_at)
+        VALUES (@id, @accountId, @email, @name, @role, @passwordHash, @oidcIssuer, @oidcSubject, @createdAt, @updatedAt)`),
       get: p('SELECT * FROM members WHERE id = ?'),
       byEmail: p('SELECT * FROM members WHERE email = ?'),
+      byOidc: p('SELECT * FROM members WHERE oidc_issuer = ? AND oidc_subject = ?'),
+      linkOidc: p(
+        'UPDATE members SET oidc_issuer = ?, oidc_subject = ?, updated_at = ? WHERE id = ? AND oidc_subject IS NULL',
+      ),
       list: p('SELECT * FROM members WHERE account_id = ? ORDER BY created_at, id'),
       setRole: p('UPDATE members SET role = ?, updated_at = ? WHERE id = ?'),
       setPassword: p('UPDATE members SET password_hash = ?, updated_at = ? WHERE id = ?'),
@@ -55,6 +60,13 @@ export class SqliteMemberStore implements MemberStore {
   async getByEmail(email: string) {
     const r = this.st.byEmail.get(email) as Row | undefined
     return r ? memberFromRow(r) : undefined
+  }
+  async getByOidc(issuer: string, subject: string) {
+    const r = this.st.byOidc.get(issuer, subject) as Row | undefined
+    return r ? memberFromRow(r) : undefined
+  }
+  async linkOidc(id: string, issuer: string, subject: string, at: string) {
+    return this.st.linkOidc.run(issuer, subject, at, id).changes > 0
   }
   async list(accountId: string) {
     return (this.st.list.all(accountId) as Row[]).map(memberFromRow)
