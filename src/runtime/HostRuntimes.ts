@@ -44,7 +44,7 @@ export class HostRuntimes implements RuntimeDriver {
    */
   async start(spec: WorkloadSpec, hooks?: StartHooks): Promise<Workload> {
     const driver = this.of(spec.hostId)
-    const host = slotsOf(this.hostSlots, spec.hostId, this.limits.perHost)
+    const host = slotsOf(this.hostSlots, spec.hostId, driver.hostStartLimit ?? this.limits.perHost)
     const all = slotsOf(this.driverSlots, driver, this.limits.perDriver)
     const releaseHost = await host.acquire(hooks?.signal)
     let releaseAll: (() => void) | undefined

@@ -145,6 +145,11 @@ export interface RuntimeDriver {
   logPath(kind: WorkloadSpec['kind'], id: string): string
   /** Why `ref` is not adopted when its host now runs another runtime (processes before, an engine now); else null. */
   switched?(ref: RuntimeRef): string | null
+  /**
+   * Starts at once on one of this driver's hosts, where its hosts are not single machines (a Kubernetes host is
+   * every Node of one GPU model); the fleet's per-host bound when unset.
+   */
+  readonly hostStartLimit?: number
 }
 
 /** Thrown by `start` when the image cannot be pulled; `message` is `IMAGE_PULL_FAILED: <reason>`. */
