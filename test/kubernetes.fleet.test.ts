@@ -64,8 +64,9 @@ describe.skipIf(skip !== null)('worker Pods on virtual GPU Nodes of a real Kuber
     nodes = await VirtualNodes.open({ kubeConfig: testKubeConfig(), workers, namespace: kubeEnv.namespace })
     await nodes.add({ prefix: 'stuck', count: 1, gpus: 8, gpuProduct: STUCK, stuck: true })
     await nodes.add({ prefix: 'gpu', count: 10, gpus: 8, gpuProduct: RUNS })
-    // Hangar reads the Nodes once, at its start (no refresh during the test).
-    s = await startTestServer({ runtime: { kubernetes } })
+    // Hangar reads the Nodes once, at its start (no refresh during the test). Pings each 30 s: a worker is
+    // taken as lost by its silence only after 90 s, so a replacement sooner came from the Pod's deletion.
+    s = await startTestServer({ jobs: { pingIntervalMs: 30_000 }, runtime: { kubernetes } })
   }, 180_000)
   afterAll(async () => {
     // Hangar's own Pods outlive it by design; every one of them is on a virtual Node, which close() clears,
@@ -169,13 +170,13 @@ describe.skipIf(skip !== null)('worker Pods on virtual GPU Nodes of a real Kuber
       const victim = [...counts].sort((a, b) => b[1] - a[1])[0][0]
       const lost = await nodes.fail(victim, { removeNode: true })
       expect(lost.length).toBeGreaterThan(0)
-      // Within a few scaling passes, well before the 30 s the lost workers' missing pings would take.
+      // From the Pods' deletion, well before the 90 s the lost workers' missing pings would take.
       const after = await until(
         async () => {
           const p = await onRunNodes()
           return p.length === 30 && p.every((x) => !lost.includes(x.metadata!.name!)) ? p : undefined
         },
-        25_000,
+        60_000,
         `the ${lost.length} Pods of the failed Node replaced`,
       )
       expect(after.some((p) => p.spec?.nodeName === victim)).toBe(false)

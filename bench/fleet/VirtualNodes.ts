@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { KubeConfig } from '@kubernetes/client-node'
 import { kubeCall, type KubeHttp, kubeHttp, kubeWatch, MERGE_PATCH } from './kubeHttp.js'
+import { creatingStatus, microTime, readyConditions, runningStatus } from './kubeletStatus.js'
 import type { VirtualWorkers } from './VirtualWorkers.js'
 
 /** Label of every Node (and Lease) VirtualNodes makes: leftovers of a killed run are found by it. */
@@ -107,8 +108,10 @@ export class VirtualNodes {
         (n) => want.has(n.metadata.name) && !(n.spec?.taints ?? []).length && isReady(n),
       )
       if (usable.length === want.size) return names
-      if (Date.now() - t0 > 120_000)
-        throw new Error(`${usable.length} of ${want.size} virtual Nodes usable after 120 s`)
+      // The node lifecycle controller lifts each new Node's not-ready taint in turn: a thousand take minutes here.
+      const limitMs = Math.max(120_000, names.length * 600)
+      if (Date.now() - t0 > limitMs)
+        throw new Error(`${usable.length} of ${want.size} virtual Nodes usable after ${limitMs / 1000} s`)
       await new Promise((r) => setTimeout(r, 500))
     }
   }
@@ -379,72 +382,6 @@ async function inBatches<T>(items: T[], width: number, f: (t: T) => Promise<unkn
 
 function isReady(node: any): boolean {
   return (node.status?.conditions ?? []).some((c: any) => c.type === 'Ready' && c.status === 'True')
-}
-
-/** A MicroTime (a Lease's renewTime): RFC 3339 with exactly six fractional digits. */
-function microTime(): string {
-  return new Date().toISOString().replace('Z', '000Z')
-}
-
-function readyConditions() {
-  const now = new Date().toISOString()
-  const ok = (type: string, reason: string) => ({
-    type,
-    status: 'False',
-    reason,
-    lastHeartbeatTime: now,
-    lastTransitionTime: now,
-  })
-  return [
-    { type: 'Ready', status: 'True', reason: 'KubeletReady', lastHeartbeatTime: now, lastTransitionTime: now },
-    ok('MemoryPressure', 'KubeletHasSufficientMemory'),
-    ok('DiskPressure', 'KubeletHasNoDiskPressure'),
-    ok('PIDPressure', 'KubeletHasSufficientPID'),
-  ]
-}
-
-/** A kubelet's status of a Pod whose containers run. */
-function runningStatus(pod: any) {
-  const now = new Date().toISOString()
-  const cond = (type: string) => ({ type, status: 'True', lastTransitionTime: now })
-  return {
-    status: {
-      phase: 'Running',
-      conditions: [cond('Initialized'), cond('Ready'), cond('ContainersReady'), cond('PodScheduled')],
-      hostIP: '127.0.0.1',
-      podIP: '127.0.0.1',
-      podIPs: [{ ip: '127.0.0.1' }],
-      startTime: now,
-      containerStatuses: (pod.spec.containers as any[]).map((c) => ({
-        name: c.name,
-        image: c.image,
-        imageID: '',
-        ready: true,
-        started: true,
-        restartCount: 0,
-        state: { running: { startedAt: now } },
-      })),
-    },
-  }
-}
-
-/** A kubelet's status of a Pod whose image is still being pulled. */
-function creatingStatus(pod: any) {
-  const now = new Date().toISOString()
-  return {
-    status: {
-      hostIP: '127.0.0.1',
-      startTime: now,
-      containerStatuses: (pod.spec.containers as any[]).map((c) => ({
-        name: c.name,
-        image: c.image,
-        imageID: '',
-        ready: false,
-        restartCount: 0,
-        state: { waiting: { reason: 'ContainerCreating' } },
-      })),
-    },
-  }
 }
 
 /** The Pod's env as plain values (Hangar resolves secret references before the Pod is made). */

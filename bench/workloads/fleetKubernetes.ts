@@ -216,6 +216,7 @@ export async function kubernetesFleet(ctx: BenchContext, o: KubernetesFleetSize,
 async function findCluster(): Promise<{ kc: KubeConfig } | { skip: string }> {
   const file = process.env.HANGAR_TEST_KUBECONFIG ?? (existsSync(CACHED_KUBECONFIG) ? CACHED_KUBECONFIG : undefined)
   if (!file) return { skip: `no cluster: HANGAR_TEST_KUBECONFIG is not set and ${CACHED_KUBECONFIG} does not exist` }
+  if (!existsSync(file)) return { skip: `no cluster: kubeconfig ${file} does not exist` }
   const kc = new KubeConfig()
   kc.loadFromFile(file)
   try {
