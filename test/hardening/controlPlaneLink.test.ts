@@ -1,11 +1,12 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { createServer, request, type Server } from 'node:http'
+import { createServer as createTcpServer, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { LABELS } from '../../src/runtime/labels.js'
 import { ProcessDriver } from '../../src/runtime/process/ProcessDriver.js'
-import { FORWARDER_NAME } from '../../src/runtime/process/forwarder.js'
+import { FORWARDER_NAME, RELAY_MAX_CONNECTIONS } from '../../src/runtime/process/forwarder.js'
 import { probeSandbox, SANDBOX_UID } from '../../src/runtime/process/sandbox.js'
 import type { WorkloadSpec } from '../../src/runtime/RuntimeDriver.js'
 import { until } from '../helpers/until.js'
@@ -143,6 +144,66 @@ describe.skipIf(sandbox.kind !== 'bwrap' || (sandbox.kind === 'bwrap' && sandbox
         await d.remove(w.ref)
       }
     })
+
+    it.skipIf(!asRoot)(
+      `carries at most ${RELAY_MAX_CONNECTIONS} of a sandbox's connections at once to the control plane (a flood would spend its descriptors), and more once they close`,
+      async () => {
+        const FLOOD = 3 * RELAY_MAX_CONNECTIONS
+        // The control plane's stand-in: says hi on every connection and counts those open.
+        const open = new Set<Socket>()
+        let most = 0
+        const plane = createTcpServer((s) => {
+          open.add(s)
+          most = Math.max(most, open.size)
+          s.on('error', () => undefined)
+          s.on('close', () => open.delete(s))
+          s.write('hi')
+        })
+        await new Promise<void>((resolve) => plane.listen(0, '127.0.0.1', resolve))
+        const planePort = (plane.address() as { port: number }).port
+        // FLOOD connections held open; once every one has been answered or closed, all are closed and one more
+        // is opened, which must be carried.
+        const code = `const net=require('net');let greeted=0,settled=0;const all=[]
+const one=(then)=>{const s=net.connect({host:'127.0.0.1',port:${planePort}});all.push(s);let done=false
+const end=(hi)=>{if(done)return;done=true;if(hi)greeted++;then(hi)};s.on('data',()=>end(true));s.on('close',()=>end(false));s.on('error',()=>undefined)}
+for(let i=0;i<${FLOOD};i++)one(()=>{if(++settled===${FLOOD}){console.log('greeted '+greeted);for(const s of all)s.destroy()
+setTimeout(()=>one((hi)=>{console.log('afterwards '+(hi?'carried':'refused'));process.exit(0)}),1000)}})
+setTimeout(()=>{console.log('gave up at '+settled+' settled, '+greeted+' greeted');process.exit(1)},60000).unref()`
+        const d = driver()
+        const w = await d.start(spec('w-flood', planePort, [process.execPath, '-e', code]))
+        try {
+          const relay = Number(readFileSync(join(dataDir, 'workers', 'w-flood', 'forward.pid'), 'utf8'))
+          let relayFds = 0
+          await until(
+            async () => {
+              try {
+                relayFds = Math.max(relayFds, readdirSync(`/proc/${relay}/fd`).length)
+              } catch {
+                // ended with the sandbox
+              }
+              return w.logs.history().some((l) => /^(afterwards|gave up)/.test(l.line))
+            },
+            90_000,
+            'the flood settling',
+          )
+          const lines = w.logs.history().map((l) => l.line)
+          const greeted = Number(lines.find((l) => l.startsWith('greeted '))?.split(' ')[1])
+          expect(most, lines.slice(-5).join('\n')).toBeLessThanOrEqual(RELAY_MAX_CONNECTIONS)
+          expect(greeted).toBeLessThanOrEqual(RELAY_MAX_CONNECTIONS)
+          // The link still works up to the cap, and again once the flood is gone.
+          expect(greeted).toBeGreaterThan(RELAY_MAX_CONNECTIONS / 2)
+          expect(lines).toContain('afterwards carried')
+          // Two descriptors a carried connection, a few of node's own.
+          expect(relayFds).toBeLessThan(2 * RELAY_MAX_CONNECTIONS + 64)
+        } finally {
+          await w.stop(0)
+          await w.exited
+          await d.remove(w.ref)
+          plane.close()
+          for (const s of open) s.destroy()
+        }
+      },
+    )
 
     it.skipIf(!asRoot)(
       "forwards as the sandbox user, without capabilities or the tenant's env, and never outlives the sandbox",

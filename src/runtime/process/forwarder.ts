@@ -30,16 +30,26 @@ s.listen({port,host,ipv6Only:true},()=>process.send({port,host},s,(e)=>e?fail(e)
 process.on('disconnect',()=>process.exit(0))`
 
 /**
+ * The most connections the control plane's relay carries at once from a sandbox on each of its listening sockets;
+ * past it a new one is closed as soon as accepted. Without a cap a sandbox that opens connections by the thousand
+ * has each carried to the control plane, which spends a descriptor on every one: a few workloads would exhaust
+ * the control plane's descriptors (its accept loop, its database, every tenant's requests). A worker's SDK holds
+ * a few per job slot. Published ports have none: their connections come from the host, into the sandbox.
+ */
+export const RELAY_MAX_CONNECTIONS = 512
+
+/**
  * The relay, as SANDBOX_UID without capabilities: takes listening sockets over IPC, each with where its
  * connections go (a port and address, reached in the relay's own network namespace), and pipes every connection
- * accepted on one there; it never connects anywhere else. It ends once the sandbox's init (pid and start ticks,
- * its arguments) is gone, so that it never outlives the sandbox, even when no control plane is there to end it.
+ * accepted on one there, `max` at most at once where given; it never connects anywhere else. It ends once the
+ * sandbox's init (pid and start ticks, its first arguments) is gone, so that it never outlives the sandbox, even
+ * when no control plane is there to end it.
  */
 const RELAY = `process.title=${JSON.stringify(FORWARDER_NAME)};const net=require('net');const {pipeline}=require('stream');const fs=require('fs')
-const [init,ticks]=process.argv.slice(1)
+const [init,ticks,max]=process.argv.slice(1)
 const started=()=>{try{const s=fs.readFileSync('/proc/'+init+'/stat','utf8');const f=s.slice(s.lastIndexOf(')')+2).split(' ');return f[0]==='Z'?'':f[19]}catch{return ''}}
 process.on('message',(m,server)=>{if(m.done){process.send({ready:true});return}
-server.on('connection',(from)=>{const to=net.connect({port:m.port,host:m.host});from.setNoDelay(true);to.setNoDelay(true);pipeline(from,to,from,()=>{from.destroy();to.destroy()})})})
+if(max)server.maxConnections=Number(max);server.on('connection',(from)=>{const to=net.connect({port:m.port,host:m.host});from.setNoDelay(true);to.setNoDelay(true);pipeline(from,to,from,()=>{from.destroy();to.destroy()})})})
 process.on('disconnect',()=>undefined)
 setInterval(()=>{if(started()!==ticks)process.exit(0)},500)`
 
@@ -88,7 +98,7 @@ export function forwardPorts(o: ForwardOptions): Relays {
       { env: { ...LAUNCH_ENV }, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] },
     ),
   )
-  const relay = spawnRelay(drop, o.init)
+  const relay = spawnRelay(drop, o.init, RELAY_MAX_CONNECTIONS)
   const end = () => {
     if (listener.connected) listener.disconnect()
     listener.kill('SIGKILL')
@@ -176,17 +186,21 @@ interface Relayed {
 
 /**
  * Spawns a relay with `prefix` before node (the privilege drop, and the namespace to enter), detached in a
- * session of its own so that it outlives a control plane's restart as pasta does.
+ * session of its own so that it outlives a control plane's restart as pasta does; `max` caps its connections.
  */
-function spawnRelay(prefix: string[], init: number): ChildProcess {
+function spawnRelay(prefix: string[], init: number, max?: number): ChildProcess {
   // A gone init reads as no ticks: the relay then ends at its first check.
   const ticks = startTicks(init) ?? 'gone'
   return keepStderr(
-    spawn(prefix[0], [...prefix.slice(1), process.execPath, '-e', RELAY, String(init), ticks], {
-      env: { ...LAUNCH_ENV },
-      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
-      detached: true,
-    }),
+    spawn(
+      prefix[0],
+      [...prefix.slice(1), process.execPath, '-e', RELAY, String(init), ticks, ...(max ? [String(max)] : [])],
+      {
+        env: { ...LAUNCH_ENV },
+        stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+        detached: true,
+      },
+    ),
   )
 }
 
