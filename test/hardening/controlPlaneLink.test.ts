@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { createServer, request, type Server } from 'node:http'
-import { createServer as createTcpServer, type Socket } from 'node:net'
+import { connect, createServer as createTcpServer, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -201,6 +201,43 @@ setTimeout(()=>{console.log('gave up at '+settled+' settled, '+greeted+' greeted
           await d.remove(w.ref)
           plane.close()
           for (const s of open) s.destroy()
+        }
+      },
+    )
+
+    it.skipIf(!asRoot)(
+      'keeps publishing the other ports when a connection comes to a declared port no socket can have (99999)',
+      async () => {
+        const d = driver()
+        const code = `require('net').createServer((s)=>s.end('pong')).listen(8080,()=>console.log('listening'))`
+        // Endpoints' ports are not range-checked (digits, 1 to 5 of them): the relay is given what was declared.
+        const w = await d.start({
+          ...spec('w-bad-port', port, [process.execPath, '-e', code]),
+          ports: [
+            { port: 99999, protocol: 'http' },
+            { port: 8080, protocol: 'http' },
+          ],
+        })
+        const answer = (publicPort: number) =>
+          new Promise<string>((resolve) => {
+            let got = ''
+            const s = connect(publicPort, '127.0.0.1')
+            s.on('data', (c: Buffer) => {
+              got += c
+            })
+            s.on('error', (e) => resolve(`error ${(e as NodeJS.ErrnoException).code}`))
+            s.on('close', () => resolve(got))
+          })
+        try {
+          await until(async () => w.logs.history().some((l) => l.line === 'listening'), 20_000, 'the program listening')
+          const [bad, good] = w.ports
+          expect(await answer(bad.publicPort)).toBe('')
+          await new Promise((resolve) => setTimeout(resolve, 300))
+          expect(await answer(good.publicPort)).toBe('pong')
+        } finally {
+          await w.stop(0)
+          await w.exited
+          await d.remove(w.ref)
         }
       },
     )

@@ -41,7 +41,8 @@ export const RELAY_MAX_CONNECTIONS = 512
 /**
  * The relay, as SANDBOX_UID without capabilities: takes listening sockets over IPC, each with where its
  * connections go (a port and address, reached in the relay's own network namespace), and pipes every connection
- * accepted on one there, `max` at most at once where given; it never connects anywhere else. It ends once the
+ * accepted on one there, `max` at most at once where given; it never connects anywhere else. A port it cannot
+ * connect to (an endpoint's declared port out of range) closes that connection, not the relay and its other ports. It ends once the
  * sandbox's init (pid and start ticks, its first arguments) is gone, so that it never outlives the sandbox, even
  * when no control plane is there to end it.
  */
@@ -49,7 +50,7 @@ const RELAY = `process.title=${JSON.stringify(FORWARDER_NAME)};const net=require
 const [init,ticks,max]=process.argv.slice(1)
 const started=()=>{try{const s=fs.readFileSync('/proc/'+init+'/stat','utf8');const f=s.slice(s.lastIndexOf(')')+2).split(' ');return f[0]==='Z'?'':f[19]}catch{return ''}}
 process.on('message',(m,server)=>{if(m.done){process.send({ready:true});return}
-if(max)server.maxConnections=Number(max);server.on('connection',(from)=>{const to=net.connect({port:m.port,host:m.host});from.setNoDelay(true);to.setNoDelay(true);pipeline(from,to,from,()=>{from.destroy();to.destroy()})})})
+if(max)server.maxConnections=Number(max);server.on('connection',(from)=>{let to;try{to=net.connect({port:m.port,host:m.host})}catch{from.destroy();return}from.setNoDelay(true);to.setNoDelay(true);pipeline(from,to,from,()=>{from.destroy();to.destroy()})})})
 process.on('disconnect',()=>undefined)
 setInterval(()=>{if(started()!==ticks)process.exit(0)},500)`
 
