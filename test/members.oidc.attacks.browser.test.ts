@@ -42,7 +42,7 @@ describe.skipIf(skip !== null)('OIDC sign-in in the web console: a token the tab
     attacker = await addMember(s, await s.accountKey('oidc-csrf-attacker'), 'owner', 'oidc-csrf-attacker')
     // Signing in with the provider finds a member by the identity linked to them, never by email: link it first.
     idp.user = { sub: 'csrf-victim', email: victim.email, email_verified: true }
-    expect(await linkWithProvider(s.url, victim.token)).toBe('/console/#oidc-linked=1')
+    expect(await linkWithProvider(s.url, victim.token)).toBe('/console/members#oidc-linked=1')
     browser = await chromium.launch({
       executablePath: browserAt.path!,
       args: ['--no-sandbox', '--disable-dev-shm-usage'],

@@ -69,7 +69,7 @@ describe('members: attacks on OIDC sign-in and the invitation limit', () => {
     dev = await addMember(s, accountKey, 'developer', 'oidc-attack-dev')
     // Signing in with the provider finds a member by the identity linked to them, never by email: link it first.
     idp.user = { sub: 'sub-dev', email: dev.email, email_verified: true }
-    expect(await linkWithProvider(s.url, dev.token)).toBe('/console/#oidc-linked=1')
+    expect(await linkWithProvider(s.url, dev.token)).toBe('/console/members#oidc-linked=1')
   })
   afterAll(async () => {
     await s?.stop()

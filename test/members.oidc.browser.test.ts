@@ -37,7 +37,7 @@ describe.skipIf(skip !== null)('OIDC sign-in in the web console, in a real brows
     dev = await addMember(s, accountKey, 'developer', 'oidc-web')
     // Signing in with the provider finds a member by the identity linked to them, never by email: link it first.
     idp.user = { sub: 'web-dev', email: dev.email, email_verified: true }
-    expect(await linkWithProvider(s.url, dev.token)).toBe('/console/#oidc-linked=1')
+    expect(await linkWithProvider(s.url, dev.token)).toBe('/console/members#oidc-linked=1')
     browser = await chromium.launch({
       executablePath: browserAt.path!,
       args: ['--no-sandbox', '--disable-dev-shm-usage'],
@@ -86,5 +86,31 @@ describe.skipIf(skip !== null)('OIDC sign-in in the web console, in a real brows
     const token = await page.evaluate(() => sessionStorage.getItem('hangar.apiKey'))
     const me = await s.api('GET', '/v2/me', undefined, token)
     expect(me.body.member).toMatchObject({ email: idp.user.email, role: 'read-only' })
+  })
+
+  it('a member signed in with a password links the provider from the members page, then signs in with it', async () => {
+    const pw = await addMember(s, accountKey, 'developer', 'oidc-web-link')
+    idp.user = { sub: 'web-link', email: pw.email, email_verified: true }
+    const page = await freshPage()
+    await page.goto(`${s.url}/console/`)
+    await page.fill('input[name=email]', pw.email)
+    await page.fill('input[name=password]', pw.password)
+    await page.click('button:has-text("Sign in as a member")')
+    await page.waitForSelector('h1:has-text("Endpoints")')
+    await page.click('nav a:has-text("Members")')
+    // Another person's identity at the provider (another email): refused, said on the page, still signed in.
+    idp.user = { sub: 'web-link-other', email: `web-other-${Date.now()}@example.com`, email_verified: true }
+    await page.click('button:has-text("Link Test IdP")')
+    await page.waitForSelector('.problem:has-text("not as this member\'s email")')
+    expect(page.url()).not.toContain('#')
+    idp.user = { sub: 'web-link', email: pw.email, email_verified: true }
+    await page.click('button:has-text("Link Test IdP")')
+    await page.waitForSelector('text=Linked: you can sign in with Test IdP')
+    const other = await freshPage()
+    await other.goto(`${s.url}/console/`)
+    await other.click('button:has-text("Sign in with Test IdP")')
+    await other.waitForSelector('h1:has-text("Endpoints")')
+    const token = await other.evaluate(() => sessionStorage.getItem('hangar.apiKey'))
+    expect((await s.api('GET', '/v2/me', undefined, token)).body.member.id).toBe(pw.id)
   })
 })

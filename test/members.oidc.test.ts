@@ -27,7 +27,7 @@ describe('members: sign-in with an OpenID Connect provider (a real provider on a
     dev = await addMember(s, accountKey, 'developer', 'oidc-dev')
     // Signing in with the provider finds a member by the identity linked to them, never by email: link it first.
     idp.user = { sub: 'sub-dev', email: dev.email, email_verified: true }
-    expect(await linkWithProvider(s.url, dev.token)).toBe('/console/#oidc-linked=1')
+    expect(await linkWithProvider(s.url, dev.token)).toBe('/console/members#oidc-linked=1')
   })
   afterAll(async () => {
     await s?.stop()
@@ -57,7 +57,8 @@ describe('members: sign-in with an OpenID Connect provider (a real provider on a
     const res = await fetch(url, { redirect: 'manual', headers: cookie ? { cookie } : {} })
     expect(res.status).toBe(303)
     const location = res.headers.get('location')!
-    expect(location.startsWith('/console/#')).toBe(true)
+    // A sign-in ends on the console's first page; a link of the provider on the members page, where it started.
+    expect(location).toMatch(/^\/console\/(members)?#/)
     const fragment = new URLSearchParams(location.slice(location.indexOf('#') + 1))
     return { token: fragment.get('oidc') ?? undefined, error: fragment.get('oidc-error') ?? undefined }
   }
@@ -166,11 +167,11 @@ describe('members: sign-in with an OpenID Connect provider (a real provider on a
     const before = await signIn()
     expect(before.token).toBeUndefined()
     expect(before.error).toContain('sign in with your password, then link Test IdP')
-    expect(await linkWithProvider(s.url, pw.token)).toBe('/console/#oidc-linked=1')
+    expect(await linkWithProvider(s.url, pw.token)).toBe('/console/members#oidc-linked=1')
     const after = await signIn()
     expect((await s.api('GET', '/v2/me', undefined, after.token)).body.member.id).toBe(pw.id)
     // Linking the same identity again changes nothing; another identity is refused.
-    expect(await linkWithProvider(s.url, pw.token)).toBe('/console/#oidc-linked=1')
+    expect(await linkWithProvider(s.url, pw.token)).toBe('/console/members#oidc-linked=1')
     idp.user = { ...idp.user, sub: `${idp.user.sub}-2` }
     expect(await linkWithProvider(s.url, pw.token)).toContain('linked already to this member, as another identity')
   })
@@ -189,7 +190,7 @@ describe('members: sign-in with an OpenID Connect provider (a real provider on a
     idp.user = { sub: 'sub-link-b', email: b.email, email_verified: false }
     expect(await linkWithProvider(s.url, b.token)).toContain('not verified')
     idp.user = { sub: 'sub-link-b', email: b.email, email_verified: true }
-    expect(await linkWithProvider(s.url, b.token)).toBe('/console/#oidc-linked=1')
+    expect(await linkWithProvider(s.url, b.token)).toBe('/console/members#oidc-linked=1')
   })
 
   it('starts linking for a member signed in only, and links nothing once that session has ended', async () => {

@@ -67,6 +67,19 @@ export async function startOidc(invitation?: string): Promise<void> {
   location.assign(started.authorizationUrl)
 }
 
+/**
+ * Leaves for the provider to link it to the member signed in (their session starts it: `client` holds the token);
+ * the callback comes back with `#oidc-linked=1` or `#oidc-error=<why>` (see `takeOidcResult`).
+ */
+export async function startOidcLink(client: Client): Promise<void> {
+  const started = await client.post<StartedOidcSignIn>('/v2/sessions/oidc/link', {})
+  sessionStorage.setItem(OIDC_STARTED, '1')
+  location.assign(started.authorizationUrl)
+}
+
+/** Where a link of the provider ended, when this tab was just sent back from one (for the members page). */
+export let oidcLinkResult: { linked: true } | { error: string } | null = null
+
 /** Set while this tab is away at the provider: only a tab that left for a sign-in takes one back. */
 const OIDC_STARTED = 'hangar.oidcStarted'
 
@@ -80,11 +93,18 @@ export function takeOidcResult(): { token: string } | { error: string } | null {
   const fragment = new URLSearchParams(location.hash.slice(1))
   const token = fragment.get('oidc')
   const error = fragment.get('oidc-error')
-  if (token === null && error === null) return null
+  const linked = fragment.get('oidc-linked')
+  if (token === null && error === null && linked === null) return null
   history.replaceState(null, '', location.pathname)
   const started = sessionStorage.getItem(OIDC_STARTED) !== null
   sessionStorage.removeItem(OIDC_STARTED)
   if (!started) return null
+  // A tab signed in that left to link the provider: the members page says how it ended.
+  if (storedKey() !== null && token === null) {
+    oidcLinkResult = linked !== null ? { linked: true } : { error: error ?? '' }
+    return null
+  }
+  if (linked !== null) return null
   return token !== null ? { token } : { error: error ?? '' }
 }
 

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks'
 import type { CreatedInvitation, InvitationList, Member, MemberList, Role } from '../../../src/contract/member.js'
-import { can, useSession } from '../session.js'
+import { can, oidcLinkResult, oidcProvider, startOidcLink, useSession } from '../session.js'
 import {
   confirmDelete,
   CopyButton,
@@ -27,6 +27,9 @@ export function Members() {
     (signal) => (manage ? client.get<InvitationList>('/v2/invitations', signal) : Promise.resolve(null)),
     [manage],
   )
+  // A member who joined with a password links the provider to sign in with it (their session starts the link).
+  const provider = useLoad((signal) => (self ? oidcProvider(signal) : Promise.resolve(null)), [self])
+  const link = useAction(() => startOidcLink(client))
   const [role, setRole] = useState<Role>('developer')
   const [created, setCreated] = useState<CreatedInvitation | null>(null)
   const invite = useAction(async () => {
@@ -48,7 +51,19 @@ export function Members() {
   })
   return (
     <Page title="Members">
-      <Problems error={change.error ?? remove.error ?? revoke.error} />
+      <Problems error={change.error ?? remove.error ?? revoke.error ?? link.error} />
+      {oidcLinkResult && 'error' in oidcLinkResult && <div class="problem">{oidcLinkResult.error}</div>}
+      {oidcLinkResult && 'linked' in oidcLinkResult && (
+        <p class="muted">Linked: you can sign in with {provider.data ?? 'the provider'} from now on.</p>
+      )}
+      {provider.data && (
+        <div class="form-actions">
+          <button type="button" disabled={link.busy} onClick={() => void link.run()}>
+            Link {provider.data}
+          </button>
+          <span class="muted small">to sign in with it (its email must be yours: {session.me.member?.email})</span>
+        </div>
+      )}
       {!members.data ? (
         <Loading error={members.error} what="members" />
       ) : members.data.members.length === 0 ? (

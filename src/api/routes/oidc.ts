@@ -69,7 +69,7 @@ export const oidcRoutes =
           tags,
           summary: "Link the OpenID Connect provider to one's membership (Hangar extension)",
           description:
-            "For a member signed in with a password (a session): starts the provider's flow like `POST /v2/sessions/oidc`, and its callback records the provider's identity (issuer and `sub`) on this member, where the provider's verified email is the member's and no other member holds that identity; the member then signs in with the provider. The callback ends on `/console/#oidc-linked=1` or `/console/#oidc-error=<why>`.",
+            "For a member signed in with a password (a session): starts the provider's flow like `POST /v2/sessions/oidc`, and its callback records the provider's identity (issuer and `sub`) on this member, where the provider's verified email is the member's and no other member holds that identity; the member then signs in with the provider. The callback ends on the console's members page: `/console/members#oidc-linked=1` or `/console/members#oidc-error=<why>`.",
           response: { 201: StartedOidcSignIn },
         },
         config: { audit: false },
@@ -97,21 +97,24 @@ export const oidcRoutes =
         // state) is no page's referrer.
         reply.header('cache-control', 'no-store').header('referrer-policy', 'no-referrer')
         const query = req.url.includes('?') ? req.url.slice(req.url.indexOf('?')) : ''
+        const cookie = cookieOf(req.headers.cookie, COOKIE)
+        // A link ends where it started (the members page); a sign-in on the console's first page.
+        const landing = oidc?.linking(cookie) ? '/console/members' : '/console/'
         try {
-          const { session, principal } = await configured().finish(query, cookieOf(req.headers.cookie, COOKIE), {
+          const { session, principal } = await configured().finish(query, cookie, {
             ip: req.ip ?? null,
             onRefusedMember: (p) => {
               req.principal = p
             },
           })
           req.principal = principal
-          if (!session) return reply.redirect('/console/#oidc-linked=1', 303)
-          return reply.redirect(`/console/#oidc=${encodeURIComponent(session.token)}`, 303)
+          if (!session) return reply.redirect(`${landing}#oidc-linked=1`, 303)
+          return reply.redirect(`${landing}#oidc=${encodeURIComponent(session.token)}`, 303)
         } catch (err) {
           if (!(err instanceof DomainError)) req.log.error({ err }, 'OIDC sign-in failed')
           const detail = err instanceof DomainError ? err.detail : 'OIDC sign-in failed: see the server log'
           req.auditStatus = err instanceof DomainError ? statusOfKind(err.kind) : 500
-          return reply.redirect(`/console/#oidc-error=${encodeURIComponent(detail)}`, 303)
+          return reply.redirect(`${landing}#oidc-error=${encodeURIComponent(detail)}`, 303)
         }
       },
     )

@@ -164,6 +164,15 @@ export class OidcSignIn {
     return this.deps.members.signInVerified(identity, email, opts.ip)
   }
 
+  /** Whether the browser's flow links the provider (its callback ends on the members page, where linking started). */
+  linking(sealed: string | undefined): boolean {
+    try {
+      return this.openFlow(sealed).link !== undefined
+    } catch {
+      return false
+    }
+  }
+
   private openFlow(sealed: string | undefined): Flow {
     if (!sealed) throw refused('this browser did not start this sign-in (no sign-in cookie): start again')
     let flow: Flow
