@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, request, type Server } from 'node:http'
 import { connect, createServer as createTcpServer, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -133,7 +133,7 @@ describe.skipIf(sandbox.kind !== 'bwrap' || (sandbox.kind === 'bwrap' && sandbox
         expect(w.logs.history().filter((l) => l.line === `got ${BYTES}`)).toHaveLength(CALLS)
         if (asRoot) {
           // The relay in the namespace, like the forwarder: the sandbox user, no capabilities.
-          const relay = Number(readFileSync(join(dataDir, 'pods', 'p-big-bodies', 'publish.pid'), 'utf8'))
+          const relay = Number.parseInt(readFileSync(join(dataDir, 'pods', 'p-big-bodies', 'publish.pid'), 'utf8'), 10)
           const status = readFileSync(`/proc/${relay}/status`, 'utf8')
           expect(status).toMatch(new RegExp(`^Uid:\\s+${SANDBOX_UID}\\s`, 'm'))
           expect(status).toMatch(/^CapEff:\s+0+$/m)
@@ -172,7 +172,7 @@ setTimeout(()=>{console.log('gave up at '+settled+' settled, '+greeted+' greeted
         const d = driver()
         const w = await d.start(spec('w-flood', planePort, [process.execPath, '-e', code]))
         try {
-          const relay = Number(readFileSync(join(dataDir, 'workers', 'w-flood', 'forward.pid'), 'utf8'))
+          const relay = Number.parseInt(readFileSync(join(dataDir, 'workers', 'w-flood', 'forward.pid'), 'utf8'), 10)
           let relayFds = 0
           await until(
             async () => {
@@ -243,6 +243,32 @@ setTimeout(()=>{console.log('gave up at '+settled+' settled, '+greeted+' greeted
     )
 
     it.skipIf(!asRoot)(
+      "ends no other workload's relay when the pid its file names has since become that relay's",
+      async () => {
+        const d = driver()
+        const sleeper = [process.execPath, '-e', 'setTimeout(()=>{},600000)']
+        const a = await d.start(spec('w-stale', port, sleeper))
+        const b = await d.start(spec('w-other', port, sleeper))
+        const fileOf = (id: string) => join(dataDir, 'workers', id, 'forward.pid')
+        try {
+          const other = Number.parseInt(readFileSync(fileOf('w-other'), 'utf8'), 10)
+          // A's relay ended while no control plane ran and its pid went to B's: A's file, B's pid.
+          const [, ...rest] = readFileSync(fileOf('w-stale'), 'utf8').trim().split(' ')
+          writeFileSync(fileOf('w-stale'), `${[other, ...rest].join(' ')}\n`)
+          await a.stop(0)
+          await a.exited
+          await d.remove(a.ref)
+          await new Promise((resolve) => setTimeout(resolve, 500))
+          expect(readFileSync(`/proc/${other}/comm`, 'utf8').trim()).toBe(FORWARDER_NAME)
+        } finally {
+          await b.stop(0)
+          await b.exited
+          await d.remove(b.ref)
+        }
+      },
+    )
+
+    it.skipIf(!asRoot)(
       "forwards as the sandbox user, without capabilities or the tenant's env, and never outlives the sandbox",
       async () => {
         const d = driver()
@@ -251,7 +277,7 @@ setTimeout(()=>{console.log('gave up at '+settled+' settled, '+greeted+' greeted
           spec('w-forwarder', port, [process.execPath, '-e', 'setTimeout(()=>{},600000)', secret], { SECRET: secret }),
         )
         const pidFile = join(dataDir, 'workers', 'w-forwarder', 'forward.pid')
-        const pid = Number(readFileSync(pidFile, 'utf8'))
+        const pid = Number.parseInt(readFileSync(pidFile, 'utf8'), 10)
         expect(readFileSync(`/proc/${pid}/comm`, 'utf8').trim()).toBe(FORWARDER_NAME)
         const status = readFileSync(`/proc/${pid}/status`, 'utf8')
         expect(status).toMatch(new RegExp(`^Uid:\\s+${SANDBOX_UID}\\s+${SANDBOX_UID}\\s+${SANDBOX_UID}`, 'm'))

@@ -205,7 +205,7 @@ function spawnRelay(prefix: string[], init: number, max?: number): ChildProcess 
   )
 }
 
-/** Hands `sockets` to the relay, closes Hangar's copies, writes its pid to `pidFile` and lets it go. */
+/** Hands `sockets` to the relay, closes Hangar's copies, writes its pid (and start ticks) to `pidFile` and lets it go. */
 async function handOver(relay: ChildProcess, sockets: Relayed[], pidFile: string, timeoutMs: number): Promise<void> {
   try {
     ended(relay, 'the relay')
@@ -218,7 +218,8 @@ async function handOver(relay: ChildProcess, sockets: Relayed[], pidFile: string
         relay.send({ done: true })
       })
     })
-    writeFileSync(pidFile, `${relay.pid}\n`)
+    // With its start ticks: a pid reused by another workload's relay (same name) is not that one's to end.
+    writeFileSync(pidFile, `${relay.pid} ${startTicks(relay.pid!) ?? ''}\n`)
   } finally {
     // The relay holds its own copies now (or is to be killed): Hangar's must not accept anything.
     for (const { server } of sockets) server.close()
@@ -263,17 +264,26 @@ function receiveServers(listener: ChildProcess): Promise<Relayed[]> {
   })
 }
 
-/** Ends a relay of a workload (by its pid file, if that pid is still a relay), and removes the file. */
+/**
+ * Ends a relay of a workload (by its pid file, if that pid is still that relay: its name and start ticks), and
+ * removes the file. A relay ends by itself with its sandbox, leaving its file while no control plane runs; its pid
+ * may since be another workload's relay.
+ */
 export function stopForwarder(pidFile: string): void {
   let pid = 0
+  let ticks: string | undefined
   try {
-    pid = Number(readFileSync(pidFile, 'utf8').trim())
+    const [p, t] = readFileSync(pidFile, 'utf8').trim().split(/\s+/)
+    pid = Number(p)
+    ticks = t
   } catch {
     // No pid file: this workload had no forwarder, or it was ended already.
     return
   }
   try {
-    if (pid > 0 && readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === FORWARDER_NAME) process.kill(pid, 'SIGTERM')
+    const same = ticks === undefined || startTicks(pid) === ticks
+    if (pid > 0 && same && readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === FORWARDER_NAME)
+      process.kill(pid, 'SIGTERM')
   } catch {
     // already gone
   }
