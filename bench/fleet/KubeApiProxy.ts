@@ -41,6 +41,9 @@ export class KubeApiProxy {
     const k = await kubeHttp(kc, 64)
     let proxy!: KubeApiProxy
     const server = createServer((req, res) => void proxy.forward(req, res))
+    // Longer than a client's idle sockets live: with Node's 5 s, a socket the client reused as the proxy closed
+    // it failed with ECONNRESET (a Pod's DELETE, in a 2,000-Pod run).
+    server.keepAliveTimeout = 600_000
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
     const port = (server.address() as AddressInfo).port
     const dir = mkdtempSync(join(tmpdir(), 'hangar-kproxy-'))
