@@ -107,4 +107,36 @@ describe('the simulated fleet (bench/fleet)', () => {
     // A's start is still in the runtime's hands, and its worker is still shown starting.
     expect(runtime.starts.pending).toBeGreaterThan(0)
   })
+  it("keeps running when the runtime fails a worker's stop, and ends the worker by trying again", async () => {
+    const rejections: unknown[] = []
+    const onRejection = (err: unknown) => rejections.push(err)
+    process.on('unhandledRejection', onRejection)
+    try {
+      workers = new VirtualWorkers({ jobMs: 50 })
+      let failures = 0
+      const runtime = new SimulatedRuntime({
+        fleet: workers,
+        // The first stop fails as a Pod DELETE did when the API server reset the connection (seen at 2,000 Pods).
+        beforeStop: async () => {
+          if (failures++ === 0) throw new Error('read ECONNRESET')
+        },
+      })
+      s = await startTestServer({ fleet, jobs: { pingIntervalMs: 1000 } }, { runtime: () => runtime })
+      const ep = await createEndpoint(
+        s,
+        endpointBody('sim/any:latest', { workers: { min: 0, max: 1, idleTimeout: 1 } }),
+      )
+      const job = (await jobCall(s, 'POST', `/v2/${ep.id}/run`, { input: {} })).body.id as string
+      expect((await waitFinal(s, ep.id, job)).status).toBe('COMPLETED')
+      // Idle for 1 s, the worker is stopped; that stop fails, the next one (a second later) ends it.
+      await until(async () => runtime.size === 0, 20_000, 'the worker ended after its failed stop')
+      expect(failures).toBeGreaterThanOrEqual(2)
+      expect(rejections.map(String)).toEqual([])
+      // The control plane still serves: another job gets a new worker and completes.
+      const next = (await jobCall(s, 'POST', `/v2/${ep.id}/run`, { input: {} })).body.id as string
+      expect((await waitFinal(s, ep.id, next)).status).toBe('COMPLETED')
+    } finally {
+      process.off('unhandledRejection', onRejection)
+    }
+  })
 })

@@ -32,6 +32,8 @@ export interface SimulatedRuntimeOptions {
   beforeStart?: (spec: WorkloadSpec, signal?: AbortSignal) => Promise<void>
   /** Awaited before `remove` ends a workload (a slow engine). */
   beforeRemove?: (ref: RuntimeRef) => Promise<void>
+  /** Awaited before a workload's `stop` ends it; a rejection fails that stop (a Pod DELETE the API server reset). */
+  beforeStop?: (ref: RuntimeRef) => Promise<void>
 }
 
 interface Running {
@@ -83,6 +85,7 @@ export class SimulatedRuntime implements RuntimeDriver {
       exited,
       logs,
       stop: async () => {
+        await this.opts.beforeStop?.(ref)
         this.opts.fleet.end(spec.id)
         end({ code: null, signal: 'SIGTERM' })
         await exited

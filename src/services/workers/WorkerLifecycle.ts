@@ -21,6 +21,10 @@ import { volumePath } from './volumePath.js'
  * (the one place a worker's phase changes and its stored `state` is derived, by `storedStateOf`), signs of
  * life and heartbeats, parking, retiring, stopping, and what happens to a worker and its jobs when it exits.
  */
+/** The first wait before a failed stop is tried again, doubled each time up to the most. */
+const STOP_RETRY_MS = 1_000
+const STOP_RETRY_MAX_MS = 30_000
+
 export class WorkerLifecycle {
   private readonly placer: WorkerPlacer
   /** Every watched worker's end (its exit recorded, its jobs given back), until it is done. */
@@ -142,7 +146,7 @@ export class WorkerLifecycle {
     w.record.runtimeRef = handle.ref
     await store.workers.update(w.id, { runtimeRef: handle.ref, startedAt: now })
     // Stopped while it was being started (endpoint deleted, shutdown): finish the job now.
-    if (w.phase === 'stopping') void handle.stop(deps.config.stopGraceMs)
+    if (w.phase === 'stopping') this.halt(w, handle, deps.config.stopGraceMs)
     log.info(
       {
         workerId: w.id,
@@ -217,9 +221,32 @@ export class WorkerLifecycle {
       void deps.store.workers.update(workerId, { state: storedStateOf(w.phase) })
       // Still being started (a Pod the cluster cannot place yet): that start is called off.
       if (!w.handle) w.abortStart?.()
-      void w.handle?.stop(deps.config.stopGraceMs)
+      if (w.handle) this.halt(w, w.handle, deps.config.stopGraceMs)
     }
     await w.finished
+  }
+
+  /**
+   * Asks the runtime to end a worker's workload, and again after a failure (a Pod DELETE the API server reset,
+   * an engine that did not answer) until the workload has exited: a failed stop is logged, never thrown (it must
+   * not end the control plane), and the worker stays `stopping` meanwhile.
+   */
+  private halt(w: LiveWorker, handle: Workload, graceMs: number, attempt = 1): void {
+    let exited = false
+    void handle.exited.then(() => {
+      exited = true
+    })
+    handle.stop(graceMs).catch((err: Error) => {
+      if (exited) return
+      const retryMs = Math.min(STOP_RETRY_MS * 2 ** (attempt - 1), STOP_RETRY_MAX_MS)
+      this.ctx.deps.log.warn(
+        { workerId: w.id, endpointId: w.endpointId, err: err.message, attempt, retryMs },
+        'stopping a worker failed: trying again',
+      )
+      setTimeout(() => {
+        if (!exited) this.halt(w, handle, graceMs, attempt + 1)
+      }, retryMs).unref()
+    })
   }
 
   /** Stops every worker (shutdown). */
@@ -349,7 +376,7 @@ export class WorkerLifecycle {
       deps.log.warn({ workerId: id, endpointId: w.endpointId, reason: w.lostReason }, 'worker lost')
       this.move(w, 'lose')
       deps.events.workerChanged(id)
-      void w.handle.stop(0)
+      this.halt(w, w.handle, 0)
     }
   }
 
@@ -364,7 +391,7 @@ export class WorkerLifecycle {
     this.move(w, 'lose')
     this.ctx.deps.log.warn({ workerId, endpointId: w.endpointId, reason }, 'worker lost')
     this.ctx.deps.events.workerChanged(workerId)
-    void w.handle.stop(0)
+    this.halt(w, w.handle, 0)
   }
 
   /**
