@@ -83,6 +83,13 @@ describe('createSpec', () => {
 
   const rejects: Array<[string, CreateEndpoint, RuleContext, string, string[]]> = [
     [
+      'a port past 65535 or 0',
+      { ...base, ports: ['99999/http', '8000/http', '0/tcp'] },
+      ctx,
+      'unprocessable',
+      ['ports[0]: "99999/http": the port must be 1 to 65535', 'ports[2]: "0/tcp": the port must be 1 to 65535'],
+    ],
+    [
       'R2 neither gpu nor cpu',
       { ...base, gpu: undefined },
       ctx,

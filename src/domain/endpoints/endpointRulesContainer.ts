@@ -69,6 +69,11 @@ export function resolveContainer(
     const into = err.kind === 'bad_request' ? conflicts : invalid
     for (const line of err.errors ?? [err.detail]) into.items.push(line)
   }
+  // The schema's pattern allows five digits; a port past 65535 would reach the runtime (and its relays) as given.
+  for (const [i, p] of (body.ports ?? []).entries()) {
+    const n = Number(p.split('/')[0])
+    if (n < 1 || n > 65535) invalid.add(`ports[${i}]`, `${JSON.stringify(p)}: the port must be 1 to 65535`)
+  }
   return {
     image: image ?? '',
     ...command,
