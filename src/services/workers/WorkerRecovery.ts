@@ -35,7 +35,8 @@ export class WorkerRecovery {
     for (const w of await store.workers.listActive()) {
       const found = w.runtimeRef ? listed.get(w.runtimeRef) : undefined
       if (w.runtimeRef) listed.delete(w.runtimeRef)
-      if (found && (await this.adopt(w, found))) continue
+      const notAdopted = found ? await this.adopt(w, found) : 'its workload is not running'
+      if (notAdopted === null) continue
       if (w.runtimeRef)
         await runtime
           .remove(w.runtimeRef)
@@ -44,7 +45,7 @@ export class WorkerRecovery {
           )
       await this.lifecycle.recordEnded(w.id, 'exited', 'the control plane restarted')
       log.info(
-        { workerId: w.id, endpointId: w.endpointId, runtimeRef: w.runtimeRef },
+        { workerId: w.id, endpointId: w.endpointId, runtimeRef: w.runtimeRef, reason: notAdopted },
         'worker of the previous run removed',
       )
     }
@@ -135,14 +136,21 @@ export class WorkerRecovery {
 
   /**
    * Takes back a worker of the previous run: it must still run, reach this control plane at the URL it was
-   * given, belong to an existing endpoint, and get its own capacity back.
+   * given, belong to an existing endpoint, and get its own capacity back. Null once adopted, else why not
+   * (logged with its removal).
    */
-  private async adopt(r: WorkerRecord, found: ListedWorkload): Promise<boolean> {
+  private async adopt(r: WorkerRecord, found: ListedWorkload): Promise<string | null> {
     const { deps } = this.ctx
     const { store, catalog, runtime, log } = deps
     const allocation = adoptableAllocation(r, found, r.hostId ? deps.baseUrl(r.hostId) : '')
-    const ep = allocation ? await store.endpoints.get(r.endpointId) : undefined
-    if (!allocation || !ep || !catalog.fleet.restore(allocation)) return false
+    if (!allocation)
+      return found.running
+        ? "its workload was told another control-plane URL, or carries no allocation of this worker's host"
+        : 'its workload is not running'
+    const ep = await store.endpoints.get(r.endpointId)
+    if (!ep) return 'its endpoint is gone'
+    if (!catalog.fleet.restore(allocation))
+      return `its capacity on host ${allocation.hostId} is not free in this control plane's fleet`
     const handle = await runtime.adopt(found.ref).catch((err: Error) => {
       // Not adopted: the caller removes it and records its end, as for any worker that cannot be taken back.
       log.warn({ workerId: r.id, runtimeRef: found.ref, err: err.message }, 'cannot adopt a worker of the previous run')
@@ -150,7 +158,7 @@ export class WorkerRecovery {
     })
     if (!handle) {
       catalog.fleet.release(r.id)
-      return false
+      return 'the runtime could not adopt it'
     }
     await this.lifecycle.takeBack(
       r,
@@ -162,6 +170,6 @@ export class WorkerRecovery {
       { workerId: r.id, endpointId: r.endpointId, runtimeRef: r.runtimeRef, hostId: r.hostId },
       'worker of the previous run adopted',
     )
-    return true
+    return null
   }
 }
