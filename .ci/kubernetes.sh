@@ -16,8 +16,11 @@ trap _stop EXIT
 .ci/hangar-image.sh
 export HANGAR_TEST_K8S_HANGAR_IMAGE=localhost/hangar:ci HANGAR_TEST_K8S_HANGAR_IMAGE_NEXT=localhost/hangar:ci-next
 export HANGAR_REQUIRE_KUBERNETES=1
-npx vitest run test/runtime.kubernetes.test.ts test/kubernetes.e2e.test.ts test/kubernetes.manifest.test.ts \
-  test/kubernetes.deploy.test.ts
+npx vitest run test/runtime.kubernetes.test.ts test/kubernetes.e2e.test.ts test/kubernetes.manifest.test.ts
+# Alone: its two replicas, a leader change and a rolling update on this 2-core node. Its one failure in CI (a rolling
+# update whose new leader removed the workers instead of adopting them) came when it ran beside the files above;
+# alone it passed every run here. WorkerRecovery now logs why a worker is not adopted.
+npx vitest run test/kubernetes.deploy.test.ts
 # Alone, after the rest: its virtual Nodes (bench/fleet/VirtualNodes.ts) would take other files' Pods that any
 # node may run (a CPU worker has no node selector), and no kubelet would run them.
 npx vitest run test/kubernetes.fleet.test.ts
