@@ -8,7 +8,7 @@ import { DomainError } from '../src/domain/errors.js'
 import { MemoryCounterStore } from '../src/ratelimit/MemoryCounterStore.js'
 import { SignInThrottle } from '../src/services/accounts/SignInThrottle.js'
 import { addMember, type TestMember } from './helpers/members.js'
-import { linkWithProvider, TestOidcProvider } from './helpers/oidcProvider.js'
+import { finishOidcFlow, linkWithProvider, startOidcFlow, TestOidcProvider } from './helpers/oidcProvider.js'
 import { startTestServer, type TestServer } from './helpers/server.js'
 
 /** Where a sign-in ended (the console's fragment), and the callback's answer headers. */
@@ -80,29 +80,10 @@ describe('members: attacks on OIDC sign-in and the invitation limit', () => {
     idp.user = { sub: 'sub-dev', email: dev.email, email_verified: true }
   })
 
-  const start = async (body: Record<string, string> = {}) => {
-    const res = await fetch(`${s.url}/v2/sessions/oidc`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    })
-    expect(res.status, await res.clone().text()).toBe(201)
-    const cookie = res.headers.get('set-cookie')!.split(';')[0]
-    const { authorizationUrl } = (await res.json()) as { authorizationUrl: string }
-    const atProvider = await fetch(authorizationUrl, { redirect: 'manual' })
-    expect(atProvider.status).toBe(302)
-    return { cookie, callback: atProvider.headers.get('location')! }
-  }
+  const start = (body: Record<string, string> = {}) => startOidcFlow(s.url, { body })
   const callback = async (url: string, cookie: string): Promise<Ending> => {
-    const res = await fetch(url, { redirect: 'manual', headers: { cookie } })
-    expect(res.status).toBe(303)
-    const location = res.headers.get('location')!
-    const fragment = new URLSearchParams(location.slice(location.indexOf('#') + 1))
-    return {
-      token: fragment.get('oidc') ?? undefined,
-      error: fragment.get('oidc-error') ?? undefined,
-      headers: res.headers,
-    }
+    const { token, error, headers } = await finishOidcFlow(url, cookie)
+    return { token, error, headers }
   }
   const signIn = async (body: Record<string, string> = {}) => {
     const { cookie, callback: url } = await start(body)

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { addMember, type TestMember } from './helpers/members.js'
-import { linkWithProvider, TestOidcProvider } from './helpers/oidcProvider.js'
+import { finishOidcFlow, linkWithProvider, startOidcFlow, TestOidcProvider } from './helpers/oidcProvider.js'
 import { startTestServer, type TestServer } from './helpers/server.js'
 
 /** Where a sign-in ended: the session token, or the reason it was refused (from the console's fragment). */
@@ -38,29 +38,13 @@ describe('members: sign-in with an OpenID Connect provider (a real provider on a
     idp.user = { sub: 'sub-dev', email: dev.email, email_verified: true }
   })
 
-  /** What the console does: start (the cookie comes back), follow the provider's redirect; the callback is not called. */
-  const start = async (body: Record<string, string> = {}) => {
-    const res = await fetch(`${s.url}/v2/sessions/oidc`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    })
-    expect(res.status, await res.clone().text()).toBe(201)
-    const cookie = res.headers.get('set-cookie')!.split(';')[0]
-    const { authorizationUrl } = (await res.json()) as { authorizationUrl: string }
-    const atProvider = await fetch(authorizationUrl, { redirect: 'manual' })
-    expect(atProvider.status).toBe(302)
-    return { cookie, callback: atProvider.headers.get('location')!, authorizationUrl }
-  }
+  const start = (body: Record<string, string> = {}) => startOidcFlow(s.url, { body })
   /** The browser arriving back at Hangar's callback, with `cookie` (or none). */
   const callback = async (url: string, cookie: string | null): Promise<Ending> => {
-    const res = await fetch(url, { redirect: 'manual', headers: cookie ? { cookie } : {} })
-    expect(res.status).toBe(303)
-    const location = res.headers.get('location')!
+    const { location, token, error } = await finishOidcFlow(url, cookie)
     // A sign-in ends on the console's first page; a link of the provider on the members page, where it started.
     expect(location).toMatch(/^\/console\/(members)?#/)
-    const fragment = new URLSearchParams(location.slice(location.indexOf('#') + 1))
-    return { token: fragment.get('oidc') ?? undefined, error: fragment.get('oidc-error') ?? undefined }
+    return { token, error }
   }
   const signIn = async (body: Record<string, string> = {}) => {
     const { cookie, callback: url } = await start(body)

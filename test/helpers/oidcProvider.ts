@@ -1,6 +1,7 @@
 import { createHash, createHmac, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto'
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { expect } from 'vitest'
 
 /** The person the provider signs in (it approves every authorization request as them). */
 export interface OidcUser {
@@ -203,19 +204,57 @@ function hs256(claims: object, secret: string): string {
 }
 
 /**
+ * What the console does to start a flow at Hangar (`path`, with the session's `token` to link): the cookie comes
+ * back, and the provider's redirect is followed to the callback it names (which is not called).
+ */
+export async function startOidcFlow(
+  baseUrl: string,
+  o: { path?: string; body?: Record<string, string>; token?: string } = {},
+): Promise<{ cookie: string; callback: string; authorizationUrl: string }> {
+  const res = await fetch(`${baseUrl}${o.path ?? '/v2/sessions/oidc'}`, {
+    method: 'POST',
+    headers: {
+      ...(o.body ? { 'content-type': 'application/json' } : {}),
+      ...(o.token ? { authorization: `Bearer ${o.token}` } : {}),
+    },
+    body: o.body ? JSON.stringify(o.body) : undefined,
+  })
+  expect(res.status, await res.clone().text()).toBe(201)
+  const cookie = res.headers.get('set-cookie')!.split(';')[0]
+  const { authorizationUrl } = (await res.json()) as { authorizationUrl: string }
+  const atProvider = await fetch(authorizationUrl, { redirect: 'manual' })
+  expect(atProvider.status).toBe(302)
+  return { cookie, callback: atProvider.headers.get('location')!, authorizationUrl }
+}
+
+/** Where a flow ended: the browser arriving back at Hangar's callback with `cookie` (or none) is sent to `location`. */
+export interface OidcEnding {
+  location: string
+  token?: string
+  error?: string
+  headers: Headers
+}
+
+/** The browser arriving back at Hangar's callback `url`, with `cookie` (or none): a 303 to the console. */
+export async function finishOidcFlow(url: string, cookie: string | null): Promise<OidcEnding> {
+  const res = await fetch(url, { redirect: 'manual', headers: cookie ? { cookie } : {} })
+  expect(res.status).toBe(303)
+  const location = res.headers.get('location')!
+  const fragment = new URLSearchParams(location.slice(location.indexOf('#') + 1))
+  return {
+    location,
+    token: fragment.get('oidc') ?? undefined,
+    error: fragment.get('oidc-error') ?? undefined,
+    headers: res.headers,
+  }
+}
+
+/**
  * Links the provider's current `user` to the member signed in with `sessionToken`, as a browser would: the
  * session starts the flow, the provider approves, the callback (with the flow's cookie) records the identity.
  * Answers where the callback sent the browser: `/console/#oidc-linked=1`, or `/console/#oidc-error=<why>`.
  */
 export async function linkWithProvider(baseUrl: string, sessionToken: string): Promise<string> {
-  const res = await fetch(`${baseUrl}/v2/sessions/oidc/link`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${sessionToken}` },
-  })
-  if (res.status !== 201) throw new Error(`linking did not start: ${res.status} ${await res.text()}`)
-  const cookie = res.headers.get('set-cookie')!.split(';')[0]
-  const { authorizationUrl } = (await res.json()) as { authorizationUrl: string }
-  const atProvider = await fetch(authorizationUrl, { redirect: 'manual' })
-  const back = await fetch(atProvider.headers.get('location')!, { redirect: 'manual', headers: { cookie } })
-  return decodeURIComponent(back.headers.get('location') ?? `(no redirect: ${back.status})`)
+  const { cookie, callback } = await startOidcFlow(baseUrl, { path: '/v2/sessions/oidc/link', token: sessionToken })
+  return decodeURIComponent((await finishOidcFlow(callback, cookie)).location)
 }
