@@ -41,19 +41,25 @@ describe.each(runtimes)(
     })
 
     it.skipIf(skip !== null)(
-      'keeps the running worker (no duplicate), serves jobs with it, and removes what it does not know',
+      'keeps the running worker (no duplicate) even where its host is now estimated smaller, serves jobs with it, and removes what it does not know',
       async () => {
-        // A fixed port: adopted workers call the URL they were given.
-        writeFileSync(
-          configFile,
-          JSON.stringify({
-            host: '127.0.0.1',
-            port: await freePort(),
-            logLevel: 'silent',
-            fleet: { detectGpus: false },
-            ...(engine ? { engine } : {}),
-          }),
-        )
+        // A fixed port: adopted workers call the URL they were given. The fleet is this machine under its
+        // usual id, with the vCPUs given here.
+        const port = await freePort()
+        const configure = (vcpus: number) =>
+          writeFileSync(
+            configFile,
+            JSON.stringify({
+              host: '127.0.0.1',
+              port,
+              logLevel: 'silent',
+              fleet: {
+                detectGpus: false,
+                hosts: [{ id: 'local', dataCenterId: 'LOCAL-1', vcpus, memoryGb: 32, ...(engine ? { engine } : {}) }],
+              },
+            }),
+          )
+        configure(8)
         const first = await serveWithConfig(dataDir, configFile)
         procs.push(first.proc)
         const key = readFileSync(join(dataDir, 'admin-key'), 'utf8').trim()
@@ -102,6 +108,9 @@ describe.each(runtimes)(
         first.proc.kill('SIGKILL')
         await new Promise((r) => first.proc.once('exit', r))
         expect(await running()).toBe(true)
+        // The restarted control plane's estimate of the host has no room for the worker's 2 vCPUs (a host
+        // configured smaller, or a Kubernetes Node read as NotReady): the worker runs, so it still holds them.
+        configure(1)
 
         const second = await serveWithConfig(dataDir, configFile)
         procs.push(second.proc)

@@ -265,21 +265,30 @@ export class Fleet {
   /**
    * Takes exactly `a` again (a worker adopted after a restart keeps its host and devices); false when that
    * capacity is taken, its host gone or down.
+   *
+   * With `running`, the workload was found running and so holds its capacity whatever this fleet now estimates:
+   * it is counted even beyond the host's vCPUs and memory, on a host missing from the estimate or marked down
+   * (a Kubernetes host read while its Node was NotReady, a host whose configured size shrank), and on GPU
+   * indices the estimate no longer lists. Only a GPU another allocation holds refuses it: two workloads cannot
+   * both own one device.
    */
-  restore(a: Allocation): boolean {
+  restore(a: Allocation, opts: { running?: boolean } = {}): boolean {
+    if (this.allocations.has(a.id)) return false
     const host = this.hosts.find((h) => h.id === a.hostId)
-    if (!host || this.down.has(host.id) || this.allocations.has(a.id)) return false
+    if (!opts.running && (!host || this.down.has(host.id))) return false
     if (a.gpuTypeId) {
-      const g = host.gpus.find((x) => x.typeId === a.gpuTypeId)
-      const busy = this.usedGpu.get(key(host.id, a.gpuTypeId)) ?? new Set<number>()
-      if (!g || a.gpuIndices.some((i) => !g.indices.includes(i) || busy.has(i))) return false
+      const g = host?.gpus.find((x) => x.typeId === a.gpuTypeId)
+      const busy = this.usedGpu.get(key(a.hostId, a.gpuTypeId)) ?? new Set<number>()
+      if (a.gpuIndices.some((i) => busy.has(i))) return false
+      if (!opts.running && (!g || a.gpuIndices.some((i) => !g.indices.includes(i)))) return false
       for (const i of a.gpuIndices) busy.add(i)
-      this.usedGpu.set(key(host.id, a.gpuTypeId), busy)
+      this.usedGpu.set(key(a.hostId, a.gpuTypeId), busy)
     }
     if (a.vcpus || a.memoryGb) {
-      const used = this.usedCpu.get(host.id) ?? { vcpus: 0, memoryGb: 0 }
-      if (host.vcpus - used.vcpus < a.vcpus || host.memoryGb - used.memoryGb < a.memoryGb) return false
-      this.usedCpu.set(host.id, { vcpus: used.vcpus + a.vcpus, memoryGb: used.memoryGb + a.memoryGb })
+      const used = this.usedCpu.get(a.hostId) ?? { vcpus: 0, memoryGb: 0 }
+      const fits = host && host.vcpus - used.vcpus >= a.vcpus && host.memoryGb - used.memoryGb >= a.memoryGb
+      if (!fits && !opts.running) return false
+      this.usedCpu.set(a.hostId, { vcpus: used.vcpus + a.vcpus, memoryGb: used.memoryGb + a.memoryGb })
     }
     this.remember(a)
     return true

@@ -257,7 +257,8 @@ export class PodService {
     await this.runner.removeOrphans(keep)
     for (const pod of pods) {
       const allocation = pod.placement ? allocationOf(pod) : null
-      if (!allocation || !catalog.fleet.restore(allocation)) {
+      // A pod whose workload was adopted holds its capacity, whatever this fleet now estimates.
+      if (!allocation || !catalog.fleet.restore(allocation, { running: adopted.get(pod.id) === true })) {
         await this.runner.stop(pod.id, pod.runtimeRef, 0)
         await this.move(pod, 'fail', {
           runtimeRef: null,

@@ -149,7 +149,8 @@ export class WorkerRecovery {
         : 'its workload is not running'
     const ep = await store.endpoints.get(r.endpointId)
     if (!ep) return 'its endpoint is gone'
-    if (!catalog.fleet.restore(allocation))
+    // Found running, it holds its capacity: counted even where this fleet's estimate has no room for it.
+    if (!catalog.fleet.restore(allocation, { running: true }))
       return `its capacity on host ${allocation.hostId} is not free in this control plane's fleet`
     const handle = await runtime.adopt(found.ref).catch((err: Error) => {
       // Not adopted: the caller removes it and records its end, as for any worker that cannot be taken back.
