@@ -102,6 +102,13 @@ export const Config = Type.Object(
           'Base URL the other control-plane replicas reach this one at, when it leads (they forward it load-balancer traffic and pod operations); the address it listens on when unset. Only used with PostgreSQL.',
       }),
     ),
+    drainMs: Type.Integer({
+      minimum: 0,
+      maximum: 600_000,
+      default: 0,
+      description:
+        'When stopping (SIGTERM), how long to go on serving before closing, ms: /readyz answers 503, long-polls are released and every response closes its connection, so clients (workers posting results) reconnect to another replica instead of sending on a connection closed under them. Set it behind a load balancer or in Kubernetes to a little more than the time the orchestrator takes to stop routing to a stopping replica (the manifests in deploy/kubernetes set 5000); 0 closes at once.',
+    }),
     enginePingIntervalMs: Type.Integer({
       minimum: 50,
       default: 2_000,
@@ -190,6 +197,9 @@ export const Config = Type.Object(
 )
 export type Config = Static<typeof Config>
 
+/** Settings whose environment variable holds a number (a text that is not one is refused with the setting's name). */
+const NUMERIC_ENV = new Set(['port', 'drainMs'])
+
 /** Overrides from the command line; undefined fields are left to the other sources. */
 export interface ConfigFlags {
   host?: string
@@ -216,6 +226,7 @@ export const CONFIG_ENV: Record<string, keyof Config | `${keyof Config}.${string
   HANGAR_ENGINE: 'engine',
   HANGAR_WORKER_URL: 'workerUrl',
   HANGAR_INTERNAL_URL: 'internalUrl',
+  HANGAR_DRAIN_MS: 'drainMs',
   HANGAR_METRICS_TOKEN: 'metricsToken',
   HANGAR_LB_DOMAIN: 'loadBalancer.domain',
 }
@@ -261,7 +272,7 @@ export function loadConfig(
     if (v === undefined || v === '') continue
     const [key, sub] = path.split('.')
     if (sub) raw[key] = { ...(raw[key] as object | undefined), [sub]: v }
-    else raw[key] = key === 'port' ? Number(v) : key === 'engine' ? engineFromEnv(v, name) : v
+    else raw[key] = NUMERIC_ENV.has(key) ? Number(v) : key === 'engine' ? engineFromEnv(v, name) : v
     origin[key] = name
   }
   const flag = (key: keyof Config, name: string, v: unknown) => {

@@ -5,7 +5,7 @@ import type pino from 'pino'
 import { buildApp, type App } from './api/app.js'
 import { DataDirLock } from './DataDirLock.js'
 import { createLogger } from './logger.js'
-import { trackConnections } from './api/drain.js'
+import { type TrackedConnections, trackConnections } from './api/drain.js'
 import { CatalogService, localHosts } from './catalog/CatalogService.js'
 import { Fleet } from './catalog/Fleet.js'
 import { detectMachine } from './catalog/detect.js'
@@ -755,6 +755,7 @@ async function listen(
     metricsToken: config.metricsToken,
     consoleDir: CONSOLE_DIR,
     docsDir: DOCS_DIR,
+    draining: () => connections.draining,
   })
   await opts.configureApp?.(app)
   const connections = trackConnections(app.server)
@@ -811,7 +812,7 @@ async function listen(
     billing,
     quotas: p.resources.quotas,
     endpointMetrics,
-    stop: () => (stopping ??= stopInOrder({ ...p, app, connections })),
+    stop: () => (stopping ??= stopInOrder({ ...p, app, connections, drainMs: config.drainMs })),
   }
 }
 
@@ -826,14 +827,21 @@ async function stopInOrder(p: {
   fleet: FleetParts
   services: Services
   app: App
-  connections: ReturnType<typeof trackConnections>
+  connections: TrackedConnections
+  drainMs: number
 }): Promise<void> {
   const { app, connections } = p
+  // Draining: /readyz says 503 and every response closes its connection, so clients reconnect (to another
+  // replica once the orchestrator has taken this one out) instead of sending on a connection closed under them.
+  connections.drain()
   // Release long-polls (job-take, runsync, stream) so closing the server does not wait them out,
   // then close the server (it finishes requests in flight).
   p.jobs.events.close()
   // Requests waiting for a load-balancing worker get a 503 now rather than after the cold-start limit.
   p.fleet.balancer.close()
+  // Requests keep being served (each closing its connection) for `drainMs`: a worker's result posted on a
+  // connection it had open reaches this replica, not a closed socket.
+  if (p.drainMs > 0) await new Promise((resolve) => setTimeout(resolve, p.drainMs))
   // Connections serving no request are closed as they appear, so close() waits only for requests.
   connections.closeUnused()
   const sweepIdle = setInterval(() => connections.closeUnused(), 50)

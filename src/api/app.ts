@@ -136,6 +136,8 @@ export interface AppDeps {
    * replica's URL, named in the forwarded request). Absent for a single process, which serves everything.
    */
   replicas?: { leadership: LeaderView; self: () => string }
+  /** True while the process drains before it stops: /readyz answers 503. */
+  draining?: () => boolean
 }
 
 export type App = FastifyInstance<any, any, any, FastifyBaseLogger, TypeBoxTypeProvider>
@@ -236,7 +238,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   // Every change is recorded once it is answered (refusals too); env naming missing secrets is refused.
   registerAudit(app, deps.audit)
   registerSecretReferenceCheck(app, deps.secrets)
-  registerProbes(app, deps.replicas)
+  registerProbes(app, deps.replicas, deps.draining)
 
   app.get('/v2/openapi.json', { schema: { hide: true }, config: { access: 'public' } }, async () => app.swagger())
   // A person opening the server's address in a browser lands on something readable: the console when there
