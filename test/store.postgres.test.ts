@@ -199,6 +199,45 @@ if (available) {
         await s.dispose()
       }
     })
+
+    it('lists every endpoint as last written by any replica, parsing again only what changed', async () => {
+      const a = await openFresh()
+      const b = await PgStore.open({ url: PG_TEST_URL, schema: a.schema })
+      try {
+        for (const id of ['acct_a', 'acct_b'])
+          await a.store.accounts.insert({ id, name: id, rateLimitExempt: false, createdAt: 1_000 })
+        const [e1, e2, e3] = [
+          endpoint('acct_a', { name: 'one' }),
+          endpoint('acct_a', { name: 'two' }),
+          endpoint('acct_b'),
+        ]
+        for (const e of [e1, e2, e3]) await a.store.endpoints.insert(e)
+        const first = await a.store.endpoints.listAll()
+        expect(first.map((e) => e.name)).toEqual(['one', 'two', 'e'])
+        // Unchanged rows come back as the same (frozen) documents, not parsed again.
+        const again = await a.store.endpoints.listAll()
+        expect(again[0]).toBe(first[0])
+        expect(Object.isFrozen(again[0])).toBe(true)
+        // Written by the other replica: an update, a delete, an insert, and an update inside a transaction.
+        await b.endpoints.update({ ...e2, name: 'two, renamed', version: 2 })
+        await b.endpoints.delete(e3.id)
+        const e4 = endpoint('acct_b', { name: 'four' })
+        await b.endpoints.insert(e4)
+        await b.transaction(async (tx) => {
+          await tx.endpoints.update({ ...e1, name: 'one, first' })
+          await tx.endpoints.update({ ...e1, name: 'one, second' })
+        })
+        const after = await a.store.endpoints.listAll()
+        expect(after.map((e) => [e.id, e.name])).toEqual([
+          [e1.id, 'one, second'],
+          [e2.id, 'two, renamed'],
+          [e4.id, 'four'],
+        ])
+      } finally {
+        await b.close()
+        await a.dispose()
+      }
+    })
   })
 } else {
   describe.skip('PostgreSQL store (PostgreSQL unreachable)', () => {

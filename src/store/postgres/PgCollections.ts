@@ -24,7 +24,7 @@ export class PgTemplateStore extends PgDocuments<TemplateRecord> implements Temp
 
 export class PgEndpointStore extends PgDocuments<EndpointRecord> implements EndpointStore {
   constructor(q: PgQueryable) {
-    super(q, 'endpoint')
+    super(q, 'endpoint', () => null, { parsedAll: true })
   }
   async referencing(accountId: string, ref: EndpointReference): Promise<string[]> {
     const hits =

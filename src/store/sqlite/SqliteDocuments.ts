@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3'
+import { deepFreeze } from '../deepFreeze.js'
 import type { Owned, OwnedCollection } from '../OwnedCollection.js'
 
 /**
@@ -135,11 +136,3 @@ export class SqliteDocuments<T extends Owned> implements OwnedCollection<T> {
 
 /** Documents kept parsed per kind, at most (a few thousand endpoints is a large installation). */
 const CACHE_LIMIT = 10_000
-
-function deepFreeze<T>(value: T): T {
-  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
-    for (const v of Object.values(value)) deepFreeze(v)
-    Object.freeze(value)
-  }
-  return value
-}
