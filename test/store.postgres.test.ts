@@ -205,7 +205,7 @@ if (available) {
       const b = await PgStore.open({ url: PG_TEST_URL, schema: a.schema })
       try {
         for (const id of ['acct_a', 'acct_b'])
-          await a.store.accounts.insert({ id, name: id, rateLimitExempt: false, createdAt: 1_000 })
+          await a.store.accounts.insert({ id, name: id, rateLimitExempt: false, createdAt: '2026-11-01T00:00:00.000Z' })
         const [e1, e2, e3] = [
           endpoint('acct_a', { name: 'one' }),
           endpoint('acct_a', { name: 'two' }),
