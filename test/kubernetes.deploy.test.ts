@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process'
+import { execFile, spawn } from 'node:child_process'
 import { randomBytes, randomUUID } from 'node:crypto'
 import net from 'node:net'
 import { join } from 'node:path'
@@ -42,6 +42,16 @@ async function skipReason(): Promise<string | null> {
 }
 const skip = await skipReason()
 if (skip) console.warn(skip)
+
+/** `kubectl logs -f` of a Pod, kept as it comes, until `stop` or the Pod's end. */
+function followLog(pod: string): { text(): string; stop(): void } {
+  const chunks: string[] = []
+  const child = spawn(KUBECTL, ['--kubeconfig', kubeEnv.kubeconfig!, '-n', NS, 'logs', '-f', pod])
+  child.stdout.on('data', (d: Buffer) => chunks.push(d.toString()))
+  child.stderr.on('data', (d: Buffer) => chunks.push(d.toString()))
+  child.on('error', () => undefined)
+  return { text: () => chunks.join(''), stop: () => void child.kill() }
+}
 
 function kubectl(args: string[], input?: string): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -356,9 +366,33 @@ describe.skipIf(skip !== null)('Hangar deployed in Kubernetes (deploy/kubernetes
     const follower = before.find((r) => r.role === 'follower')!
     const l = load()
     await new Promise((r) => setTimeout(r, 2_000))
+    // The leader's own account of its stop, read while it stops (its log goes with its Pod), printed if the
+    // follower does not come to lead.
+    const stopping = followLog(leader.name)
     await kubectl(['-n', NS, 'delete', 'pod', leader.name, '--wait=false'])
     const deletedAt = Date.now()
-    await until(async () => (await roleAt(follower.port!)) === 'leader', 60_000, 'the follower leading')
+    await until(async () => (await roleAt(follower.port!)) === 'leader', 60_000, 'the follower leading').catch(
+      async (err) => {
+        console.log(`kubernetes.deploy: the deleted leader ${leader.name} said:\n${stopping.text().slice(-8_000)}`)
+        const ready = await fetch(`http://127.0.0.1:${follower.port}/readyz`).then(
+          async (r) => `${r.status} ${await r.text()}`,
+          String,
+        )
+        const log = await core().readNamespacedPodLog({ name: follower.name, namespace: NS }).catch(String)
+        const pod = await core()
+          .readNamespacedPod({ name: follower.name, namespace: NS })
+          .catch(() => null)
+        const restarts = pod?.status?.containerStatuses?.[0]?.restartCount ?? 0
+        const previous = restarts
+          ? await core().readNamespacedPodLog({ name: follower.name, namespace: NS, previous: true }).catch(String)
+          : ''
+        console.log(
+          `kubernetes.deploy: the follower ${follower.name} (/readyz: ${ready}, restarts: ${restarts}) said:\n${String(log).slice(-8_000)}${restarts ? `\nbefore its restart:\n${String(previous).slice(-8_000)}` : ''}`,
+        )
+        throw err
+      },
+    )
+    stopping.stop()
     console.log(`kubernetes.deploy: the follower led ${Date.now() - deletedAt} ms after the leader's Pod was deleted`)
     await new Promise((r) => setTimeout(r, 3_000))
     const ids = await l.stop()
