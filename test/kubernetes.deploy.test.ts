@@ -366,53 +366,62 @@ describe.skipIf(skip !== null)('Hangar deployed in Kubernetes (deploy/kubernetes
     const follower = before.find((r) => r.role === 'follower')!
     const l = load()
     await new Promise((r) => setTimeout(r, 2_000))
-    // The leader's own account of its stop, read while it stops (its log goes with its Pod), printed if the
-    // follower does not come to lead.
+    // The leader's own account of its stop, read while it stops (its log goes with its Pod), printed if no other
+    // replica comes to lead.
     const stopping = followLog(leader.name)
     await kubectl(['-n', NS, 'delete', 'pod', leader.name, '--wait=false'])
     const deletedAt = Date.now()
-    await until(async () => (await roleAt(follower.port!)) === 'leader', 60_000, 'the follower leading').catch(
-      async (err) => {
-        console.log(`kubernetes.deploy: the deleted leader ${leader.name} said:\n${stopping.text().slice(-8_000)}`)
-        const ready = await fetch(`http://127.0.0.1:${follower.port}/readyz`).then(
-          async (r) => `${r.status} ${await r.text()}`,
+    // The follower, or the Deployment's replacement: while the leader drains (HANGAR_DRAIN_MS) the replacement
+    // starts, and whichever of the two tries the lock first once it is free leads.
+    const others = async () => (await replicas()).filter((r) => r.name !== leader.name && r.port)
+    const next = await until(
+      async () => {
+        for (const r of await others()) if ((await roleAt(r.port!)) === 'leader') return r.name
+        return undefined
+      },
+      60_000,
+      'another replica leading',
+    ).catch(async (err) => {
+      console.log(`kubernetes.deploy: the deleted leader ${leader.name} said:\n${stopping.text().slice(-8_000)}`)
+      for (const r of await others()) {
+        const ready = await fetch(`http://127.0.0.1:${r.port}/readyz`).then(
+          async (res) => `${res.status} ${await res.text()}`,
           String,
         )
-        const log = await core().readNamespacedPodLog({ name: follower.name, namespace: NS }).catch(String)
         const pod = await core()
-          .readNamespacedPod({ name: follower.name, namespace: NS })
+          .readNamespacedPod({ name: r.name, namespace: NS })
           .catch(() => null)
         const restarts = pod?.status?.containerStatuses?.[0]?.restartCount ?? 0
-        const previous = restarts
-          ? await core().readNamespacedPodLog({ name: follower.name, namespace: NS, previous: true }).catch(String)
-          : ''
+        const log = await core().readNamespacedPodLog({ name: r.name, namespace: NS }).catch(String)
         console.log(
-          `kubernetes.deploy: the follower ${follower.name} (/readyz: ${ready}, restarts: ${restarts}) said:\n${String(log).slice(-8_000)}${restarts ? `\nbefore its restart:\n${String(previous).slice(-8_000)}` : ''}`,
+          `kubernetes.deploy: ${r.name} (/readyz: ${ready}, restarts: ${restarts}) said:\n${String(log).slice(-8_000)}`,
         )
-        throw err
-      },
-    )
+      }
+      throw err
+    })
     stopping.stop()
-    console.log(`kubernetes.deploy: the follower led ${Date.now() - deletedAt} ms after the leader's Pod was deleted`)
+    console.log(
+      `kubernetes.deploy: ${next === follower.name ? 'the follower' : 'the replacement'} led ${Date.now() - deletedAt} ms after the leader's Pod was deleted`,
+    )
     await new Promise((r) => setTimeout(r, 3_000))
     const ids = await l.stop()
     expect(ids.length).toBeGreaterThan(20)
     console.log(`kubernetes.deploy: ${ids.length} jobs accepted through the leader's deletion`)
     accepted.push(...ids)
 
-    // The Deployment's replacement joins as a follower.
+    // Two replicas serve again, the deleted one gone: the new leader and the other as its follower.
     await until(
       async () => {
         const r = await roles()
         return (
           r.length === 2 &&
           !r.some((x) => x.name === leader.name) &&
-          r.find((x) => x.name === follower.name)?.role === 'leader' &&
-          r.find((x) => x.name !== follower.name)?.role === 'follower'
+          r.find((x) => x.name === next)?.role === 'leader' &&
+          r.find((x) => x.name !== next)?.role === 'follower'
         )
       },
       120_000,
-      'the replacement Ready as a follower',
+      'the two replicas Ready, one leading',
     )
     await sameWorkers()
     await everyJobOnce(ids)
