@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { CoreV1Api, type V1Pod } from '@kubernetes/client-node'
 import { afterEach, describe, expect, it } from 'vitest'
 import { parseConfig } from '../src/config.js'
-import { KubernetesDriver } from '../src/runtime/kubernetes/KubernetesDriver.js'
+import { DELETES_AT_ONCE, KubernetesDriver } from '../src/runtime/kubernetes/KubernetesDriver.js'
 import { PodWatch, type PodWatchOptions } from '../src/runtime/kubernetes/PodWatch.js'
 import type { WorkloadSpec } from '../src/runtime/RuntimeDriver.js'
 import type { Log } from '../src/services/log.js'
@@ -260,6 +260,35 @@ describe('KubernetesDriver when its Pods cannot be listed', () => {
         /cannot watch the Pods of namespace hangar .*: cannot list the Pods: HTTP 403: pods is forbidden/,
       )
       expect(api.requests.map((r) => `${r.method} ${r.kind}`)).toEqual(['GET list'])
+    } finally {
+      await driver.close()
+      await api.close()
+      rmSync(dataDir, { recursive: true, force: true })
+    }
+  })
+})
+
+describe('KubernetesDriver removing many workloads at once', () => {
+  it(`sends at most ${DELETES_AT_ONCE} Pod deletions at once, and removes every Pod`, async () => {
+    const api = await startKubeApiServer('hangar')
+    const dataDir = mkdtempSync(join(tmpdir(), 'hangar-k8s-deletes-'))
+    const driver = new KubernetesDriver({
+      config: parseConfig({ runtime: { kubernetes: { namespace: 'hangar' } } }).runtime!.kubernetes!,
+      dataDir,
+      kubeConfig: api.kubeConfig(),
+      log: recordingLog().log,
+    })
+    try {
+      // An endpoint of 200 workers deleted: its workers' Pods are removed together.
+      const names = Array.from({ length: 200 }, (_, i) => `hangar-worker-w${i}`)
+      for (const name of names) api.putPod(fakePod(name, 'Running'))
+      await Promise.all(names.map((name) => driver.remove(`kubernetes:k8s-cpu:${name}`)))
+      expect(api.podDeletes.most).toBeGreaterThan(1)
+      expect(api.podDeletes.most).toBeLessThanOrEqual(DELETES_AT_ONCE)
+      const deleted = api.requests.filter((r) => r.method === 'DELETE' && r.path.includes('/pods/'))
+      expect(deleted).toHaveLength(names.length)
+      const left = await api.kubeConfig().makeApiClient(CoreV1Api).listNamespacedPod({ namespace: 'hangar' })
+      expect(left.items).toEqual([])
     } finally {
       await driver.close()
       await api.close()

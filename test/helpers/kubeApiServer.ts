@@ -25,8 +25,8 @@ export interface SeenRequest {
 }
 
 /**
- * A Kubernetes API server of one namespace's Pods (list, and watch: chunked JSON events from a
- * resourceVersion, bookmarks, 410 Gone) and PersistentVolumeClaims (get, create, delete), on an ephemeral port,
+ * A Kubernetes API server of one namespace's Pods (list, watch: chunked JSON events from a resourceVersion,
+ * bookmarks, 410 Gone; delete) and PersistentVolumeClaims (get, create, delete), on an ephemeral port,
  * with faults to script: the real @kubernetes/client-node runs against it. Nothing but what the tests use.
  */
 export interface KubeApiServer {
@@ -48,6 +48,8 @@ export interface KubeApiServer {
   failWatches(code: number, message: string): void
   /** Watches open now (streaming or silent). */
   openWatches(): number
+  /** DELETEs of Pods being answered now, and the most at once so far. */
+  readonly podDeletes: { now: number; most: number }
   /** Claims; one with finalizers is only marked deleted by a DELETE (as the pvc-protection finalizer does). */
   readonly claims: Map<string, V1PersistentVolumeClaim>
   close(): Promise<void>
@@ -93,6 +95,7 @@ export async function startKubeApiServer(namespace = 'hangar'): Promise<KubeApiS
     listFaults: [],
     watchPlan: [],
     claims,
+    podDeletes: { now: 0, most: 0 },
     putPod(pod, o = {}) {
       const name = pod.metadata!.name!
       const type = pods.has(name) ? 'MODIFIED' : 'ADDED'
@@ -192,6 +195,20 @@ export async function startKubeApiServer(namespace = 'hangar'): Promise<KubeApiS
         else claims.delete(name)
         return json(res, claim)
       }
+    }
+    if (req.method === 'DELETE' && u.pathname.startsWith(`${podsPath}/`)) {
+      // Answered after a few ms, as a busy API server would: deletes sent together are in flight together.
+      const name = decodeURIComponent(u.pathname.slice(podsPath.length + 1))
+      server.podDeletes.now++
+      server.podDeletes.most = Math.max(server.podDeletes.most, server.podDeletes.now)
+      setTimeout(() => {
+        server.podDeletes.now--
+        const pod = pods.get(name)
+        if (!pod) return status(res, 404, `pods "${name}" not found`)
+        server.deletePod(name)
+        json(res, pod)
+      }, 20)
+      return
     }
     status(res, 404, `the fake API server does not serve ${req.method} ${u.pathname}`)
   }

@@ -33,6 +33,7 @@ import {
 import { CLUSTER_LABEL, PodResources } from './PodResources.js'
 import { containerStarted, exitOf, isLive, isRunning, startStateOf } from './podStatus.js'
 import { MANAGED_BY, PodWatch } from './PodWatch.js'
+import { Slots } from '../Slots.js'
 
 /** Options of the Kubernetes driver (one for the whole cluster, whatever fleet hosts stand for it). */
 export interface KubernetesDriverOptions {
@@ -55,6 +56,9 @@ export interface KubernetesDriverOptions {
  * grace period. The container disk is an emptyDir with a size limit, a pod's persistent volume a
  * ReadWriteOnce claim, a network volume a ReadWriteMany claim (or its host directory, see `networkVolumes`).
  */
+/** Pod deletions sent to the API server at once, as the runtime's 64 starts are (HostRuntimes). */
+export const DELETES_AT_ONCE = 32
+
 export class KubernetesDriver implements RuntimeDriver {
   readonly name = 'kubernetes'
   /**
@@ -68,6 +72,8 @@ export class KubernetesDriver implements RuntimeDriver {
   private readonly watch: PodWatch
   private readonly resources: PodResources
   private readonly ns: string
+  /** Pod DELETEs in flight (see deletePod). */
+  private readonly deletes = new Slots(DELETES_AT_ONCE)
 
   constructor(private readonly o: KubernetesDriverOptions) {
     this.kc = o.kubeConfig ?? kubeConfigOf(o.config)
@@ -421,11 +427,20 @@ export class KubernetesDriver implements RuntimeDriver {
     }
   }
 
+  /**
+   * At most DELETES_AT_ONCE Pod deletions are sent at once, as starts are bounded: scaling 2,000 workers down
+   * (or deleting their endpoints) sent 2,000 DELETEs together, and 2,743 attempts failed with a reset connection
+   * before the stops' retries got through (fleet bench, issue 35). A slot is held for the request only, not for
+   * the Pod's termination.
+   */
   private async deletePod(name: string, graceSeconds: number): Promise<void> {
+    const release = await this.deletes.acquire()
     try {
       await this.api.deleteNamespacedPod({ name, namespace: this.ns, gracePeriodSeconds: graceSeconds })
     } catch (err) {
       if (kubeStatusOf(err) !== 404) throw err
+    } finally {
+      release()
     }
   }
 
