@@ -8,7 +8,7 @@ import { LABELS } from '../../src/runtime/labels.js'
 import { ProcessDriver } from '../../src/runtime/process/ProcessDriver.js'
 import { FORWARDER_NAME, RELAY_MAX_CONNECTIONS } from '../../src/runtime/process/forwarder.js'
 import { probeSandbox, SANDBOX_UID } from '../../src/runtime/process/sandbox.js'
-import type { WorkloadSpec } from '../../src/runtime/RuntimeDriver.js'
+import type { Workload, WorkloadSpec } from '../../src/runtime/RuntimeDriver.js'
 import { until } from '../helpers/until.js'
 
 /**
@@ -59,6 +59,12 @@ describe.skipIf(sandbox.kind !== 'bwrap' || (sandbox.kind === 'bwrap' && sandbox
     let server: Server
     let port = 0
     const driver = () => new ProcessDriver({ dataDir, images: {}, hostEnv: { PATH: '/usr/bin:/bin' }, sandbox })
+    /** Stops a workload at once and removes what it left. */
+    const end = async (d: ProcessDriver, w: Workload) => {
+      await w.stop(0)
+      await w.exited
+      await d.remove(w.ref)
+    }
     beforeAll(async () => {
       mkdirSync(dataDir, { recursive: true })
       const reply = Buffer.alloc(BYTES, 9)
@@ -139,9 +145,7 @@ describe.skipIf(sandbox.kind !== 'bwrap' || (sandbox.kind === 'bwrap' && sandbox
           expect(status).toMatch(/^CapEff:\s+0+$/m)
         }
       } finally {
-        await w.stop(0)
-        await w.exited
-        await d.remove(w.ref)
+        await end(d, w)
       }
     })
 
@@ -196,9 +200,7 @@ setTimeout(()=>{console.log('gave up at '+settled+' settled, '+greeted+' greeted
           // Two descriptors a carried connection, a few of node's own.
           expect(relayFds).toBeLessThan(2 * RELAY_MAX_CONNECTIONS + 64)
         } finally {
-          await w.stop(0)
-          await w.exited
-          await d.remove(w.ref)
+          await end(d, w)
           plane.close()
           for (const s of open) s.destroy()
         }
@@ -235,9 +237,7 @@ setTimeout(()=>{console.log('gave up at '+settled+' settled, '+greeted+' greeted
           await new Promise((resolve) => setTimeout(resolve, 300))
           expect(await answer(good.publicPort)).toBe('pong')
         } finally {
-          await w.stop(0)
-          await w.exited
-          await d.remove(w.ref)
+          await end(d, w)
         }
       },
     )
@@ -255,15 +255,11 @@ setTimeout(()=>{console.log('gave up at '+settled+' settled, '+greeted+' greeted
           // A's relay ended while no control plane ran and its pid went to B's: A's file, B's pid.
           const [, ...rest] = readFileSync(fileOf('w-stale'), 'utf8').trim().split(' ')
           writeFileSync(fileOf('w-stale'), `${[other, ...rest].join(' ')}\n`)
-          await a.stop(0)
-          await a.exited
-          await d.remove(a.ref)
+          await end(d, a)
           await new Promise((resolve) => setTimeout(resolve, 500))
           expect(readFileSync(`/proc/${other}/comm`, 'utf8').trim()).toBe(FORWARDER_NAME)
         } finally {
-          await b.stop(0)
-          await b.exited
-          await d.remove(b.ref)
+          await end(d, b)
         }
       },
     )
