@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { PassThrough } from 'node:stream'
 import { CoreV1Api, Log as KubeLog, VersionApi, type KubeConfig, type V1Pod } from '@kubernetes/client-node'
+import { Slots } from '../Slots.js'
 import { freePort } from '../freePort.js'
 import { LABELS } from '../labels.js'
 import {
@@ -33,7 +34,6 @@ import {
 import { CLUSTER_LABEL, PodResources } from './PodResources.js'
 import { containerStarted, exitOf, isLive, isRunning, startStateOf } from './podStatus.js'
 import { MANAGED_BY, PodWatch } from './PodWatch.js'
-import { Slots } from '../Slots.js'
 
 /** Options of the Kubernetes driver (one for the whole cluster, whatever fleet hosts stand for it). */
 export interface KubernetesDriverOptions {
@@ -48,6 +48,9 @@ export interface KubernetesDriverOptions {
   log?: Log
 }
 
+/** Pod deletions sent to the API server at once, as the runtime's 64 starts are (HostRuntimes). */
+export const DELETES_AT_ONCE = 32
+
 /**
  * Workloads as Kubernetes Pods (never Deployments: Hangar's autoscaler decides how many run). Each Pod is
  * labelled like the other drivers' containers (installation, kind, id, host, endpoint or pod, release; values a
@@ -56,9 +59,6 @@ export interface KubernetesDriverOptions {
  * grace period. The container disk is an emptyDir with a size limit, a pod's persistent volume a
  * ReadWriteOnce claim, a network volume a ReadWriteMany claim (or its host directory, see `networkVolumes`).
  */
-/** Pod deletions sent to the API server at once, as the runtime's 64 starts are (HostRuntimes). */
-export const DELETES_AT_ONCE = 32
-
 export class KubernetesDriver implements RuntimeDriver {
   readonly name = 'kubernetes'
   /**
