@@ -224,7 +224,8 @@ describe.skipIf(skip !== null)('web console in a real browser', () => {
     // The key shown works, and is an ALL key of acme.
     const r = await s.api('GET', '/v2/serverless', undefined, key)
     expect(r.status).toBe(200)
-    expect(await page.textContent('tbody')).toContain('acme')
+    // The list is read again after the create: it shows the new key once that answer is in.
+    await expect.poll(() => page.textContent('tbody')).toContain('acme')
   })
 
   it('creates a pod (after a validation error), shows its cost and logs, and stops it', async () => {
